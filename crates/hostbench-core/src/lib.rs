@@ -1,0 +1,20 @@
+//! hostbench-core: everything the subsystem crates share.
+//!
+//! The result model (`model`) is the JSON contract `hostbench/result/v1`; the runner (`runner`) is
+//! the one place where warm-up, repetitions, statistics, progress and partial saving happen, so
+//! every benchmark reports the same way. Host facts (`host`), the measured core clock (`clock`),
+//! thread pinning (`affinity`), units (`units`) and the `--spec` file (`spec`) live here too.
+
+pub mod affinity;
+pub mod clock;
+pub mod error;
+pub mod host;
+pub mod model;
+pub mod runner;
+pub mod spec;
+pub mod stats;
+pub mod units;
+
+pub use error::BenchError;
+pub use model::{Params, Peak, Record, Reference, RunResult, Stats};
+pub use runner::{Case, Runner, RunnerConfig, Sample};

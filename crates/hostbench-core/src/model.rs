@@ -1,0 +1,226 @@
+//! The JSON result contract `hostbench/result/v1` (DESIGN.md §2).
+//!
+//! Field names here *are* the contract: add fields freely, never rename. Every number is in SI
+//! base units (`B/s`, `bit/s`, `FLOP/s`, `OP/s`, `IO/s`, `s`); scaling for humans happens only in
+//! formatters. Tables and JSON are both rendered from these structs, so they cannot disagree.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Schema identifier written into every result file.
+pub const SCHEMA: &str = "hostbench/result/v1";
+
+/// A case's parameters, in insertion order (the order a table shows them in).
+pub type Params = Map<String, Value>;
+
+/// One complete run: the host, when, and every record measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResult {
+    pub schema: String,
+    pub tool: Tool,
+    pub host: Host,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub records: Vec<Record>,
+    /// Cases that did not produce a record, with the reason (unsupported, failed, over budget).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+impl RunResult {
+    pub fn new(host: Host) -> Self {
+        Self {
+            schema: SCHEMA.to_string(),
+            tool: Tool::default(),
+            host,
+            started_at: now_rfc3339(),
+            finished_at: None,
+            records: Vec::new(),
+            skipped: Vec::new(),
+        }
+    }
+}
+
+/// The current UTC time as RFC 3339 with second precision.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Self {
+            name: "hostbench".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// Host inventory as stored in a result (see `host::inventory`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub os: String,
+    pub kernel: String,
+    /// `none`, `kvm`, `vmware`, `xen`, `hyperv`, … or `unknown`.
+    pub virtualization: String,
+    pub cpu: Cpu,
+    pub memory: Memory,
+    pub numa_nodes: u32,
+    /// cpufreq scaling governor of CPU 0, when the kernel exposes one.
+    #[serde(default)]
+    pub governor: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Cpu {
+    pub vendor: String,
+    pub model: String,
+    pub sockets: u32,
+    /// Physical cores in all sockets.
+    pub cores: u32,
+    /// Logical CPUs (hardware threads) online.
+    pub threads: u32,
+    /// ISA features detected at run time (not compile time).
+    pub isa: Vec<String>,
+    /// Advertised clock (cpufreq max, or the model string's "@ x GHz"), when known.
+    pub nominal_hz: Option<f64>,
+    /// Core clock measured with a dependent-add chain (see `clock`).
+    pub measured_hz: Option<f64>,
+    pub caches: Vec<Cache>,
+    /// CPUID family/model (x86) or MIDR implementer/part (Arm), for microarchitecture tables.
+    #[serde(default)]
+    pub family: Option<u32>,
+    #[serde(default)]
+    pub model_id: Option<u32>,
+    /// Microarchitecture name when recognised (e.g. "Zen 4"), used to label peak bases.
+    #[serde(default)]
+    pub microarch: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    pub level: u32,
+    /// `data`, `instruction` or `unified`.
+    pub kind: String,
+    pub size_bytes: u64,
+    /// How many separate copies of this cache exist (distinct `shared_cpu_list`s).
+    pub instances: u32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Memory {
+    pub total_bytes: u64,
+}
+
+/// Whether larger or smaller values are better; decides which of min/max is "best".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    Throughput,
+    Latency,
+}
+
+/// One measured case.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Record {
+    pub benchmark: String,
+    pub params: Params,
+    pub metric: Metric,
+    pub unit: String,
+    /// Median of the samples.
+    pub value: f64,
+    pub stats: Stats,
+    pub samples: Vec<f64>,
+    pub peak: Option<Peak>,
+    /// `value / peak.value` for throughput, `peak.value / value` for latency.
+    pub efficiency: Option<f64>,
+    pub reference: Option<Reference>,
+    pub warnings: Vec<String>,
+    /// Benchmark-specific results that are not the headline value (residual, chains, clock…).
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub extra: Map<String, Value>,
+}
+
+impl Record {
+    /// Attach a theoretical limit and derive the efficiency from it.
+    pub fn set_peak(&mut self, peak: Option<Peak>) {
+        self.efficiency = peak.as_ref().and_then(|p| {
+            if p.value <= 0.0 || self.value <= 0.0 {
+                return None;
+            }
+            Some(match self.metric {
+                Metric::Throughput => self.value / p.value,
+                Metric::Latency => p.value / self.value,
+            })
+        });
+        if let Some(e) = self.efficiency {
+            // Above the limit means the limit (or the clock under it) is wrong: say so.
+            if e > 1.05 {
+                self.warnings.push(format!(
+                    "measured {:.0} % of the theoretical limit: the limit's basis is likely wrong",
+                    e * 100.0
+                ));
+            }
+        }
+        self.peak = peak;
+    }
+
+    /// A parameter as a display string (strings unquoted).
+    pub fn param(&self, key: &str) -> Option<String> {
+        self.params.get(key).map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    }
+}
+
+/// Summary statistics of a record's samples (see `stats::summarize`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub n: usize,
+    pub mean: f64,
+    pub median: f64,
+    pub stddev: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Coefficient of variation, stddev / mean.
+    pub cv: f64,
+    /// 95 % confidence interval of the mean (Student's t).
+    pub ci95: [f64; 2],
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
+}
+
+/// A theoretical limit with the arithmetic that produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    pub value: f64,
+    pub basis: String,
+}
+
+/// A reference tool's figure measured side by side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    pub tool: String,
+    pub version: String,
+    pub value: f64,
+    /// hostbench / reference for throughput; reference / hostbench for latency.
+    pub ratio: f64,
+}
+
+/// A case that produced no record.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Skipped {
+    pub benchmark: String,
+    pub params: Params,
+    /// `unsupported`, `failed`, `invalid` or `budget`.
+    pub kind: String,
+    pub reason: String,
+}

@@ -1,0 +1,410 @@
+//! The one runner every benchmark goes through.
+//!
+//! A benchmark describes a *case* (benchmark id, parameters, unit) and hands the runner a closure
+//! that takes one sample. The runner does the rest, identically for every subsystem: warm-up
+//! samples that are thrown away, `repeat` measured samples, statistics, the "noisy" warning, a
+//! progress bar on stderr (only when stderr is a terminal), the time budget, and an atomic
+//! rewrite of the partial result file after every case, so Ctrl-C or a crash keeps what was
+//! already measured. Failures of one case become `skipped` entries and the run goes on.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Map, Value};
+
+use crate::error::BenchError;
+use crate::model::{now_rfc3339, Host, Metric, Params, Record, RunResult, Skipped};
+use crate::stats::{summarize, NOISY_CV};
+
+/// How the runner measures; resolved once from the CLI.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// Measured samples per case (≥ 1).
+    pub repeat: usize,
+    /// Discarded samples before measuring (caches, clocks, page faults settle).
+    pub warmup: usize,
+    /// Whole-run time budget; cases that would start after it are skipped.
+    pub budget: Option<Duration>,
+    /// Draw progress bars (the caller decides: stderr is a TTY and not `--quiet`).
+    pub progress: bool,
+    /// Where to rewrite the partial result after every case.
+    pub partial_path: Option<PathBuf>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            repeat: 3,
+            warmup: 1,
+            budget: None,
+            progress: std::io::stderr().is_terminal(),
+            partial_path: None,
+        }
+    }
+}
+
+/// One point of a benchmark's parameter space.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub benchmark: String,
+    pub params: Params,
+    pub metric: Metric,
+    pub unit: String,
+}
+
+impl Case {
+    pub fn new(benchmark: &str, metric: Metric, unit: &str) -> Self {
+        Self {
+            benchmark: benchmark.to_string(),
+            params: Params::new(),
+            metric,
+            unit: unit.to_string(),
+        }
+    }
+
+    /// Builder-style parameter, kept in insertion order.
+    pub fn param(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// `cpu.flops dtype=f64 isa=avx2-fma threads=2` — for progress and messages.
+    pub fn label(&self) -> String {
+        let mut s = self.benchmark.clone();
+        for (k, v) in &self.params {
+            let v = match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s
+    }
+}
+
+/// One sample: the headline value in the case's SI unit plus named side values (clock, residual…)
+/// whose medians land in the record's `extra`.
+#[derive(Debug, Clone, Default)]
+pub struct Sample {
+    pub value: f64,
+    pub extra: Vec<(String, f64)>,
+}
+
+impl Sample {
+    pub fn new(value: f64) -> Self {
+        Self {
+            value,
+            extra: Vec::new(),
+        }
+    }
+
+    pub fn with(mut self, key: &str, value: f64) -> Self {
+        self.extra.push((key.to_string(), value));
+        self
+    }
+}
+
+/// Runs cases and owns the growing result.
+pub struct Runner {
+    config: RunnerConfig,
+    result: RunResult,
+    started: Instant,
+    bar: ProgressBar,
+}
+
+impl Runner {
+    pub fn new(config: RunnerConfig, host: Host) -> Self {
+        let bar = if config.progress {
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} ETA {eta} {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Self {
+            config,
+            result: RunResult::new(host),
+            started: Instant::now(),
+            bar,
+        }
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    /// Announce `cases` more cases so the progress bar's length and ETA are right.
+    pub fn plan(&mut self, cases: usize) {
+        let per_case = (self.config.warmup + self.config.repeat) as u64;
+        self.bar.inc_length(cases as u64 * per_case);
+    }
+
+    /// Print a line above the progress bar (or plainly when there is none).
+    pub fn note(&self, line: &str) {
+        if self.config.progress {
+            self.bar.println(line);
+        }
+    }
+
+    /// Has the whole-run budget been spent?
+    pub fn over_budget(&self) -> bool {
+        self.config
+            .budget
+            .is_some_and(|b| self.started.elapsed() >= b)
+    }
+
+    /// Take warm-up and measured samples of `case` and summarise them into a record. The record
+    /// is not yet part of the result: the caller may attach a peak, then `commit` it.
+    pub fn measure(
+        &mut self,
+        case: &Case,
+        mut sample: impl FnMut() -> Result<Sample, BenchError>,
+    ) -> Result<Record, BenchError> {
+        self.bar.set_message(case.label());
+        for _ in 0..self.config.warmup {
+            sample()?;
+            self.bar.inc(1);
+        }
+        let mut values = Vec::with_capacity(self.config.repeat);
+        let mut extras: Vec<(String, Vec<f64>)> = Vec::new();
+        for _ in 0..self.config.repeat.max(1) {
+            let s = sample()?;
+            if !s.value.is_finite() {
+                return Err(BenchError::Failed(format!(
+                    "{}: non-finite sample {}",
+                    case.label(),
+                    s.value
+                )));
+            }
+            values.push(s.value);
+            for (k, v) in s.extra {
+                match extras.iter_mut().find(|(name, _)| *name == k) {
+                    Some((_, vs)) => vs.push(v),
+                    None => extras.push((k, vec![v])),
+                }
+            }
+            self.bar.inc(1);
+        }
+        Ok(build_record(case, values, extras))
+    }
+
+    /// Add a finished record to the result and rewrite the partial file.
+    pub fn commit(&mut self, record: Record) -> Result<(), BenchError> {
+        self.result.records.push(record);
+        self.save_partial()
+    }
+
+    /// Record that a case produced nothing, and why; the run goes on.
+    pub fn skip(&mut self, case: &Case, err: &BenchError) -> Result<(), BenchError> {
+        let kind = match err {
+            BenchError::Unsupported(_) => "unsupported",
+            BenchError::InvalidInput(_) => "invalid",
+            _ => "failed",
+        };
+        self.skip_with(case, kind, &err.to_string())
+    }
+
+    fn skip_with(&mut self, case: &Case, kind: &str, reason: &str) -> Result<(), BenchError> {
+        // Jump the bar past the samples this case will not take.
+        self.bar
+            .inc((self.config.warmup + self.config.repeat) as u64);
+        self.note(&format!("skipped {}: {reason}", case.label()));
+        self.result.skipped.push(Skipped {
+            benchmark: case.benchmark.clone(),
+            params: case.params.clone(),
+            kind: kind.to_string(),
+            reason: reason.to_string(),
+        });
+        self.save_partial()
+    }
+
+    /// Measure, let `finish` attach peaks and extras, and commit; an unsupported or failing case
+    /// is recorded as skipped and the run continues. Only bad input stops the run.
+    pub fn run_case(
+        &mut self,
+        case: &Case,
+        sample: impl FnMut() -> Result<Sample, BenchError>,
+        finish: impl FnOnce(&mut Record),
+    ) -> Result<(), BenchError> {
+        if self.over_budget() {
+            return self.skip_with(case, "budget", "time budget exhausted before this case");
+        }
+        match self.measure(case, sample) {
+            Ok(mut record) => {
+                finish(&mut record);
+                self.commit(record)
+            }
+            Err(e @ BenchError::InvalidInput(_)) => Err(e),
+            Err(e) => self.skip(case, &e),
+        }
+    }
+
+    pub fn result(&self) -> &RunResult {
+        &self.result
+    }
+
+    /// Stamp the end time, write the final partial file, and hand the result over.
+    pub fn finish(mut self) -> Result<RunResult, BenchError> {
+        self.bar.finish_and_clear();
+        self.result.finished_at = Some(now_rfc3339());
+        self.save_partial()?;
+        Ok(self.result)
+    }
+
+    fn save_partial(&self) -> Result<(), BenchError> {
+        match &self.config.partial_path {
+            Some(path) => write_json_atomic(path, &self.result),
+            None => Ok(()),
+        }
+    }
+}
+
+fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>) -> Record {
+    let stats = summarize(&samples);
+    let mut warnings = Vec::new();
+    if stats.n > 1 && stats.cv > NOISY_CV {
+        warnings.push(format!(
+            "noisy: CV {:.1} % over {} samples (> {:.0} %); rerun on a quiet machine or raise --repeat",
+            stats.cv * 100.0,
+            stats.n,
+            NOISY_CV * 100.0
+        ));
+    }
+    let mut extra = Map::new();
+    for (k, mut vs) in extras {
+        vs.sort_by(f64::total_cmp);
+        let med = crate::stats::percentile_sorted(&vs, 50.0);
+        extra.insert(k, serde_json::json!(med));
+    }
+    Record {
+        benchmark: case.benchmark.clone(),
+        params: case.params.clone(),
+        metric: case.metric,
+        unit: case.unit.clone(),
+        value: stats.median,
+        stats,
+        samples,
+        peak: None,
+        efficiency: None,
+        reference: None,
+        warnings,
+        extra,
+    }
+}
+
+/// Write JSON to `path` atomically: a temporary file in the same directory, fsync, rename.
+pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> Result<(), BenchError> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "result.json".to_string());
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let body = serde_json::to_vec_pretty(value)
+        .map_err(|e| BenchError::Failed(format!("serialising results: {e}")))?;
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(&body)?;
+        f.write_all(b"\n")?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        BenchError::io(path, e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet(partial: Option<PathBuf>) -> RunnerConfig {
+        RunnerConfig {
+            repeat: 3,
+            warmup: 1,
+            budget: None,
+            progress: false,
+            partial_path: partial,
+        }
+    }
+
+    #[test]
+    fn warmup_is_discarded_and_stats_follow_samples() {
+        let mut r = Runner::new(quiet(None), Host::default());
+        let mut seq = [100.0, 1.0, 2.0, 3.0].into_iter();
+        let case = Case::new("test.x", Metric::Throughput, "OP/s").param("threads", 2);
+        let rec = r
+            .measure(&case, || {
+                Ok(Sample::new(seq.next().unwrap_or(0.0)).with("clock_hz", 3.0))
+            })
+            .unwrap();
+        assert_eq!(rec.samples, vec![1.0, 2.0, 3.0]);
+        assert_eq!(rec.value, 2.0);
+        assert_eq!(rec.stats.max, 3.0);
+        assert_eq!(rec.extra["clock_hz"], serde_json::json!(3.0));
+        assert!(rec.warnings.iter().any(|w| w.starts_with("noisy")));
+        assert_eq!(rec.params["threads"], serde_json::json!(2));
+    }
+
+    #[test]
+    fn steady_samples_are_not_noisy_and_peak_gives_efficiency() {
+        let mut r = Runner::new(quiet(None), Host::default());
+        let case = Case::new("test.x", Metric::Throughput, "OP/s");
+        let mut rec = r.measure(&case, || Ok(Sample::new(50.0))).unwrap();
+        assert!(rec.warnings.is_empty());
+        rec.set_peak(Some(crate::model::Peak {
+            value: 100.0,
+            basis: "test".into(),
+        }));
+        assert_eq!(rec.efficiency, Some(0.5));
+    }
+
+    #[test]
+    fn failures_are_skipped_and_partial_file_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("partial.json");
+        let mut r = Runner::new(quiet(Some(path.clone())), Host::default());
+        let ok = Case::new("test.ok", Metric::Throughput, "OP/s");
+        r.run_case(&ok, || Ok(Sample::new(1.0)), |_| {}).unwrap();
+        let saved: RunResult = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(saved.records.len(), 1);
+
+        let bad = Case::new("test.bad", Metric::Throughput, "OP/s");
+        r.run_case(&bad, || Err(BenchError::unsupported("no such ISA")), |_| {})
+            .unwrap();
+        let saved: RunResult = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(saved.skipped.len(), 1);
+        assert_eq!(saved.skipped[0].kind, "unsupported");
+
+        let invalid = Case::new("test.invalid", Metric::Throughput, "OP/s");
+        assert!(r
+            .run_case(&invalid, || Err(BenchError::invalid("nope")), |_| {})
+            .is_err());
+        let done = r.finish().unwrap();
+        assert!(done.finished_at.is_some());
+        // No temporary file is left beside the result.
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn exhausted_budget_skips_cases() {
+        let mut cfg = quiet(None);
+        cfg.budget = Some(Duration::ZERO);
+        let mut r = Runner::new(cfg, Host::default());
+        let case = Case::new("test.x", Metric::Throughput, "OP/s");
+        r.run_case(&case, || Ok(Sample::new(1.0)), |_| {}).unwrap();
+        assert!(r.result().records.is_empty());
+        assert_eq!(r.result().skipped[0].kind, "budget");
+    }
+}

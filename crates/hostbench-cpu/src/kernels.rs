@@ -1,0 +1,788 @@
+//! Peak-throughput kernels: `C` independent chains of one arithmetic instruction per ISA and dtype.
+//!
+//! Why this shape: a chain of dependent FMAs retires one result per *latency* cycles, so a core
+//! with `p` FMA pipes of latency `l` needs at least `p × l` independent chains to keep every pipe
+//! busy (8 on Zen 3/4 AVX2). The right count differs per core, so it is a const generic here and
+//! `engine::tune_chains` picks it at run time by measuring, rather than from a table.
+//!
+//! Why inline `asm!` per instruction rather than intrinsics: an integer add chain has a closed form
+//! (`acc + n·c`) that LLVM's scalar evolution happily substitutes, deleting the loop. Each asm
+//! statement is opaque and has side effects as far as the optimiser knows, so every instruction
+//! written here is executed, in this order, while LLVM still allocates the registers.
+//!
+//! Every call is validated: the chains start at distinct values, step by exactly 1 (FP values stay
+//! small integers, exactly representable in f32 for the ≤ 2^22 iterations of one call) and the
+//! final value of every lane of every chain is compared with its closed form. A kernel that did
+//! not run, ran too few iterations or computed wrongly fails the case.
+
+use std::sync::Arc;
+
+use hostbench_core::BenchError;
+
+use crate::isa::{Dtype, Isa};
+
+/// Each loop iteration runs every chain this many times (amortises the loop's own instructions).
+pub const UNROLL: u64 = 4;
+/// Blocks per kernel call: keeps f32 chain values below 2^24, where they stop being exact.
+pub const MAX_BLOCKS_PER_CALL: u64 = 1 << 20;
+
+/// What one kernel instruction is, for the peak formula.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Fused multiply-add: 2 operations per lane.
+    Fma,
+    /// Separate multiply and add instructions (ISAs without FMA): 1 operation per lane each.
+    MulAdd,
+    /// Vector integer add: 1 operation per lane.
+    VecIntAdd,
+    /// Scalar integer add in a general-purpose register.
+    ScalarIntAdd,
+}
+
+impl OpKind {
+    pub fn ops_per_lane(self) -> f64 {
+        match self {
+            Self::Fma => 2.0,
+            _ => 1.0,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Fma => "FMA",
+            Self::MulAdd => "mul+add",
+            Self::VecIntAdd => "vector int add",
+            Self::ScalarIntAdd => "scalar int add",
+        }
+    }
+}
+
+/// Element types the kernels run on, with the closed form a chain must reach.
+pub trait Elem: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+    fn from_index(j: usize) -> Self;
+    fn one() -> Self;
+    fn zero() -> Self;
+    /// `self + n` (wrapping for integers).
+    fn advanced(self, n: u64) -> Self;
+}
+
+macro_rules! float_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            fn from_index(j: usize) -> Self {
+                j as $t
+            }
+            fn one() -> Self {
+                1.0
+            }
+            fn zero() -> Self {
+                0.0
+            }
+            fn advanced(self, n: u64) -> Self {
+                self + n as $t
+            }
+        }
+    };
+}
+float_elem!(f64);
+float_elem!(f32);
+
+macro_rules! int_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            fn from_index(j: usize) -> Self {
+                (j as u64).wrapping_mul(37) as $t
+            }
+            fn one() -> Self {
+                1
+            }
+            fn zero() -> Self {
+                0
+            }
+            fn advanced(self, n: u64) -> Self {
+                (self as i64 as u64).wrapping_add(n) as $t
+            }
+        }
+    };
+}
+int_elem!(i64);
+int_elem!(i32);
+int_elem!(i16);
+int_elem!(i8);
+
+/// Signature shared by every generated kernel: run `blocks × UNROLL` iterations of `init.len()`
+/// chains; `step` is added (or FMA'd with multiplier `mul`) each iteration; results go to `out`.
+type RawKernel<T> = unsafe fn(blocks: u64, init: &[T], step: T, mul: T, out: &mut [T]);
+
+/// Generate one kernel over const-generic chain count `C`. `$even`/`$odd` are the instruction
+/// templates for even and odd chains (the same for FMA and add kernels; multiply on even and add
+/// on odd chains for mul+add kernels, so both port groups are fed). Unused operands are named in
+/// an assembler comment because `asm!` rejects unused operands.
+macro_rules! kernel {
+    ($name:ident, $feat:literal, $V:ty, $T:ty, $L:literal, $class:ident, $even:literal, $odd:literal) => {
+        #[target_feature(enable = $feat)]
+        pub(super) fn $name<const C: usize>(blocks: u64, init: &[$T], step: $T, mul: $T, out: &mut [$T]) {
+            // SAFETY: `[$T; $L]` and `$V` have the same size and every bit pattern is valid.
+            let splat = |x: $T| unsafe { core::mem::transmute::<[$T; $L], $V>([x; $L]) };
+            let m = splat(mul);
+            let a = splat(step);
+            let mut acc: [$V; C] = core::array::from_fn(|j| splat(init[j]));
+            for _ in 0..blocks {
+                for _ in 0..UNROLL {
+                    for (j, acc) in acc.iter_mut().enumerate() {
+                        if j % 2 == 0 {
+                            // SAFETY: register-only arithmetic the enabled target feature provides.
+                            unsafe {
+                                core::arch::asm!($even, acc = inout($class) *acc,
+                                    m = in($class) m, a = in($class) a, options(nomem, nostack))
+                            }
+                        } else {
+                            // SAFETY: as above.
+                            unsafe {
+                                core::arch::asm!($odd, acc = inout($class) *acc,
+                                    m = in($class) m, a = in($class) a, options(nomem, nostack))
+                            }
+                        }
+                    }
+                }
+            }
+            for (j, v) in acc.iter().enumerate() {
+                // SAFETY: same-size plain-data reinterpretation, as in `splat`.
+                let lanes = unsafe { core::mem::transmute::<$V, [$T; $L]>(*v) };
+                out[j * $L..(j + 1) * $L].copy_from_slice(&lanes);
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::UNROLL;
+    use core::arch::x86_64::*;
+
+    // AVX2 + FMA, 256-bit.
+    kernel!(
+        avx2_f64,
+        "avx2,fma",
+        __m256d,
+        f64,
+        4,
+        ymm_reg,
+        "vfmadd213pd {acc}, {m}, {a}",
+        "vfmadd213pd {acc}, {m}, {a}"
+    );
+    kernel!(
+        avx2_f32,
+        "avx2,fma",
+        __m256,
+        f32,
+        8,
+        ymm_reg,
+        "vfmadd213ps {acc}, {m}, {a}",
+        "vfmadd213ps {acc}, {m}, {a}"
+    );
+    kernel!(
+        avx2_i64,
+        "avx2,fma",
+        __m256i,
+        i64,
+        4,
+        ymm_reg,
+        "vpaddq {acc}, {acc}, {a} # {m}",
+        "vpaddq {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx2_i32,
+        "avx2,fma",
+        __m256i,
+        i32,
+        8,
+        ymm_reg,
+        "vpaddd {acc}, {acc}, {a} # {m}",
+        "vpaddd {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx2_i16,
+        "avx2,fma",
+        __m256i,
+        i16,
+        16,
+        ymm_reg,
+        "vpaddw {acc}, {acc}, {a} # {m}",
+        "vpaddw {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx2_i8,
+        "avx2,fma",
+        __m256i,
+        i8,
+        32,
+        ymm_reg,
+        "vpaddb {acc}, {acc}, {a} # {m}",
+        "vpaddb {acc}, {acc}, {a} # {m}"
+    );
+
+    // AVX-512, 512-bit (byte and word adds need AVX-512BW).
+    kernel!(
+        avx512_f64,
+        "avx512f",
+        __m512d,
+        f64,
+        8,
+        zmm_reg,
+        "vfmadd213pd {acc}, {m}, {a}",
+        "vfmadd213pd {acc}, {m}, {a}"
+    );
+    kernel!(
+        avx512_f32,
+        "avx512f",
+        __m512,
+        f32,
+        16,
+        zmm_reg,
+        "vfmadd213ps {acc}, {m}, {a}",
+        "vfmadd213ps {acc}, {m}, {a}"
+    );
+    kernel!(
+        avx512_i64,
+        "avx512f",
+        __m512i,
+        i64,
+        8,
+        zmm_reg,
+        "vpaddq {acc}, {acc}, {a} # {m}",
+        "vpaddq {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx512_i32,
+        "avx512f",
+        __m512i,
+        i32,
+        16,
+        zmm_reg,
+        "vpaddd {acc}, {acc}, {a} # {m}",
+        "vpaddd {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx512_i16,
+        "avx512f,avx512bw",
+        __m512i,
+        i16,
+        32,
+        zmm_reg,
+        "vpaddw {acc}, {acc}, {a} # {m}",
+        "vpaddw {acc}, {acc}, {a} # {m}"
+    );
+    kernel!(
+        avx512_i8,
+        "avx512f,avx512bw",
+        __m512i,
+        i8,
+        64,
+        zmm_reg,
+        "vpaddb {acc}, {acc}, {a} # {m}",
+        "vpaddb {acc}, {acc}, {a} # {m}"
+    );
+
+    // SSE2, 128-bit: no FMA, so multiply chains and add chains side by side.
+    kernel!(
+        sse2_f64,
+        "sse2",
+        __m128d,
+        f64,
+        2,
+        xmm_reg,
+        "mulpd {acc}, {m} # {a}",
+        "addpd {acc}, {a} # {m}"
+    );
+    kernel!(
+        sse2_f32,
+        "sse2",
+        __m128,
+        f32,
+        4,
+        xmm_reg,
+        "mulps {acc}, {m} # {a}",
+        "addps {acc}, {a} # {m}"
+    );
+    kernel!(
+        sse2_i64,
+        "sse2",
+        __m128i,
+        i64,
+        2,
+        xmm_reg,
+        "paddq {acc}, {a} # {m}",
+        "paddq {acc}, {a} # {m}"
+    );
+    kernel!(
+        sse2_i32,
+        "sse2",
+        __m128i,
+        i32,
+        4,
+        xmm_reg,
+        "paddd {acc}, {a} # {m}",
+        "paddd {acc}, {a} # {m}"
+    );
+    kernel!(
+        sse2_i16,
+        "sse2",
+        __m128i,
+        i16,
+        8,
+        xmm_reg,
+        "paddw {acc}, {a} # {m}",
+        "paddw {acc}, {a} # {m}"
+    );
+    kernel!(
+        sse2_i8,
+        "sse2",
+        __m128i,
+        i8,
+        16,
+        xmm_reg,
+        "paddb {acc}, {a} # {m}",
+        "paddb {acc}, {a} # {m}"
+    );
+
+    // Scalar: SSE2 scalar FP (the x86-64 baseline) and general-purpose register adds.
+    kernel!(
+        scalar_f64,
+        "sse2",
+        f64,
+        f64,
+        1,
+        xmm_reg,
+        "mulsd {acc}, {m} # {a}",
+        "addsd {acc}, {a} # {m}"
+    );
+    kernel!(
+        scalar_f32,
+        "sse2",
+        f32,
+        f32,
+        1,
+        xmm_reg,
+        "mulss {acc}, {m} # {a}",
+        "addss {acc}, {a} # {m}"
+    );
+    kernel!(
+        scalar_i64,
+        "sse2",
+        i64,
+        i64,
+        1,
+        reg,
+        "add {acc}, {a} # {m}",
+        "add {acc}, {a} # {m}"
+    );
+    kernel!(
+        scalar_i32,
+        "sse2",
+        i32,
+        i32,
+        1,
+        reg,
+        "add {acc:e}, {a:e} # {m:e}",
+        "add {acc:e}, {a:e} # {m:e}"
+    );
+    kernel!(
+        scalar_i16,
+        "sse2",
+        i16,
+        i16,
+        1,
+        reg,
+        "add {acc:x}, {a:x} # {m:x}",
+        "add {acc:x}, {a:x} # {m:x}"
+    );
+    kernel!(
+        scalar_i8,
+        "sse2",
+        i8,
+        i8,
+        1,
+        reg_byte,
+        "add {acc}, {a} # {m}",
+        "add {acc}, {a} # {m}"
+    );
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use super::UNROLL;
+    use core::arch::aarch64::*;
+
+    // NEON (Advanced SIMD), 128-bit. `fmla` accumulates: acc += m × a.
+    kernel!(
+        neon_f64,
+        "neon",
+        float64x2_t,
+        f64,
+        2,
+        vreg,
+        "fmla {acc:v}.2d, {m:v}.2d, {a:v}.2d",
+        "fmla {acc:v}.2d, {m:v}.2d, {a:v}.2d"
+    );
+    kernel!(
+        neon_f32,
+        "neon",
+        float32x4_t,
+        f32,
+        4,
+        vreg,
+        "fmla {acc:v}.4s, {m:v}.4s, {a:v}.4s",
+        "fmla {acc:v}.4s, {m:v}.4s, {a:v}.4s"
+    );
+    kernel!(
+        neon_i64,
+        "neon",
+        int64x2_t,
+        i64,
+        2,
+        vreg,
+        "add {acc:v}.2d, {acc:v}.2d, {a:v}.2d // {m:v}",
+        "add {acc:v}.2d, {acc:v}.2d, {a:v}.2d // {m:v}"
+    );
+    kernel!(
+        neon_i32,
+        "neon",
+        int32x4_t,
+        i32,
+        4,
+        vreg,
+        "add {acc:v}.4s, {acc:v}.4s, {a:v}.4s // {m:v}",
+        "add {acc:v}.4s, {acc:v}.4s, {a:v}.4s // {m:v}"
+    );
+    kernel!(
+        neon_i16,
+        "neon",
+        int16x8_t,
+        i16,
+        8,
+        vreg,
+        "add {acc:v}.8h, {acc:v}.8h, {a:v}.8h // {m:v}",
+        "add {acc:v}.8h, {acc:v}.8h, {a:v}.8h // {m:v}"
+    );
+    kernel!(
+        neon_i8,
+        "neon",
+        int8x16_t,
+        i8,
+        16,
+        vreg,
+        "add {acc:v}.16b, {acc:v}.16b, {a:v}.16b // {m:v}",
+        "add {acc:v}.16b, {acc:v}.16b, {a:v}.16b // {m:v}"
+    );
+
+    // Scalar: FP `fmadd` (AArch64 always has it) and general-purpose register adds.
+    kernel!(
+        scalar_f64,
+        "neon",
+        f64,
+        f64,
+        1,
+        vreg,
+        "fmadd {acc:d}, {acc:d}, {m:d}, {a:d}",
+        "fmadd {acc:d}, {acc:d}, {m:d}, {a:d}"
+    );
+    kernel!(
+        scalar_f32,
+        "neon",
+        f32,
+        f32,
+        1,
+        vreg,
+        "fmadd {acc:s}, {acc:s}, {m:s}, {a:s}",
+        "fmadd {acc:s}, {acc:s}, {m:s}, {a:s}"
+    );
+    kernel!(
+        scalar_i64,
+        "neon",
+        i64,
+        i64,
+        1,
+        reg,
+        "add {acc:x}, {acc:x}, {a:x} // {m:x}",
+        "add {acc:x}, {acc:x}, {a:x} // {m:x}"
+    );
+    kernel!(
+        scalar_i32,
+        "neon",
+        i32,
+        i32,
+        1,
+        reg,
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}",
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}"
+    );
+    kernel!(
+        scalar_i16,
+        "neon",
+        i16,
+        i16,
+        1,
+        reg,
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}",
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}"
+    );
+    kernel!(
+        scalar_i8,
+        "neon",
+        i8,
+        i8,
+        1,
+        reg,
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}",
+        "add {acc:w}, {acc:w}, {a:w} // {m:w}"
+    );
+}
+
+/// A runnable, validated kernel for one (ISA, dtype, chain count).
+#[derive(Clone)]
+pub struct Kernel {
+    pub isa: Isa,
+    pub dtype: Dtype,
+    pub chains: usize,
+    pub lanes: usize,
+    pub kind: OpKind,
+    call: Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync>,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Kernel({} {} x{} chains)",
+            self.isa, self.dtype, self.chains
+        )
+    }
+}
+
+impl Kernel {
+    /// Operations one iteration (every chain once) performs.
+    pub fn ops_per_iteration(&self) -> f64 {
+        (self.chains * self.lanes) as f64 * self.kind.ops_per_lane()
+    }
+
+    /// Run `blocks × UNROLL` iterations, validating every call's result.
+    pub fn run(&self, blocks: u64) -> Result<(), BenchError> {
+        let mut left = blocks;
+        while left > 0 {
+            let now = left.min(MAX_BLOCKS_PER_CALL);
+            (self.call)(now)?;
+            left -= now;
+        }
+        Ok(())
+    }
+}
+
+/// Chain counts worth trying: enough to cover latency × pipes, few enough to stay in registers.
+pub fn chain_candidates(isa: Isa, dtype: Dtype) -> &'static [usize] {
+    match isa {
+        Isa::Avx512 | Isa::Neon => &[4, 8, 12, 16, 20, 24],
+        Isa::Scalar if !dtype.is_float() && cfg!(target_arch = "x86_64") => &[2, 4, 6, 8],
+        Isa::Scalar if !dtype.is_float() => &[2, 4, 6, 8, 12],
+        _ => &[2, 4, 6, 8, 10, 12],
+    }
+}
+
+/// What one instruction of this kernel is.
+pub fn op_kind(isa: Isa, dtype: Dtype) -> OpKind {
+    match (isa, dtype.is_float()) {
+        (Isa::Scalar, false) => OpKind::ScalarIntAdd,
+        (_, false) => OpKind::VecIntAdd,
+        (Isa::Sse2, true) => OpKind::MulAdd,
+        (Isa::Scalar, true) if cfg!(target_arch = "x86_64") => OpKind::MulAdd,
+        (_, true) => OpKind::Fma,
+    }
+}
+
+fn wrap<T: Elem>(
+    raw: RawKernel<T>,
+    isa: Isa,
+    dtype: Dtype,
+    chains: usize,
+    lanes: usize,
+) -> Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync> {
+    let mul_chains = op_kind(isa, dtype) == OpKind::MulAdd;
+    Arc::new(move |blocks: u64| {
+        let init: Vec<T> = (0..chains).map(T::from_index).collect();
+        let mut out = vec![T::zero(); chains * lanes];
+        // SAFETY: `Kernel::new` only builds kernels whose ISA `Isa::supports` confirmed at run
+        // time, and `init`/`out` have the lengths the kernel indexes (chains, chains × lanes).
+        unsafe { raw(blocks, &init, T::one(), T::one(), &mut out) };
+        let n = blocks * UNROLL;
+        for j in 0..chains {
+            // Multiply chains (×1.0) keep their start value; every other chain advanced by n.
+            let expect = if mul_chains && j % 2 == 0 {
+                init[j]
+            } else {
+                init[j].advanced(n)
+            };
+            if let Some(bad) = out[j * lanes..(j + 1) * lanes]
+                .iter()
+                .find(|v| **v != expect)
+            {
+                return Err(BenchError::Validation(format!(
+                    "{isa} {dtype} kernel: chain {j} ended at {bad:?}, expected {expect:?} after {n} iterations"
+                )));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Pick the monomorphised kernel for a chain count from `chain_candidates`.
+macro_rules! by_chains {
+    ($m:ident :: $f:ident, $chains:expr, $isa:expr, $dtype:expr) => {
+        match $chains {
+            2 => $m::$f::<2> as RawKernel<_>,
+            4 => $m::$f::<4> as RawKernel<_>,
+            6 => $m::$f::<6> as RawKernel<_>,
+            8 => $m::$f::<8> as RawKernel<_>,
+            10 => $m::$f::<10> as RawKernel<_>,
+            12 => $m::$f::<12> as RawKernel<_>,
+            16 => $m::$f::<16> as RawKernel<_>,
+            20 => $m::$f::<20> as RawKernel<_>,
+            24 => $m::$f::<24> as RawKernel<_>,
+            other => {
+                return Err(BenchError::invalid(format!(
+                    "{} {}: unsupported chain count {other}",
+                    $isa, $dtype
+                )))
+            }
+        }
+    };
+}
+
+impl Kernel {
+    /// Build the kernel for (isa, dtype, chains), refusing what this CPU cannot run.
+    pub fn new(isa: Isa, dtype: Dtype, chains: usize) -> Result<Self, BenchError> {
+        isa.supports(dtype)?;
+        let lanes = isa.lanes(dtype);
+        macro_rules! make {
+            ($m:ident :: $f:ident, $t:ty) => {{
+                let raw: RawKernel<$t> = by_chains!($m::$f, chains, isa, dtype);
+                wrap::<$t>(raw, isa, dtype, chains, lanes)
+            }};
+        }
+        #[cfg(target_arch = "x86_64")]
+        let call = match (isa, dtype) {
+            (Isa::Avx2Fma, Dtype::F64) => make!(x86::avx2_f64, f64),
+            (Isa::Avx2Fma, Dtype::F32) => make!(x86::avx2_f32, f32),
+            (Isa::Avx2Fma, Dtype::I64) => make!(x86::avx2_i64, i64),
+            (Isa::Avx2Fma, Dtype::I32) => make!(x86::avx2_i32, i32),
+            (Isa::Avx2Fma, Dtype::I16) => make!(x86::avx2_i16, i16),
+            (Isa::Avx2Fma, Dtype::I8) => make!(x86::avx2_i8, i8),
+            (Isa::Avx512, Dtype::F64) => make!(x86::avx512_f64, f64),
+            (Isa::Avx512, Dtype::F32) => make!(x86::avx512_f32, f32),
+            (Isa::Avx512, Dtype::I64) => make!(x86::avx512_i64, i64),
+            (Isa::Avx512, Dtype::I32) => make!(x86::avx512_i32, i32),
+            (Isa::Avx512, Dtype::I16) => make!(x86::avx512_i16, i16),
+            (Isa::Avx512, Dtype::I8) => make!(x86::avx512_i8, i8),
+            (Isa::Sse2, Dtype::F64) => make!(x86::sse2_f64, f64),
+            (Isa::Sse2, Dtype::F32) => make!(x86::sse2_f32, f32),
+            (Isa::Sse2, Dtype::I64) => make!(x86::sse2_i64, i64),
+            (Isa::Sse2, Dtype::I32) => make!(x86::sse2_i32, i32),
+            (Isa::Sse2, Dtype::I16) => make!(x86::sse2_i16, i16),
+            (Isa::Sse2, Dtype::I8) => make!(x86::sse2_i8, i8),
+            (Isa::Scalar, Dtype::F64) => make!(x86::scalar_f64, f64),
+            (Isa::Scalar, Dtype::F32) => make!(x86::scalar_f32, f32),
+            (Isa::Scalar, Dtype::I64) => make!(x86::scalar_i64, i64),
+            (Isa::Scalar, Dtype::I32) => make!(x86::scalar_i32, i32),
+            (Isa::Scalar, Dtype::I16) => make!(x86::scalar_i16, i16),
+            (Isa::Scalar, Dtype::I8) => make!(x86::scalar_i8, i8),
+            (Isa::Neon, _) => return Err(BenchError::unsupported("NEON on x86-64")),
+        };
+        #[cfg(target_arch = "aarch64")]
+        let call = match (isa, dtype) {
+            (Isa::Neon, Dtype::F64) => make!(arm::neon_f64, f64),
+            (Isa::Neon, Dtype::F32) => make!(arm::neon_f32, f32),
+            (Isa::Neon, Dtype::I64) => make!(arm::neon_i64, i64),
+            (Isa::Neon, Dtype::I32) => make!(arm::neon_i32, i32),
+            (Isa::Neon, Dtype::I16) => make!(arm::neon_i16, i16),
+            (Isa::Neon, Dtype::I8) => make!(arm::neon_i8, i8),
+            (Isa::Scalar, Dtype::F64) => make!(arm::scalar_f64, f64),
+            (Isa::Scalar, Dtype::F32) => make!(arm::scalar_f32, f32),
+            (Isa::Scalar, Dtype::I64) => make!(arm::scalar_i64, i64),
+            (Isa::Scalar, Dtype::I32) => make!(arm::scalar_i32, i32),
+            (Isa::Scalar, Dtype::I16) => make!(arm::scalar_i16, i16),
+            (Isa::Scalar, Dtype::I8) => make!(arm::scalar_i8, i8),
+            (other, _) => return Err(BenchError::unsupported(format!("{other} on AArch64"))),
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let call: Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync> = {
+            let _ = lanes;
+            return Err(BenchError::unsupported(
+                "no CPU kernels for this architecture",
+            ));
+        };
+        Ok(Self {
+            isa,
+            dtype,
+            chains,
+            lanes,
+            kind: op_kind(isa, dtype),
+            call,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kernel variant this machine supports, at every chain count, computes exactly.
+    #[test]
+    fn every_supported_kernel_validates() {
+        let mut ran = 0;
+        for &isa in Isa::all() {
+            for dtype in Dtype::ALL {
+                if isa.supports(dtype).is_err() {
+                    continue;
+                }
+                for &chains in chain_candidates(isa, dtype) {
+                    let k = Kernel::new(isa, dtype, chains).unwrap();
+                    // 300 blocks = 1200 iterations: i8 chains wrap several times.
+                    k.run(300).unwrap();
+                    ran += 1;
+                }
+            }
+        }
+        assert!(ran >= 6 * 2, "only {ran} kernels ran");
+    }
+
+    /// The check can fail: a wrong expectation is reported, not ignored.
+    #[test]
+    fn validation_detects_wrong_results() {
+        let raw: RawKernel<i32> = |_blocks, init, _step, _mul, out| {
+            // A "kernel" that did no work: every lane still holds its start value.
+            for (j, v) in init.iter().enumerate() {
+                out[j] = *v;
+            }
+        };
+        let call = wrap::<i32>(raw, Isa::Scalar, Dtype::I32, 4, 1);
+        let err = call(10).unwrap_err().to_string();
+        assert!(
+            err.contains("validation failed") && err.contains("expected"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_chain_count_is_refused() {
+        assert!(Kernel::new(Isa::Scalar, Dtype::F64, 3).is_err());
+    }
+
+    #[test]
+    fn ops_per_iteration_counts_fma_twice() {
+        let k = Kernel::new(Isa::Scalar, Dtype::I64, 4).unwrap();
+        assert_eq!(k.ops_per_iteration(), 4.0);
+        if Isa::Avx2Fma.available() {
+            let k = Kernel::new(Isa::Avx2Fma, Dtype::F64, 8).unwrap();
+            assert_eq!(k.ops_per_iteration(), 8.0 * 4.0 * 2.0);
+        }
+    }
+}

@@ -1,0 +1,537 @@
+//! hostbench-cpu: compute throughput per dtype and ISA, and an HPL-style LINPACK.
+//!
+//! `run_compute` sweeps dtype × ISA × threads through the shared runner: each (ISA, dtype) is
+//! tuned once for its chain count on one pinned thread, then every thread count runs the same
+//! validated kernel. Each record carries the clock measured under that load, operations per cycle
+//! per core, and the peak with its basis, so an efficiency below 100 % can be read for what it is.
+
+pub mod engine;
+pub mod isa;
+pub mod kernels;
+pub mod linpack;
+pub mod peak;
+pub mod reference;
+
+use std::time::Duration;
+
+use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::spec::Spec;
+use hostbench_core::{affinity, BenchError, Case, Runner, Sample};
+use serde_json::json;
+
+pub use isa::{Dtype, Isa};
+
+/// Which ISAs to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IsaChoice {
+    /// The widest this CPU has.
+    Best,
+    /// Every ISA this CPU has.
+    All,
+    /// Exactly these (each must be available).
+    List(Vec<Isa>),
+}
+
+/// Strong scaling splits a fixed total amount of work across threads; weak gives each thread
+/// the same amount.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scaling {
+    Strong,
+    Weak,
+}
+
+impl Scaling {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Strong => "strong",
+            Self::Weak => "weak",
+        }
+    }
+}
+
+/// Plain configuration for `hostbench cpu`, resolved from the CLI once.
+#[derive(Debug, Clone)]
+pub struct CpuConfig {
+    pub dtypes: Vec<Dtype>,
+    pub isas: IsaChoice,
+    pub threads: Vec<usize>,
+    pub scaling: Scaling,
+    /// Operations per sample: in total (strong) or per thread (weak). `None`: sized from
+    /// `duration` and the tuned single-thread rate.
+    pub ops: Option<f64>,
+    /// Target time of one single-thread-equivalent sample when `ops` is not given.
+    pub duration: Duration,
+    /// Run likwid-bench's matching peakflops kernel after each FP case (side by side).
+    pub reference: bool,
+}
+
+impl Default for CpuConfig {
+    fn default() -> Self {
+        Self {
+            dtypes: Dtype::ALL.to_vec(),
+            isas: IsaChoice::Best,
+            threads: default_threads(),
+            scaling: Scaling::Strong,
+            ops: None,
+            duration: Duration::from_millis(300),
+            reference: false,
+        }
+    }
+}
+
+/// 1, 2, 4, … up to and including the number of CPUs this process may use.
+pub fn default_threads() -> Vec<usize> {
+    let n = affinity::allowed_cpus().len().max(1);
+    let mut v = Vec::new();
+    let mut t = 1;
+    while t < n {
+        v.push(t);
+        t *= 2;
+    }
+    v.push(n);
+    v
+}
+
+/// Most threads one case may ask for (oversubscription beyond this is a typo, not a test).
+pub const MAX_THREADS: usize = 4096;
+
+impl CpuConfig {
+    /// Turn the ISA choice into a concrete list, refusing ISAs this CPU lacks.
+    pub fn resolve_isas(&self) -> Result<Vec<Isa>, BenchError> {
+        let detected = Isa::detected();
+        match &self.isas {
+            IsaChoice::Best => Ok(vec![Isa::best()]),
+            IsaChoice::All => Ok(detected),
+            IsaChoice::List(list) => {
+                for isa in list {
+                    if !isa.available() {
+                        let names: Vec<_> = detected.iter().map(|i| i.name()).collect();
+                        return Err(BenchError::invalid(format!(
+                            "ISA '{isa}' is not available on this CPU (available: {})",
+                            names.join(", ")
+                        )));
+                    }
+                }
+                Ok(list.clone())
+            }
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), BenchError> {
+        if self.dtypes.is_empty() || self.threads.is_empty() {
+            return Err(BenchError::invalid("empty dtype or thread list"));
+        }
+        if let Some(&t) = self.threads.iter().find(|&&t| t == 0 || t > MAX_THREADS) {
+            return Err(BenchError::invalid(format!(
+                "threads must be between 1 and {MAX_THREADS}, got {t}"
+            )));
+        }
+        if let Some(ops) = self.ops {
+            if !(ops.is_finite() && ops >= 1.0) {
+                return Err(BenchError::invalid(format!(
+                    "ops must be at least 1, got {ops}"
+                )));
+            }
+        }
+        self.resolve_isas().map(|_| ())
+    }
+}
+
+/// Run the compute sweep through `runner`.
+pub fn run_compute(
+    runner: &mut Runner,
+    cfg: &CpuConfig,
+    host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    cfg.validate()?;
+    let isas = cfg.resolve_isas()?;
+    let order = affinity::placement_order();
+    let physical = affinity::physical_cores(&order).max(1);
+    runner.plan(isas.len() * cfg.dtypes.len() * cfg.threads.len());
+    let runner_repeat = runner.config().repeat;
+    for &isa in &isas {
+        for &dtype in &cfg.dtypes {
+            let (benchmark, unit) = dtype.benchmark();
+            let cases: Vec<(usize, Case)> = cfg
+                .threads
+                .iter()
+                .map(|&t| {
+                    let case = Case::new(benchmark, Metric::Throughput, unit)
+                        .param("dtype", dtype.name())
+                        .param("isa", isa.name())
+                        .param("threads", t)
+                        .param("scaling", cfg.scaling.name());
+                    (t, case)
+                })
+                .collect();
+            let tuned = match isa
+                .supports(dtype)
+                .and_then(|()| engine::tune(isa, dtype, &order))
+            {
+                Ok(t) => t,
+                Err(e @ BenchError::InvalidInput(_)) => return Err(e),
+                Err(e) => {
+                    for (_, case) in &cases {
+                        runner.skip(case, &e)?;
+                    }
+                    continue;
+                }
+            };
+            for (threads, case) in cases {
+                let kernel = tuned.kernel.clone();
+                let per_iter = kernel.ops_per_iteration() * kernels::UNROLL as f64;
+                let per_thread_ops = match (cfg.scaling, cfg.ops) {
+                    (Scaling::Strong, Some(total)) => total / threads as f64,
+                    (Scaling::Weak, Some(each)) => each,
+                    (Scaling::Strong, None) => {
+                        tuned.rate_1t * cfg.duration.as_secs_f64() / threads as f64
+                    }
+                    (Scaling::Weak, None) => tuned.rate_1t * cfg.duration.as_secs_f64(),
+                };
+                let blocks = (per_thread_ops / per_iter).round().max(1.0) as u64;
+                let work = blocks as f64 * per_iter * threads as f64;
+                let cores_used = threads.min(physical);
+                runner.run_case(
+                    &case,
+                    || {
+                        let r = engine::run_threads(&kernel, threads, blocks, &order)?;
+                        let mut s = Sample::new(work / r.wall_s);
+                        if let Some(hz) = r.clock_hz {
+                            s = s.with("clock_hz", hz);
+                        }
+                        Ok(s)
+                    },
+                    |rec| {
+                        finish_record(rec, host, spec, &tuned, cores_used, work);
+                        if cfg.reference && dtype.is_float() {
+                            attach_reference(rec, dtype, isa, threads, runner_repeat);
+                        }
+                    },
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Run likwid-bench beside the record just measured; a missing tool or kernel is a warning on
+/// the record, never a failed case.
+fn attach_reference(rec: &mut Record, dtype: Dtype, isa: Isa, threads: usize, runs: usize) {
+    match reference::likwid_reference(dtype, isa, threads, runs, rec.value) {
+        Ok(r) => {
+            if let Some(k) = reference::likwid_kernel(dtype, isa) {
+                rec.extra.insert(
+                    "reference_command".into(),
+                    json!(format!(
+                        "likwid-bench {}",
+                        reference::likwid_args(k, threads).join(" ")
+                    )),
+                );
+            }
+            rec.reference = Some(r);
+        }
+        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
+    }
+}
+
+fn finish_record(
+    rec: &mut Record,
+    host: &Host,
+    spec: &Spec,
+    tuned: &engine::Tuned,
+    cores_used: usize,
+    work: f64,
+) {
+    let k = &tuned.kernel;
+    rec.extra.insert("chains".into(), json!(k.chains));
+    rec.extra.insert("work_ops".into(), json!(work));
+    rec.extra.insert(
+        "chain_sweep".into(),
+        json!(tuned
+            .sweep
+            .iter()
+            .map(|&(c, r)| json!([c, r]))
+            .collect::<Vec<_>>()),
+    );
+    let measured = rec.extra.get("clock_hz").and_then(|v| v.as_f64());
+    let (clock, source) = match (spec.cpu.clock_hz, measured) {
+        (Some(hz), _) => (Some(hz), "spec file"),
+        (None, Some(hz)) => (Some(hz), "measured"),
+        _ => (None, ""),
+    };
+    let Some(clock) = clock else {
+        rec.warnings
+            .push("core clock unknown on this architecture: no peak".into());
+        return;
+    };
+    rec.extra.insert(
+        "ops_per_cycle_per_core".into(),
+        json!(rec.value / (clock * cores_used as f64)),
+    );
+    let lanes_ops = k.lanes as f64 * k.kind.ops_per_lane();
+    let instr_1t = tuned.ops_per_cycle_1t().map(|opc| opc / lanes_ops);
+    let Some(pipes) = peak::pipes(host, &spec.cpu, k.isa, k.kind, instr_1t) else {
+        rec.warnings
+            .push("instruction throughput unknown for this CPU: no peak".into());
+        return;
+    };
+    if let (Some(m), true) = (instr_1t, pipes.source.starts_with("table")) {
+        if m > pipes.per_cycle * 1.1 {
+            rec.warnings.push(format!(
+                "1 thread retired {m:.2} {}/cycle, more than the {} of the {}: the table is wrong for this CPU",
+                k.kind.describe(),
+                pipes.per_cycle,
+                pipes.source
+            ));
+        }
+    }
+    let peak = peak::cpu_peak(
+        cores_used, clock, source, k.isa, k.dtype, k.kind, &pipes, &rec.unit,
+    );
+    rec.set_peak(Some(peak));
+}
+
+/// One row of `hostbench info`'s peak table.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PeakRow {
+    pub dtype: String,
+    pub isa: String,
+    pub unit: String,
+    pub peak: Option<hostbench_core::Peak>,
+    /// Why there is no peak, when there is none.
+    pub note: String,
+}
+
+/// Peaks for every dtype on the widest ISA and all physical cores, from the measured (or spec)
+/// clock and the table of documented pipes. No measurement is run here, so a CPU without a table
+/// entry gets "unknown" with the reason, never a guess.
+pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
+    let isa = Isa::best();
+    let cores = affinity::physical_cores(&affinity::allowed_cpus()).max(1);
+    let (clock, source) = match (spec.cpu.clock_hz, host.cpu.measured_hz) {
+        (Some(hz), _) => (Some(hz), "spec file"),
+        (None, Some(hz)) => (Some(hz), "measured"),
+        _ => (None, ""),
+    };
+    Dtype::ALL
+        .iter()
+        .map(|&dtype| {
+            let (_, unit) = dtype.benchmark();
+            let kind = kernels::op_kind(isa, dtype);
+            let pipes = peak::pipes(host, &spec.cpu, isa, kind, None);
+            let supported = isa.supports(dtype);
+            let (peak, note) = match (clock, pipes, supported) {
+                (_, _, Err(e)) => (None, e.to_string()),
+                (None, _, _) => (None, "core clock unknown on this architecture".to_string()),
+                (_, None, _) => (
+                    None,
+                    "no documented pipe count for this CPU; `hostbench cpu` infers it".to_string(),
+                ),
+                (Some(hz), Some(p), Ok(())) => (
+                    Some(peak::cpu_peak(
+                        cores, hz, source, isa, dtype, kind, &p, unit,
+                    )),
+                    String::new(),
+                ),
+            };
+            PeakRow {
+                dtype: dtype.name().into(),
+                isa: isa.name().into(),
+                unit: unit.into(),
+                peak,
+                note,
+            }
+        })
+        .collect()
+}
+
+/// Run the HPL-style solve through `runner`: `n` from free memory when not given, refused with
+/// a usage error when it cannot fit; efficiency against the all-core fp64 peak at the clock
+/// measured under a full FMA load on the same threads.
+pub fn run_linpack(
+    runner: &mut Runner,
+    n: Option<usize>,
+    threads: usize,
+    host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    if threads == 0 || threads > MAX_THREADS {
+        return Err(BenchError::invalid(format!(
+            "linpack threads must be between 1 and {MAX_THREADS}, got {threads}"
+        )));
+    }
+    let avail = hostbench_core::host::available_memory_bytes();
+    let n = match n {
+        Some(n) => {
+            let need = linpack::memory_needed(n);
+            if avail > 0 && need > avail {
+                return Err(BenchError::invalid(format!(
+                    "--n {n} needs {} of memory but only {} is available",
+                    hostbench_core::units::format_bytes_iec(need),
+                    hostbench_core::units::format_bytes_iec(avail)
+                )));
+            }
+            n
+        }
+        None => linpack::default_n(avail),
+    };
+    let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
+        .param("n", n)
+        .param("threads", threads);
+    runner.plan(1);
+    let cfg = linpack::LinpackConfig {
+        n,
+        threads,
+        seed: 42,
+    };
+    let order = affinity::placement_order();
+    let physical = affinity::physical_cores(&order).max(1);
+    let cores_used = threads.min(physical);
+    runner.run_case(
+        &case,
+        || {
+            let out = linpack::run(&cfg)?;
+            if !out.passed {
+                return Err(BenchError::Validation(format!(
+                    "scaled residual {:.3e} is not below 16: the solve is wrong",
+                    out.residual
+                )));
+            }
+            Ok(Sample::new(out.flops / out.seconds)
+                .with("residual", out.residual)
+                .with("seconds", out.seconds))
+        },
+        |rec| {
+            rec.extra.insert("passed".into(), json!(true));
+            rec.extra.insert(
+                "label".into(),
+                json!("HPL-style (faer LU, partial pivoting), not HPL"),
+            );
+            if let Some((peak, clock)) = fp64_peak(host, spec, threads, cores_used, &order) {
+                rec.extra.insert("clock_hz".into(), json!(clock));
+                rec.set_peak(Some(peak));
+            }
+        },
+    )
+}
+
+/// All-core fp64 peak on the widest ISA, with the clock measured while `threads` threads run
+/// the FMA kernel (the clock a dense solve actually gets).
+fn fp64_peak(
+    host: &Host,
+    spec: &Spec,
+    threads: usize,
+    cores_used: usize,
+    order: &[usize],
+) -> Option<(hostbench_core::Peak, f64)> {
+    let isa = Isa::best();
+    let tuned = engine::tune(isa, Dtype::F64, order).ok()?;
+    let k = &tuned.kernel;
+    let per_block = k.ops_per_iteration() * kernels::UNROLL as f64;
+    let blocks = (tuned.rate_1t * 0.1 / per_block).max(1.0) as u64;
+    let measured = engine::run_threads(k, threads, blocks, order)
+        .ok()?
+        .clock_hz;
+    let (clock, source) = match (spec.cpu.clock_hz, measured) {
+        (Some(hz), _) => (hz, "spec file"),
+        (None, Some(hz)) => (hz, "measured under FMA load"),
+        _ => return None,
+    };
+    let lanes_ops = k.lanes as f64 * k.kind.ops_per_lane();
+    let instr_1t = tuned.ops_per_cycle_1t().map(|opc| opc / lanes_ops);
+    let pipes = peak::pipes(host, &spec.cpu, isa, k.kind, instr_1t)?;
+    Some((
+        peak::cpu_peak(
+            cores_used,
+            clock,
+            source,
+            isa,
+            Dtype::F64,
+            k.kind,
+            &pipes,
+            "FLOP/s",
+        ),
+        clock,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostbench_core::RunnerConfig;
+
+    #[test]
+    fn unavailable_isa_is_refused_with_the_list() {
+        // NEON and AVX cannot both exist on one CPU, so one of them is always unavailable here.
+        let missing = if Isa::Neon.available() {
+            Isa::Avx2Fma
+        } else {
+            Isa::Neon
+        };
+        let cfg = CpuConfig {
+            isas: IsaChoice::List(vec![missing]),
+            ..CpuConfig::default()
+        };
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(
+            err.contains(missing.name()) && err.contains("available:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn zero_threads_is_invalid() {
+        let cfg = CpuConfig {
+            threads: vec![1, 0],
+            ..CpuConfig::default()
+        };
+        assert!(cfg.validate().is_err());
+    }
+
+    #[test]
+    fn default_threads_end_at_cpu_count() {
+        let t = default_threads();
+        assert_eq!(*t.last().unwrap(), affinity::allowed_cpus().len().max(1));
+        assert_eq!(t[0], 1);
+    }
+
+    #[test]
+    fn small_sweep_produces_checked_records_with_peaks() {
+        let mut runner = Runner::new(
+            RunnerConfig {
+                repeat: 2,
+                warmup: 0,
+                budget: None,
+                progress: false,
+                partial_path: None,
+            },
+            Host::default(),
+        );
+        let cfg = CpuConfig {
+            dtypes: vec![Dtype::F64, Dtype::I8],
+            isas: IsaChoice::List(vec![Isa::Scalar]),
+            threads: vec![1, 3],
+            scaling: Scaling::Weak,
+            ops: Some(2e6),
+            duration: Duration::from_millis(10),
+            reference: false,
+        };
+        run_compute(&mut runner, &cfg, &Host::default(), &Spec::default()).unwrap();
+        let res = runner.finish().unwrap();
+        assert_eq!(res.records.len(), 4, "{:?}", res.skipped);
+        let r = &res.records[0];
+        assert_eq!(r.benchmark, "cpu.flops");
+        assert_eq!(r.unit, "FLOP/s");
+        assert_eq!(r.param("isa").as_deref(), Some("scalar"));
+        assert!(r.value > 0.0 && r.samples.len() == 2);
+        assert!(r.extra.contains_key("chains"));
+        assert_eq!(res.records[2].benchmark, "cpu.iops");
+        if hostbench_core::clock::supported() {
+            // Unknown microarchitecture: the pipe count is inferred and said to be.
+            let p = r.peak.as_ref().expect("peak");
+            assert!(p.basis.contains("inferred"), "{}", p.basis);
+            assert!(r.efficiency.is_some());
+        }
+    }
+}

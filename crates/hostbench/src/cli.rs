@@ -1,0 +1,139 @@
+//! Command-line surface (clap types only; resolved into plain configs in `settings`).
+//!
+//! Lists and sizes stay strings here on purpose: `settings` parses them with hostbench-core's
+//! parsers so every bad value gets the same one-line message and exit code 2.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hostbench",
+    version,
+    about = "Measure CPU, memory, disk, network and GPU against their theoretical limits",
+    long_about = None,
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every benchmark with sensible defaults; write the results to a directory.
+    Run(RunArgs),
+    /// Show the host inventory and theoretical peaks.
+    Info(InfoArgs),
+    /// CPU throughput per dtype, ISA and thread count (FLOP/s, OP/s).
+    Cpu(CpuArgs),
+    /// HPL-style dense solve (LU with partial pivoting), GFLOP/s and scaled residual.
+    Linpack(LinpackArgs),
+}
+
+/// Options every measuring command takes.
+#[derive(Debug, Args, Clone)]
+pub struct CommonArgs {
+    /// Measured repetitions per case.
+    #[arg(long, default_value = "3", value_name = "N")]
+    pub repeat: String,
+    /// Discarded warm-up samples per case.
+    #[arg(long, default_value = "1", value_name = "N")]
+    pub warmup: String,
+    /// Target duration of one sample (e.g. 300ms, 1s).
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
+    /// Stop starting new cases after this much time (e.g. 5m); the rest are recorded as skipped.
+    #[arg(long, value_name = "D")]
+    pub budget: Option<String>,
+    /// Write the results as JSON to FILE (rewritten after every case), or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// TOML file with datasheet values that override detection (clock, pipes, DIMMs, link…).
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+    /// No tables or progress; errors only.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print the inventory as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// TOML spec file overriding detected values.
+    #[arg(long, value_name = "FILE")]
+    pub spec: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CpuArgs {
+    /// Data types: f64, f32, i64, i32, i16, i8 (aliases dp, sp, hp, qp).
+    #[arg(long, value_name = "LIST")]
+    pub dtype: Option<String>,
+    /// Instruction sets: scalar, sse2, avx2-fma, avx512, neon, `auto` (widest) or `all`.
+    #[arg(long, value_name = "LIST", default_value = "auto")]
+    pub isa: String,
+    /// Thread counts, e.g. 1,2,4,8 (more than the CPU count oversubscribes). Default 1,2,4,…,CPUs.
+    #[arg(long, value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Strong: fixed total work split across threads. Weak: fixed work per thread.
+    #[arg(long, value_enum, default_value = "strong")]
+    pub scaling: ScalingArg,
+    /// Operations per sample (total for strong, per thread for weak), e.g. 1e12. Default: sized
+    /// from --duration.
+    #[arg(long, value_name = "N")]
+    pub ops: Option<String>,
+    /// Also run likwid-bench's matching peakflops kernel after each f64/f32 case and record the
+    /// ratio (needs the `likwid` package).
+    #[arg(long)]
+    pub reference: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ScalingArg {
+    Strong,
+    Weak,
+}
+
+#[derive(Debug, Args)]
+pub struct LinpackArgs {
+    /// Matrix order. Default: from available memory, at most 8000.
+    #[arg(long, value_name = "N")]
+    pub n: Option<String>,
+    /// Threads (default: all CPUs).
+    #[arg(long, value_name = "T")]
+    pub threads: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// How much to measure: quick (~1 min), standard (default), full, classic (the assignment's matrix).
+    #[arg(long, value_enum, default_value = "standard")]
+    pub profile: Profile,
+    /// Only these subsystems (comma-separated): cpu, linpack.
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
+    /// Skip these subsystems (comma-separated).
+    #[arg(long, value_name = "LIST")]
+    pub skip: Option<String>,
+    /// Directory that receives `<UTC timestamp>-<host>/run.json`.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub out: PathBuf,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Profile {
+    Quick,
+    Standard,
+    Full,
+    Classic,
+}

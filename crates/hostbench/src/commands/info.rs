@@ -1,0 +1,98 @@
+//! `hostbench info`: what this machine is and what it could do at most.
+
+use std::fmt::Write as _;
+
+use hostbench_core::spec::Spec;
+use hostbench_core::units::{format_bytes_iec, format_value};
+use serde_json::json;
+
+use crate::cli::InfoArgs;
+use crate::Exit;
+
+pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
+    let spec = match &args.spec {
+        Some(p) => Spec::load(p)?,
+        None => Spec::default(),
+    };
+    let host = super::host_inventory(&spec);
+    let peaks = hostbench_cpu::theoretical_peaks(&host, &spec);
+    if args.json {
+        let doc = json!({
+            "schema": "hostbench/info/v1",
+            "tool": {"name": "hostbench", "version": env!("CARGO_PKG_VERSION")},
+            "host": host,
+            "peaks": peaks,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(Exit::Ok);
+    }
+    let c = &host.cpu;
+    let mut o = String::new();
+    let unknown = |v: &Option<f64>| v.map_or("unknown".to_string(), |hz| format_value(hz, "Hz"));
+    writeln!(
+        o,
+        "Host        {} — {}, kernel {}",
+        host.hostname, host.os, host.kernel
+    )?;
+    writeln!(o, "Virtual     {}", host.virtualization)?;
+    writeln!(
+        o,
+        "CPU         {} {}{}",
+        c.vendor,
+        c.model,
+        c.microarch
+            .as_deref()
+            .map_or(String::new(), |u| format!(" ({u})"))
+    )?;
+    writeln!(
+        o,
+        "Topology    {} socket(s), {} cores, {} threads, {} NUMA node(s)",
+        c.sockets, c.cores, c.threads, host.numa_nodes
+    )?;
+    writeln!(o, "ISA         {}", c.isa.join(" "))?;
+    writeln!(
+        o,
+        "Clock       measured {} (dependent-add chain); nominal {}; governor {}",
+        unknown(&c.measured_hz),
+        unknown(&c.nominal_hz),
+        host.governor.as_deref().unwrap_or("none exposed")
+    )?;
+    for cache in &c.caches {
+        writeln!(
+            o,
+            "Cache       L{} {:<11} {} x {}",
+            cache.level,
+            cache.kind,
+            format_bytes_iec(cache.size_bytes),
+            cache.instances
+        )?;
+    }
+    writeln!(
+        o,
+        "Memory      {} total",
+        format_bytes_iec(host.memory.total_bytes)
+    )?;
+    writeln!(
+        o,
+        "\nTheoretical peaks (all cores, widest ISA; GFLOP/s = 10^9 FLOP/s):"
+    )?;
+    for p in &peaks {
+        match &p.peak {
+            Some(pk) => writeln!(
+                o,
+                "  {:<4} {:<9} {:>14}   = {}",
+                p.dtype,
+                p.isa,
+                format_value(pk.value, &p.unit),
+                pk.basis
+            )?,
+            None => writeln!(
+                o,
+                "  {:<4} {:<9} {:>14}   ({})",
+                p.dtype, p.isa, "unknown", p.note
+            )?,
+        }
+    }
+    print!("{o}");
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,17 @@
+//! `hostbench linpack`: the HPL-style solve.
+
+use hostbench_core::Runner;
+
+use crate::cli::LinpackArgs;
+use crate::settings;
+use crate::Exit;
+
+pub fn run(args: &LinpackArgs) -> anyhow::Result<Exit> {
+    let common = settings::common(&args.common)?;
+    let lp = settings::linpack(args)?;
+    let host = super::host_inventory(&common.spec);
+    let mut runner = Runner::new(common.runner.clone(), host.clone());
+    hostbench_cpu::run_linpack(&mut runner, lp.n, lp.threads, &host, &common.spec)?;
+    let result = runner.finish()?;
+    super::emit(&result, &common)
+}

@@ -1,0 +1,70 @@
+//! One module per verb; each resolves its settings, runs through the shared runner and hands the
+//! result to `emit`, which prints the table and writes the JSON the same way for every verb.
+
+mod cpu;
+mod info;
+mod linpack;
+mod run;
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Context;
+use hostbench_core::model::{Host, RunResult};
+use hostbench_core::runner::write_json_atomic;
+use hostbench_core::spec::Spec;
+use hostbench_core::{clock, host};
+
+use crate::cli::{Cli, Command};
+use crate::output::{Exporter, JsonExporter, TableExporter};
+use crate::settings::{Common, JsonTarget};
+use crate::Exit;
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
+    match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Info(args) => info::run(&args),
+        Command::Cpu(args) => cpu::run(&args),
+        Command::Linpack(args) => linpack::run(&args),
+    }
+}
+
+/// The live inventory with the spec's overrides and a measured clock.
+pub fn host_inventory(spec: &Spec) -> Host {
+    let mut h = host::inventory();
+    spec.apply(&mut h);
+    h.cpu.measured_hz = clock::measure_hz(Duration::from_millis(40));
+    h
+}
+
+/// Print the table (stdout, or stderr when JSON goes to stdout) and write the JSON; decide the
+/// exit code: 3 when some cases were skipped while others ran, 1 when nothing could be measured.
+pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
+    if !common.quiet {
+        let table = TableExporter.render(run)?;
+        if common.json == Some(JsonTarget::Stdout) {
+            eprint!("{table}");
+        } else {
+            print!("{table}");
+        }
+    }
+    match &common.json {
+        Some(JsonTarget::Stdout) => {
+            let body = JsonExporter.render(run)?;
+            std::io::stdout().write_all(body.as_bytes())?;
+        }
+        Some(JsonTarget::File(path)) => {
+            write_json_atomic(path, run).with_context(|| format!("writing {}", path.display()))?;
+        }
+        None => {}
+    }
+    Ok(exit_for(run))
+}
+
+pub fn exit_for(run: &RunResult) -> Exit {
+    match (run.records.is_empty(), run.skipped.is_empty()) {
+        (_, true) => Exit::Ok,
+        (false, false) => Exit::Partial,
+        (true, false) => Exit::Failure,
+    }
+}

@@ -1,0 +1,463 @@
+//! Integration tests: drive the real binary with small sizes and check the JSON contract, the
+//! reference-tool path, and that bad input gets a one-line error and exit code 2.
+
+use std::path::Path;
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn hostbench() -> Command {
+    Command::cargo_bin("hostbench").expect("binary built")
+}
+
+fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Fields DESIGN.md §2 names for every record.
+fn assert_record_contract(r: &Value) {
+    for key in [
+        "benchmark",
+        "params",
+        "metric",
+        "unit",
+        "value",
+        "stats",
+        "samples",
+        "peak",
+        "efficiency",
+        "reference",
+        "warnings",
+    ] {
+        assert!(r.get(key).is_some(), "record lacks {key}: {r}");
+    }
+    for key in [
+        "n", "mean", "median", "stddev", "min", "max", "cv", "ci95", "p50", "p99", "p999",
+    ] {
+        assert!(r["stats"].get(key).is_some(), "stats lack {key}: {r}");
+    }
+    let samples = r["samples"].as_array().expect("samples");
+    assert_eq!(samples.len() as u64, r["stats"]["n"].as_u64().expect("n"));
+    assert_eq!(r["value"], r["stats"]["median"]);
+    assert!(r["value"].as_f64().expect("value") > 0.0);
+}
+
+fn assert_run_contract(doc: &Value) {
+    assert_eq!(doc["schema"], "hostbench/result/v1");
+    assert_eq!(doc["tool"]["name"], "hostbench");
+    for key in [
+        "hostname",
+        "os",
+        "kernel",
+        "virtualization",
+        "cpu",
+        "memory",
+        "numa_nodes",
+    ] {
+        assert!(doc["host"].get(key).is_some(), "host lacks {key}");
+    }
+    assert!(doc["started_at"]
+        .as_str()
+        .expect("started_at")
+        .ends_with('Z'));
+    assert!(doc["finished_at"].is_string());
+}
+
+/// Expect exit code 2 and a single-line error naming `needle`.
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = hostbench().args(args).output().expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn info_json_has_inventory_and_peaks() {
+    let out = hostbench().args(["info", "--json"]).output().expect("run");
+    assert!(out.status.success());
+    let doc = json_of(&out);
+    let cpu = &doc["host"]["cpu"];
+    assert!(cpu["threads"].as_u64().expect("threads") >= 1);
+    assert!(cpu["cores"].as_u64().expect("cores") >= 1);
+    assert!(!cpu["isa"].as_array().expect("isa").is_empty() || cfg!(not(target_arch = "x86_64")));
+    assert!(doc["host"]["memory"]["total_bytes"].as_u64().expect("mem") > 0);
+    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        assert!(cpu["measured_hz"].as_f64().expect("measured clock") > 1e8);
+    }
+    let peaks = doc["peaks"].as_array().expect("peaks");
+    assert_eq!(peaks.len(), 6);
+    for p in peaks {
+        // Either a peak with its basis, or the reason there is none; never a bare number.
+        match p["peak"].as_object() {
+            Some(pk) => assert!(pk["basis"].as_str().expect("basis").contains("cycle")),
+            None => assert!(!p["note"].as_str().expect("note").is_empty()),
+        }
+    }
+}
+
+#[test]
+fn info_table_is_readable() {
+    let out = hostbench().arg("info").output().expect("run");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["CPU", "Clock", "Theoretical peaks", "f64"] {
+        assert!(text.contains(needle), "{needle} missing: {text}");
+    }
+}
+
+#[test]
+fn cpu_json_records_follow_the_contract() {
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "dp,f32,i16,qp",
+            "--isa",
+            "scalar",
+            "--threads",
+            "1,2",
+            "--ops",
+            "2e6",
+            "--repeat",
+            "2",
+            "--warmup",
+            "0",
+            "--scaling",
+            "weak",
+            "--json",
+            "-",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 8);
+    for r in records {
+        assert_record_contract(r);
+        let dtype = r["params"]["dtype"].as_str().expect("dtype");
+        let (bench, unit) = if dtype.starts_with('f') {
+            ("cpu.flops", "FLOP/s")
+        } else {
+            ("cpu.iops", "OP/s")
+        };
+        assert_eq!(r["benchmark"], bench);
+        assert_eq!(r["unit"], unit);
+        assert_eq!(r["params"]["isa"], "scalar");
+        assert_eq!(r["params"]["scaling"], "weak");
+        assert_eq!(r["stats"]["n"], 2);
+        assert!(r["extra"]["chains"].as_u64().expect("chains") >= 2);
+        if let Some(peak) = r["peak"].as_object() {
+            assert!(peak["value"].as_f64().expect("peak") > 0.0);
+            assert!(peak["basis"].as_str().expect("basis").contains("measured"));
+            assert!(r["efficiency"].as_f64().expect("efficiency") > 0.0);
+        }
+    }
+    // Aliases resolve to the contract's dtype names.
+    let dtypes: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["params"]["dtype"].as_str())
+        .collect();
+    assert!(dtypes.contains(&"f64") && dtypes.contains(&"i8"));
+}
+
+#[test]
+fn cpu_best_isa_strong_scaling_writes_json_file_and_table() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("cpu.json");
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--threads",
+            "1",
+            "--ops",
+            "1e7",
+            "--repeat",
+            "1",
+        ])
+        .arg("--json")
+        .arg(&path)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.contains("cpu.flops") && table.contains("FLOP/s"),
+        "{table}"
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("file")).expect("json");
+    assert_run_contract(&doc);
+    assert_eq!(doc["records"][0]["params"]["scaling"], "strong");
+    assert_record_contract(&doc["records"][0]);
+}
+
+#[test]
+fn cpu_reference_runs_likwid_bench_side_by_side() {
+    let have_likwid = std::process::Command::new("likwid-bench")
+        .arg("-v")
+        .output()
+        .is_ok();
+    if !have_likwid {
+        // scripts/test installs likwid; in CI its absence is a failure, not a skip.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "likwid-bench missing in CI"
+        );
+        return;
+    }
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--isa",
+            "auto",
+            "--threads",
+            "1",
+            "--ops",
+            "1e8",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--reference",
+            "--json",
+            "-",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let r = &doc["records"][0];
+    let isa = r["params"]["isa"].as_str().expect("isa");
+    if ["avx512", "avx2-fma", "sse2", "scalar"].contains(&isa) {
+        let rf = &r["reference"];
+        assert_eq!(rf["tool"], "likwid-bench", "{r}");
+        assert!(rf["value"].as_f64().expect("ref value") > 0.0);
+        let ratio = rf["ratio"].as_f64().expect("ratio");
+        let expect = r["value"].as_f64().expect("v") / rf["value"].as_f64().expect("rv");
+        assert!((ratio - expect).abs() < 1e-9 * expect);
+        assert!(r["extra"]["reference_command"]
+            .as_str()
+            .expect("cmd")
+            .starts_with("likwid-bench -t peakflops"));
+    }
+}
+
+#[test]
+fn linpack_json_reports_hpl_residual() {
+    let out = hostbench()
+        .args([
+            "linpack",
+            "--n",
+            "256",
+            "--threads",
+            "2",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            "-",
+        ])
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let r = &doc["records"][0];
+    assert_record_contract(r);
+    assert_eq!(r["benchmark"], "cpu.linpack");
+    assert_eq!(r["unit"], "FLOP/s");
+    assert_eq!(r["params"]["n"], 256);
+    assert_eq!(r["params"]["threads"], 2);
+    let residual = r["extra"]["residual"].as_f64().expect("residual");
+    assert!(residual.is_finite() && residual < 16.0, "{residual}");
+    assert_eq!(r["extra"]["passed"], true);
+}
+
+#[test]
+fn run_writes_a_results_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = hostbench()
+        .args([
+            "run",
+            "--only",
+            "cpu",
+            "--duration",
+            "5ms",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .collect();
+    assert_eq!(runs.len(), 1);
+    let run_json = runs[0].path().join("run.json");
+    assert!(Path::new(&run_json).exists());
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(&run_json).expect("read")).expect("json");
+    assert_run_contract(&doc);
+    assert!(doc["records"].as_array().expect("records").len() >= 6);
+    assert!(doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .all(|r| r["benchmark"] == "cpu.flops" || r["benchmark"] == "cpu.iops"));
+}
+
+#[test]
+fn exhausted_budget_records_skips_and_fails() {
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--isa",
+            "scalar",
+            "--threads",
+            "1",
+            "--ops",
+            "1e6",
+            "--budget",
+            "1ns",
+            "--json",
+            "-",
+            "--quiet",
+        ])
+        .output()
+        .expect("run");
+    // Nothing measured at all: exit 1, and the JSON says why.
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json_of(&out);
+    assert_eq!(doc["skipped"][0]["kind"], "budget");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(&["cpu", "--threads", "0"], "'0'");
+    assert_usage_error(&["cpu", "--threads", "1,,2"], "threads");
+    assert_usage_error(&["cpu", "--dtype", "f128"], "f128");
+    assert_usage_error(&["cpu", "--isa", "avx9"], "avx9");
+    let missing = if cfg!(target_arch = "x86_64") {
+        "neon"
+    } else {
+        "avx2-fma"
+    };
+    assert_usage_error(&["cpu", "--isa", missing], missing);
+    assert_usage_error(&["cpu", "--ops", "lots"], "lots");
+    assert_usage_error(&["cpu", "--repeat", "0"], "'0'");
+    assert_usage_error(&["cpu", "--duration", "soon"], "soon");
+    assert_usage_error(&["linpack", "--n", "10000000"], "10000000");
+    assert_usage_error(&["linpack", "--n", "0"], "'0'");
+    assert_usage_error(&["linpack", "--threads", "x"], "'x'");
+    assert_usage_error(&["run", "--only", "gpu2"], "gpu2");
+}
+
+#[test]
+fn broken_spec_file_is_named() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(&spec, "[cpu]\ncores = 2\nclok_hz = 3e9\n").expect("write");
+    let s = spec.to_str().expect("utf8");
+    assert_usage_error(&["info", "--spec", s], "clok_hz");
+    assert_usage_error(&["cpu", "--spec", s], "line 3");
+    std::fs::write(&spec, "[cpu\n").expect("write");
+    assert_usage_error(&["linpack", "--spec", s], "spec.toml");
+    assert_usage_error(
+        &["info", "--spec", "/nonexistent/x.toml"],
+        "/nonexistent/x.toml",
+    );
+}
+
+#[test]
+fn spec_clock_overrides_the_measured_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        "[cpu]\nclock_hz = 1.0e9\nfma_pipes = 2\nmuladd_pipes = 2\n",
+    )
+    .expect("write");
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--isa",
+            "scalar",
+            "--threads",
+            "1",
+            "--ops",
+            "1e6",
+            "--repeat",
+            "1",
+            "--json",
+            "-",
+            "--spec",
+        ])
+        .arg(&spec)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    let peak = &doc["records"][0]["peak"];
+    // x86 scalar FP is mul+add: 1 core × 1 GHz × 1 lane × 2 instructions/cycle = 2 GFLOP/s;
+    // AArch64 scalar FP is an FMA (2 FLOP each): 4 GFLOP/s. Either way from the spec's numbers.
+    let expect = if cfg!(target_arch = "x86_64") {
+        2.0e9
+    } else {
+        4.0e9
+    };
+    assert_eq!(peak["value"].as_f64(), Some(expect), "{peak}");
+    assert!(peak["basis"].as_str().expect("basis").contains("spec file"));
+}

@@ -137,6 +137,16 @@ impl CpuConfig {
     }
 }
 
+/// Physical cores a peak may count: the spec's `cpu.cores` when given, else the distinct cores
+/// among the CPUs this process may run on (SMT siblings share one core's pipes).
+fn physical_cores(spec: &Spec, cpus: &[usize]) -> usize {
+    spec.cpu
+        .cores
+        .map(|c| c as usize)
+        .unwrap_or_else(|| affinity::physical_cores(cpus))
+        .max(1)
+}
+
 /// Run the compute sweep through `runner`.
 pub fn run_compute(
     runner: &mut Runner,
@@ -147,7 +157,7 @@ pub fn run_compute(
     cfg.validate()?;
     let isas = cfg.resolve_isas()?;
     let order = affinity::placement_order();
-    let physical = affinity::physical_cores(&order).max(1);
+    let physical = physical_cores(spec, &order);
     runner.plan(isas.len() * cfg.dtypes.len() * cfg.threads.len());
     let runner_repeat = runner.config().repeat;
     for &isa in &isas {
@@ -308,7 +318,7 @@ pub struct PeakRow {
 /// entry gets "unknown" with the reason, never a guess.
 pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
     let isa = Isa::best();
-    let cores = affinity::physical_cores(&affinity::allowed_cpus()).max(1);
+    let cores = physical_cores(spec, &affinity::allowed_cpus());
     let (clock, source) = match (spec.cpu.clock_hz, host.cpu.measured_hz) {
         (Some(hz), _) => (Some(hz), "spec file"),
         (None, Some(hz)) => (Some(hz), "measured"),
@@ -386,7 +396,7 @@ pub fn run_linpack(
         seed: 42,
     };
     let order = affinity::placement_order();
-    let physical = affinity::physical_cores(&order).max(1);
+    let physical = physical_cores(spec, &order);
     let cores_used = threads.min(physical);
     runner.run_case(
         &case,

@@ -11,6 +11,21 @@ fn hostbench() -> Command {
     Command::cargo_bin("hostbench").expect("binary built")
 }
 
+/// Run `hostbench` with whitespace-separated `args` plus `extra`, require success.
+fn run_ok(args: &str, extra: &[&std::ffi::OsStr]) -> Output {
+    let out = hostbench()
+        .args(args.split_whitespace())
+        .args(extra)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
@@ -120,33 +135,7 @@ fn info_table_is_readable() {
 
 #[test]
 fn cpu_json_records_follow_the_contract() {
-    let out = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "dp,f32,i16,qp",
-            "--isa",
-            "scalar",
-            "--threads",
-            "1,2",
-            "--ops",
-            "2e6",
-            "--repeat",
-            "2",
-            "--warmup",
-            "0",
-            "--scaling",
-            "weak",
-            "--json",
-            "-",
-        ])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok("cpu --dtype dp,f32,i16,qp --isa scalar --threads 1,2 --ops 2e6 --repeat 2 --warmup 0 --scaling weak --json -", &[]);
     let doc = json_of(&out);
     assert_run_contract(&doc);
     let records = doc["records"].as_array().expect("records");
@@ -183,26 +172,9 @@ fn cpu_json_records_follow_the_contract() {
 fn cpu_best_isa_strong_scaling_writes_json_file_and_table() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("cpu.json");
-    let out = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--threads",
-            "1",
-            "--ops",
-            "1e7",
-            "--repeat",
-            "1",
-        ])
-        .arg("--json")
-        .arg(&path)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        "cpu --dtype f64 --threads 1 --ops 1e7 --repeat 1",
+        &["--json".as_ref(), &path.as_ref()],
     );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -229,32 +201,7 @@ fn cpu_reference_runs_likwid_bench_side_by_side() {
         );
         return;
     }
-    let out = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--isa",
-            "auto",
-            "--threads",
-            "1",
-            "--ops",
-            "1e8",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--reference",
-            "--json",
-            "-",
-        ])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_ok("cpu --dtype f64 --isa auto --threads 1 --ops 1e8 --repeat 1 --warmup 0 --reference --json -", &[]);
     let doc = json_of(&out);
     let r = &doc["records"][0];
     let isa = r["params"]["isa"].as_str().expect("isa");
@@ -274,26 +221,9 @@ fn cpu_reference_runs_likwid_bench_side_by_side() {
 
 #[test]
 fn linpack_json_reports_hpl_residual() {
-    let out = hostbench()
-        .args([
-            "linpack",
-            "--n",
-            "256",
-            "--threads",
-            "2",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--json",
-            "-",
-        ])
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        "linpack --n 256 --threads 2 --repeat 1 --warmup 0 --json -",
+        &[],
     );
     let doc = json_of(&out);
     assert_run_contract(&doc);
@@ -311,27 +241,9 @@ fn linpack_json_reports_hpl_residual() {
 #[test]
 fn run_writes_a_results_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = hostbench()
-        .args([
-            "run",
-            "--only",
-            "cpu",
-            "--duration",
-            "5ms",
-            "--repeat",
-            "1",
-            "--warmup",
-            "0",
-            "--quiet",
-            "--out",
-        ])
-        .arg(dir.path())
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        "run --only cpu --duration 5ms --repeat 1 --warmup 0 --quiet --out",
+        &[dir.path().as_ref()],
     );
     let runs: Vec<_> = std::fs::read_dir(dir.path())
         .expect("dir")
@@ -354,22 +266,10 @@ fn run_writes_a_results_directory() {
 #[test]
 fn exhausted_budget_records_skips_and_fails() {
     let out = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--isa",
-            "scalar",
-            "--threads",
-            "1",
-            "--ops",
-            "1e6",
-            "--budget",
-            "1ns",
-            "--json",
-            "-",
-            "--quiet",
-        ])
+        .args(
+            "cpu --dtype f64 --isa scalar --threads 1 --ops 1e6 --budget 1ns --json - --quiet"
+                .split(' '),
+        )
         .output()
         .expect("run");
     // Nothing measured at all: exit 1, and the JSON says why.
@@ -424,30 +324,9 @@ fn spec_clock_overrides_the_measured_one() {
         "[cpu]\nclock_hz = 1.0e9\nfma_pipes = 2\nmuladd_pipes = 2\n",
     )
     .expect("write");
-    let out = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--isa",
-            "scalar",
-            "--threads",
-            "1",
-            "--ops",
-            "1e6",
-            "--repeat",
-            "1",
-            "--json",
-            "-",
-            "--spec",
-        ])
-        .arg(&spec)
-        .output()
-        .expect("run");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        "cpu --dtype f64 --isa scalar --threads 1 --ops 1e6 --repeat 1 --json - --spec",
+        &[&spec.as_ref()],
     );
     let doc = json_of(&out);
     let peak = &doc["records"][0]["peak"];

@@ -112,8 +112,8 @@ fn cache() -> &'static Mutex<HashMap<(Isa, Dtype), Tuned>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Choose the chain count for (isa, dtype) by measuring every candidate on one pinned thread; the
-/// smallest count within 1 % of the best wins (fewer chains, fewer registers, same speed).
+/// Choose the chain count for (isa, dtype) by measuring every candidate on one pinned thread: the
+/// smallest count within 1 % of the best, plus one candidate of headroom when that is as fast.
 /// Cached for the life of the process, so a thread sweep tunes once.
 pub fn tune(isa: Isa, dtype: Dtype, order: &[usize]) -> Result<Tuned, BenchError> {
     if let Some(t) = cache()
@@ -164,10 +164,17 @@ fn tune_on_this_thread(isa: Isa, dtype: Dtype, cpu: usize) -> Result<Tuned, Benc
         kernels.push(k);
     }
     let top = sweep.iter().map(|&(_, r)| r).fold(0.0, f64::max);
-    let pick = sweep
+    let smallest = sweep
         .iter()
         .position(|&(_, r)| r >= 0.99 * top)
         .unwrap_or(0);
+    // One candidate of headroom: exactly latency × pipes chains leaves no slack, so a single
+    // delayed result (an interrupt, a sibling thread) stalls a pipe; registers are not scarce.
+    let pick = if smallest + 1 < sweep.len() && sweep[smallest + 1].1 >= 0.99 * top {
+        smallest + 1
+    } else {
+        smallest
+    };
     Ok(Tuned {
         kernel: kernels.swap_remove(pick),
         rate_1t: sweep[pick].1,

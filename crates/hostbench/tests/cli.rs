@@ -174,7 +174,7 @@ fn cpu_best_isa_strong_scaling_writes_json_file_and_table() {
     let path = dir.path().join("cpu.json");
     let out = run_ok(
         "cpu --dtype f64 --threads 1 --ops 1e7 --repeat 1",
-        &["--json".as_ref(), &path.as_ref()],
+        &["--json".as_ref(), path.as_ref()],
     );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -326,7 +326,7 @@ fn spec_clock_overrides_the_measured_one() {
     .expect("write");
     let out = run_ok(
         "cpu --dtype f64 --isa scalar --threads 1 --ops 1e6 --repeat 1 --json - --spec",
-        &[&spec.as_ref()],
+        &[spec.as_ref()],
     );
     let doc = json_of(&out);
     let peak = &doc["records"][0]["peak"];

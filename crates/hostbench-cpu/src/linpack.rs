@@ -35,8 +35,7 @@
 //! - The micro-kernels are packed register-tile GEMM kernels, BLIS style: AVX-512 (24 × 8 tile)
 //!   or AVX2 + FMA (8 × 6), chosen at run time, so the binary still runs on any x86-64. Without
 //!   either (or off x86-64) the same blocked algorithm calls faer's `matmul` and triangular solve
-//!   instead. The AVX-512 intrinsics are stable from Rust 1.89 only, so that kernel is compiled
-//!   in through `rustversion` and an older compiler (the workspace MSRV is 1.85) builds the rest.
+//!   instead.
 //! - The solve is blocked the same way, with the matrix–vector products split over the threads.
 //! - Each worker is pinned to a CPU in the core crate's placement order (DESIGN.md §5); the
 //!   calling thread only waits, so its own affinity is left alone.
@@ -325,7 +324,7 @@ enum Backend {
     Faer,
     /// Packed 8 × 6 AVX2 + FMA micro-kernel.
     Avx2,
-    /// Packed 24 × 8 AVX-512 micro-kernel (needs rustc ≥ 1.89 to build).
+    /// Packed 24 × 8 AVX-512 micro-kernel.
     Avx512,
     /// Packed 4 × 4 scalar micro-kernel: slow, only for testing the packed path anywhere.
     #[cfg(test)]
@@ -618,9 +617,7 @@ unsafe fn avx2_dot(a: &[f64], b: &[f64]) -> f64 {
     }
 }
 
-/// The AVX-512 kernel. Its intrinsics are stable from Rust 1.89; an older compiler builds the
-/// stub below, which never reports AVX-512, and the run uses the AVX2 kernel.
-#[rustversion::since(1.89)]
+/// The AVX-512 kernel (x86-64 only; elsewhere a stub that never reports AVX-512).
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::Micro;
@@ -803,18 +800,12 @@ macro_rules! avx512_stub {
             _threads: usize,
         ) -> Result<(Vec<f64>, f64), super::BenchError> {
             Err(super::BenchError::unsupported(
-                "the AVX-512 linpack kernel needs rustc 1.89 or later on x86-64",
+                "the AVX-512 linpack kernel exists on x86-64 only",
             ))
         }
     };
 }
 
-#[rustversion::before(1.89)]
-mod avx512 {
-    avx512_stub!();
-}
-
-#[rustversion::since(1.89)]
 #[cfg(not(target_arch = "x86_64"))]
 mod avx512 {
     avx512_stub!();

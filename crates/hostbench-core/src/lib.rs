@@ -10,6 +10,7 @@ pub mod clock;
 pub mod error;
 pub mod host;
 pub mod model;
+pub mod parallel;
 pub mod runner;
 pub mod spec;
 pub mod stats;

@@ -1,16 +1,14 @@
 //! Running kernels on pinned threads, and tuning the chain count.
 //!
-//! One sample = every thread pinned (one per physical core first, see `affinity`), released
-//! together by a barrier, each running its share of the work; the sample's time is from the first
-//! thread's start to the last thread's end, so a straggler counts against the result rather than
-//! being averaged away. Right after, all threads time the dependent-add chain together, which
-//! gives the core clock under that very thread count (turbo drops with active cores).
+//! One sample = `parallel::run_pinned`: every thread pinned, released together, timed from the
+//! first start to the last end. Right after, all threads time the dependent-add chain together,
+//! which gives the core clock under that very thread count (turbo drops with active cores).
 
 use std::collections::HashMap;
-use std::sync::{Barrier, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use hostbench_core::{affinity, clock, BenchError};
+use hostbench_core::{affinity, clock, parallel, BenchError};
 
 use crate::isa::{Dtype, Isa};
 use crate::kernels::{chain_candidates, Kernel, UNROLL};
@@ -23,69 +21,35 @@ pub struct ThreadRun {
     pub clock_hz: Option<f64>,
 }
 
-/// One thread's start, end and clock.
-type ThreadSpan = (Instant, Instant, Option<f64>);
-
 /// How long each thread times the add chain after a sample.
 const CLOCK_WINDOW: Duration = Duration::from_millis(6);
 
-/// Run `blocks_per_thread` blocks of `kernel` on each of `threads` pinned threads.
+/// Run `blocks_per_thread` blocks of `kernel` on each of `threads` pinned threads; then every
+/// thread times the add chain, except oversubscribed ones, whose time-sliced chain would
+/// under-read the clock.
 pub fn run_threads(
     kernel: &Kernel,
     threads: usize,
     blocks_per_thread: u64,
     order: &[usize],
 ) -> Result<ThreadRun, BenchError> {
-    let start_line = Barrier::new(threads);
-    let clock_line = Barrier::new(threads);
-    let results: Vec<Result<ThreadSpan, BenchError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|i| {
-                let (start_line, clock_line) = (&start_line, &clock_line);
-                let cpu = affinity::cpu_for_thread(order, i);
-                s.spawn(move || {
-                    // Pinning can fail in restricted containers; the run is still valid,
-                    // merely unpinned, so carry on rather than refuse.
-                    let _ = affinity::pin_current_thread(cpu);
-                    start_line.wait();
-                    let t0 = Instant::now();
-                    let outcome = kernel.run(blocks_per_thread);
-                    let t1 = Instant::now();
-                    clock_line.wait();
-                    // Oversubscribed threads leave the clock to one thread per CPU: a
-                    // time-sliced add chain would under-read it.
-                    let hz = if i < order.len().max(1) {
-                        clock::measure_hz(CLOCK_WINDOW)
-                    } else {
-                        None
-                    };
-                    outcome.map(|()| (t0, t1, hz))
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(BenchError::Failed("kernel thread panicked".into())))
-            })
-            .collect()
-    });
-    let mut first: Option<Instant> = None;
-    let mut last: Option<Instant> = None;
-    let mut clocks = Vec::new();
-    for r in results {
-        let (t0, t1, hz) = r?;
-        first = Some(first.map_or(t0, |f| f.min(t0)));
-        last = Some(last.map_or(t1, |l| l.max(t1)));
-        clocks.extend(hz);
-    }
-    let wall_s = match (first, last) {
-        (Some(f), Some(l)) => l.duration_since(f).as_secs_f64(),
-        _ => return Err(BenchError::Failed("no threads ran".into())),
-    };
+    let distinct_cpus = order.len().max(1);
+    let t = parallel::run_pinned(
+        threads,
+        order,
+        |_| kernel.run(blocks_per_thread),
+        |i| {
+            (i < distinct_cpus)
+                .then(|| clock::measure_hz(CLOCK_WINDOW))
+                .flatten()
+        },
+    )?;
+    let clocks: Vec<f64> = t.after.into_iter().flatten().collect();
     let clock_hz = (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64);
-    Ok(ThreadRun { wall_s, clock_hz })
+    Ok(ThreadRun {
+        wall_s: t.wall_s,
+        clock_hz,
+    })
 }
 
 /// The chain count chosen for an (ISA, dtype) and the single-thread rate it reached.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use hostbench_core::{affinity, clock, parallel, BenchError};
 
 use crate::isa::{Dtype, Isa};
-use crate::kernels::{chain_candidates, Kernel, UNROLL};
+use crate::kernels::{chain_candidates, Kernel};
 
 /// Outcome of one multi-threaded sample.
 #[derive(Debug, Clone, Copy)]
@@ -65,9 +65,12 @@ pub struct Tuned {
 }
 
 impl Tuned {
-    /// Operations per cycle on one core at the chosen chain count.
-    pub fn ops_per_cycle_1t(&self) -> Option<f64> {
-        self.clock_hz.map(|hz| self.rate_1t / hz)
+    /// Kernel instructions one core retired per cycle at the chosen chain count: what
+    /// `peak::pipes` infers the pipe count from when no table entry exists.
+    pub fn instr_per_cycle_1t(&self) -> Option<f64> {
+        let k = &self.kernel;
+        let ops_per_instr = k.lanes as f64 * k.kind.ops_per_lane();
+        self.clock_hz.map(|hz| self.rate_1t / hz / ops_per_instr)
     }
 }
 
@@ -116,8 +119,7 @@ fn tune_on_this_thread(isa: Isa, dtype: Dtype, cpu: usize) -> Result<Tuned, Benc
         for _ in 0..3 {
             let t = Instant::now();
             k.run(blocks)?;
-            let rate =
-                blocks as f64 * UNROLL as f64 * k.ops_per_iteration() / t.elapsed().as_secs_f64();
+            let rate = blocks as f64 * k.ops_per_block() / t.elapsed().as_secs_f64();
             let hz = clock::measure_hz(Duration::from_millis(2));
             if rate > best.0 {
                 best = (rate, hz);

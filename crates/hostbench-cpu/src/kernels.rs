@@ -566,6 +566,11 @@ impl Kernel {
         (self.chains * self.lanes) as f64 * self.kind.ops_per_lane()
     }
 
+    /// Operations one block (`UNROLL` iterations) performs: the unit work is counted in.
+    pub fn ops_per_block(&self) -> f64 {
+        self.ops_per_iteration() * UNROLL as f64
+    }
+
     /// Run `blocks × UNROLL` iterations, validating every call's result.
     pub fn run(&self, blocks: u64) -> Result<(), BenchError> {
         let mut left = blocks;

@@ -147,6 +147,20 @@ fn physical_cores(spec: &Spec, cpus: &[usize]) -> usize {
         .max(1)
 }
 
+/// The clock a peak is computed with: the spec file's when given, else the measured one
+/// (labelled `measured_as` in the basis); `None` when neither exists.
+fn peak_clock(
+    spec: &Spec,
+    measured: Option<f64>,
+    measured_as: &'static str,
+) -> Option<(f64, &'static str)> {
+    match (spec.cpu.clock_hz, measured) {
+        (Some(hz), _) => Some((hz, "spec file")),
+        (None, Some(hz)) => Some((hz, measured_as)),
+        (None, None) => None,
+    }
+}
+
 /// Run the compute sweep through `runner`.
 pub fn run_compute(
     runner: &mut Runner,
@@ -189,8 +203,8 @@ pub fn run_compute(
                 }
             };
             for (threads, case) in cases {
-                let kernel = tuned.kernel.clone();
-                let per_iter = kernel.ops_per_iteration() * kernels::UNROLL as f64;
+                let kernel = &tuned.kernel;
+                let per_block = kernel.ops_per_block();
                 let per_thread_ops = match (cfg.scaling, cfg.ops) {
                     (Scaling::Strong, Some(total)) => total / threads as f64,
                     (Scaling::Weak, Some(each)) => each,
@@ -199,13 +213,13 @@ pub fn run_compute(
                     }
                     (Scaling::Weak, None) => tuned.rate_1t * cfg.duration.as_secs_f64(),
                 };
-                let blocks = (per_thread_ops / per_iter).round().max(1.0) as u64;
-                let work = blocks as f64 * per_iter * threads as f64;
+                let blocks = (per_thread_ops / per_block).round().max(1.0) as u64;
+                let work = blocks as f64 * per_block * threads as f64;
                 let cores_used = threads.min(physical);
                 runner.run_case(
                     &case,
                     || {
-                        let r = engine::run_threads(&kernel, threads, blocks, &order)?;
+                        let r = engine::run_threads(kernel, threads, blocks, &order)?;
                         let mut s = Sample::new(work / r.wall_s);
                         if let Some(hz) = r.clock_hz {
                             s = s.with("clock_hz", hz);
@@ -265,12 +279,7 @@ fn finish_record(
             .collect::<Vec<_>>()),
     );
     let measured = rec.extra.get("clock_hz").and_then(|v| v.as_f64());
-    let (clock, source) = match (spec.cpu.clock_hz, measured) {
-        (Some(hz), _) => (Some(hz), "spec file"),
-        (None, Some(hz)) => (Some(hz), "measured"),
-        _ => (None, ""),
-    };
-    let Some(clock) = clock else {
+    let Some((clock, source)) = peak_clock(spec, measured, "measured") else {
         rec.warnings
             .push("core clock unknown on this architecture: no peak".into());
         return;
@@ -279,9 +288,8 @@ fn finish_record(
         "ops_per_cycle_per_core".into(),
         json!(rec.value / (clock * cores_used as f64)),
     );
-    let lanes_ops = k.lanes as f64 * k.kind.ops_per_lane();
-    let instr_1t = tuned.ops_per_cycle_1t().map(|opc| opc / lanes_ops);
-    let Some(pipes) = peak::pipes(host, &spec.cpu, k.isa, k.kind, instr_1t) else {
+    let Some(pipes) = peak::pipes(host, &spec.cpu, k.isa, k.kind, tuned.instr_per_cycle_1t())
+    else {
         rec.warnings
             .push("instruction throughput unknown for this CPU: no peak".into());
         return;
@@ -311,11 +319,7 @@ pub struct PeakRow {
 pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
     let isa = Isa::best();
     let cores = physical_cores(spec, &affinity::allowed_cpus());
-    let (clock, source) = match (spec.cpu.clock_hz, host.cpu.measured_hz) {
-        (Some(hz), _) => (Some(hz), "spec file"),
-        (None, Some(hz)) => (Some(hz), "measured"),
-        _ => (None, ""),
-    };
+    let clock = peak_clock(spec, host.cpu.measured_hz, "measured");
     Dtype::ALL
         .iter()
         .map(|&dtype| {
@@ -330,7 +334,7 @@ pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
                     None,
                     "no documented pipe count for this CPU; `hostbench cpu` infers it".to_string(),
                 ),
-                (Some(hz), Some(p), Ok(())) => (
+                (Some((hz, source)), Some(p), Ok(())) => (
                     Some(peak::cpu_peak(
                         cores, hz, source, isa, dtype, kind, &p, unit,
                     )),
@@ -430,19 +434,12 @@ fn fp64_peak(
     let isa = Isa::best();
     let tuned = engine::tune(isa, Dtype::F64, order).ok()?;
     let k = &tuned.kernel;
-    let per_block = k.ops_per_iteration() * kernels::UNROLL as f64;
-    let blocks = (tuned.rate_1t * 0.1 / per_block).max(1.0) as u64;
+    let blocks = (tuned.rate_1t * 0.1 / k.ops_per_block()).max(1.0) as u64;
     let measured = engine::run_threads(k, threads, blocks, order)
         .ok()?
         .clock_hz;
-    let (clock, source) = match (spec.cpu.clock_hz, measured) {
-        (Some(hz), _) => (hz, "spec file"),
-        (None, Some(hz)) => (hz, "measured under FMA load"),
-        _ => return None,
-    };
-    let lanes_ops = k.lanes as f64 * k.kind.ops_per_lane();
-    let instr_1t = tuned.ops_per_cycle_1t().map(|opc| opc / lanes_ops);
-    let pipes = peak::pipes(host, &spec.cpu, isa, k.kind, instr_1t)?;
+    let (clock, source) = peak_clock(spec, measured, "measured under FMA load")?;
+    let pipes = peak::pipes(host, &spec.cpu, isa, k.kind, tuned.instr_per_cycle_1t())?;
     Some((
         peak::cpu_peak(
             cores_used,

@@ -5,13 +5,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Runner};
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
 
 use crate::cli::{Profile, RunArgs};
-use crate::settings::{self, JsonTarget};
+use crate::settings;
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
@@ -110,12 +109,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         }
     }
     let result = runner.finish()?;
-    // `--json` may name a second copy; the run directory always has one.
+    // `Runner::finish` has already written the final run.json (it is the partial path);
+    // `--json` may ask for a second copy.
     let exit = super::emit(&result, &common)?;
-    if common.json != Some(JsonTarget::File(run_json.clone())) {
-        hostbench_core::runner::write_json_atomic(&run_json, &result)
-            .with_context(|| format!("writing {}", run_json.display()))?;
-    }
     if !common.quiet {
         eprintln!("\nResults written to {}", run_json.display());
     }

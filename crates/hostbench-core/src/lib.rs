@@ -7,6 +7,7 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod dmi;
 pub mod error;
 pub mod host;
 pub mod model;

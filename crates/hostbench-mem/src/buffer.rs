@@ -1,0 +1,286 @@
+//! Memory regions for the benchmarks: anonymous mappings with a chosen page policy, first-touched
+//! by the thread that will use them, and a check of which page size the kernel actually granted.
+//!
+//! Why not `Vec`: the allocator neither aligns large blocks to a huge page nor lets us ask for
+//! (or refuse) transparent huge pages, and a zeroed `Vec` may be touched by the allocating thread,
+//! which on a NUMA machine puts every page on that thread's node. Here the mapping is created
+//! untouched; [`Region::touch`], called on the owning pinned thread, faults every page in there
+//! (DESIGN §5: first touch by the thread that streams it).
+//!
+//! Huge pages are a request, not a promise: `madvise(MADV_HUGEPAGE)` is honoured only when THP is
+//! enabled and memory is not fragmented, so [`Region::huge_bytes`] reads `/proc/self/smaps` to say
+//! how much of the region really is backed by huge pages, and the caller reports that.
+
+use std::ptr::NonNull;
+
+use hostbench_core::BenchError;
+
+/// Which page size a region asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pages {
+    /// Base pages (4 KiB on x86-64); transparent huge pages explicitly refused.
+    Small,
+    /// Transparent huge pages requested (2 MiB on x86-64); verify with `huge_bytes`.
+    Huge,
+}
+
+impl Pages {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Small => "4k",
+            Self::Huge => "huge",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, BenchError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "4k" | "small" | "base" => Ok(Self::Small),
+            "huge" | "thp" | "2m" => Ok(Self::Huge),
+            other => Err(BenchError::invalid(format!(
+                "unknown page size '{other}' (expected 4k or huge)"
+            ))),
+        }
+    }
+}
+
+/// Alignment of every region: a 2 MiB boundary, so a huge-page request can be granted from the
+/// first byte and SIMD kernels see cache-line- and vector-aligned arrays.
+pub const ALIGN: usize = 2 << 20;
+
+/// An anonymous private mapping of `len` bytes aligned to [`ALIGN`], unmapped on drop.
+#[derive(Debug)]
+pub struct Region {
+    base: NonNull<u8>,
+    map_len: usize,
+    ptr: NonNull<u8>,
+    len: usize,
+    pages: Pages,
+}
+
+// SAFETY: a Region owns its mapping exclusively (like a Box<[u8]>); moving it between threads or
+// sharing `&Region` for reads is as safe as for a boxed slice.
+unsafe impl Send for Region {}
+// SAFETY: see above; shared access only hands out `&[u8]`.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Map `len` bytes (at least one) without touching them.
+    pub fn new(len: usize, pages: Pages) -> Result<Self, BenchError> {
+        let len = len.max(1);
+        let map_len = len
+            .checked_add(ALIGN)
+            .ok_or_else(|| BenchError::invalid(format!("region of {len} bytes is too large")))?;
+        #[cfg(unix)]
+        {
+            // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
+            // result is checked against MAP_FAILED before use.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                return Err(BenchError::Failed(format!(
+                    "cannot map {len} bytes: {}",
+                    std::io::Error::last_os_error()
+                )));
+            }
+            let base = NonNull::new(base.cast::<u8>())
+                .ok_or_else(|| BenchError::Failed("mmap returned null".into()))?;
+            let offset = (ALIGN - (base.as_ptr() as usize % ALIGN)) % ALIGN;
+            // SAFETY: offset < ALIGN and the mapping is len + ALIGN bytes long.
+            let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(offset)) };
+            let region = Self {
+                base,
+                map_len,
+                ptr,
+                len,
+                pages,
+            };
+            region.advise();
+            Ok(region)
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = (map_len, pages);
+            Err(BenchError::unsupported(
+                "memory regions need mmap (Unix only)",
+            ))
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn advise(&self) {
+        let advice = match self.pages {
+            Pages::Small => libc::MADV_NOHUGEPAGE,
+            Pages::Huge => libc::MADV_HUGEPAGE,
+        };
+        // SAFETY: the range lies inside our own mapping. A refusal (THP compiled out) only means
+        // the request is not honoured, which `huge_bytes` reports.
+        unsafe {
+            libc::madvise(self.ptr.as_ptr().cast(), self.len, advice);
+        }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn advise(&self) {}
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn pages(&self) -> Pages {
+        self.pages
+    }
+
+    pub fn as_ptr(&self) -> *const u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: ptr..ptr+len is mapped readable for the life of self; anonymous pages read as
+        // zero before they are written.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The region as `f64`s (the tail that does not fill a whole element is left out).
+    pub fn as_f64(&self) -> &[f64] {
+        // SAFETY: ptr is ALIGN-aligned (≥ 8), every bit pattern is a valid f64.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast(), self.len / 8) }
+    }
+
+    pub fn as_f64_mut(&mut self) -> &mut [f64] {
+        // SAFETY: as above, with exclusive access through `&mut self`.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast(), self.len / 8) }
+    }
+
+    /// Fault every page in from the calling thread (first touch places it on this thread's NUMA
+    /// node), writing a non-zero byte so no page stays the shared zero page.
+    pub fn touch(&mut self) {
+        let step = 4096;
+        let s = self.as_mut_slice();
+        let mut i = 0;
+        while i < s.len() {
+            s[i] = 1;
+            i += step;
+        }
+        if let Some(last) = s.last_mut() {
+            *last = 1;
+        }
+    }
+
+    /// Bytes of this region backed by transparent huge pages, from `/proc/self/smaps`; `None`
+    /// where that file cannot be read (not Linux, restricted procfs).
+    pub fn huge_bytes(&self) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let start = self.ptr.as_ptr() as u64;
+        Some(anon_huge_bytes_in(&smaps, start, start + self.len as u64))
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: base/map_len are exactly what mmap returned; nothing borrows the region any more.
+        unsafe {
+            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        }
+    }
+}
+
+/// Sum `AnonHugePages` over the smaps mappings that overlap `[start, end)`, counting only the
+/// overlapping share of a mapping that extends beyond the range (the alignment slack).
+pub fn anon_huge_bytes_in(smaps: &str, start: u64, end: u64) -> u64 {
+    let mut total = 0u64;
+    let mut current: Option<(u64, u64)> = None;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((a, b)) = first.split_once('-') {
+            if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) {
+                current = (a < end && b > start).then_some((a, b));
+                continue;
+            }
+        }
+        if let (Some((a, b)), Some(rest)) = (current, line.strip_prefix("AnonHugePages:")) {
+            let kb: u64 = rest
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let overlap = b.min(end) - a.max(start);
+            total += (kb * 1024).min(overlap);
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_aligned_zeroed_and_writable() {
+        let mut r = Region::new(3 * 4096 + 5, Pages::Small).unwrap();
+        assert_eq!(r.as_ptr() as usize % ALIGN, 0);
+        assert!(r.as_slice().iter().all(|&b| b == 0));
+        r.touch();
+        assert_eq!(r.as_slice()[0], 1);
+        assert_eq!(*r.as_slice().last().unwrap(), 1);
+        assert_eq!(r.as_f64().len(), (3 * 4096 + 5) / 8);
+        r.as_f64_mut()[7] = 2.5;
+        assert_eq!(r.as_f64()[7], 2.5);
+    }
+
+    #[test]
+    fn smaps_overlap_is_summed_and_clamped() {
+        let smaps = "\
+00400000-00600000 r-xp 00000000 08:01 1 /bin/x
+Size:               2048 kB
+AnonHugePages:         0 kB
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Size:               4096 kB
+AnonHugePages:      4096 kB
+7f0000400000-7f0000600000 rw-p 00000000 00:00 0
+AnonHugePages:      2048 kB
+7f0000800000-7f0000a00000 rw-p 00000000 00:00 0
+AnonHugePages:      2048 kB
+";
+        // The range covers the first anonymous mapping and half of the second.
+        let got = anon_huge_bytes_in(smaps, 0x7f00_0000_0000, 0x7f00_0050_0000);
+        assert_eq!(got, 4096 * 1024 + 1024 * 1024);
+        assert_eq!(anon_huge_bytes_in(smaps, 0x1000, 0x2000), 0);
+    }
+
+    #[test]
+    fn huge_page_request_is_reported_not_assumed() {
+        let mut r = Region::new(8 << 20, Pages::Huge).unwrap();
+        r.touch();
+        // Whether THP was granted depends on the machine; the answer must stay within the region.
+        if let Some(h) = r.huge_bytes() {
+            assert!(h <= 8 << 20);
+        }
+        let mut s = Region::new(8 << 20, Pages::Small).unwrap();
+        s.touch();
+        if let Some(h) = s.huge_bytes() {
+            assert_eq!(h, 0, "MADV_NOHUGEPAGE region got huge pages");
+        }
+    }
+}

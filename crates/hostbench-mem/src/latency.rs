@@ -1,0 +1,1 @@
+//! Memory latency: pointer chase over one random cycle of cache lines (Sattolo).

@@ -9,10 +9,306 @@
 //! * `sizing` — STREAM's ≥ 4 × LLC rule, the 1 GiB classic floor, and L1/L2/L3/DRAM labels.
 //! * `peak` — the DRAM limit from DMI or the spec file.
 
+pub mod bandwidth;
 pub mod buffer;
+pub mod kernels;
 pub mod latency;
 pub mod order;
+pub mod peak;
 pub mod sizing;
 
 pub use buffer::{Pages, Region};
 pub use order::{Pattern, Permutation};
+pub use bandwidth::{Block, Kernel, Store};
+pub use kernels::Isa;
+
+use std::time::Duration;
+
+use hostbench_core::model::Host;
+use hostbench_core::spec::Spec;
+use hostbench_core::units::format_bytes_iec;
+use hostbench_core::{affinity, BenchError, Runner};
+
+use bandwidth::{Point, Timing};
+
+/// The STREAM kernels plus plain read and write: the default bandwidth set.
+pub const DEFAULT_KERNELS: [Kernel; 6] = [
+    Kernel::Read,
+    Kernel::Write,
+    Kernel::Copy,
+    Kernel::Scale,
+    Kernel::Add,
+    Kernel::Triad,
+];
+
+/// The classic assignment's block sizes: 1 B, 1 KiB, 1 MiB, 10 MiB and 8 B, 8 KiB, 8 MiB, 80 MiB.
+pub const CLASSIC_BLOCKS: [u64; 8] = [
+    1,
+    8,
+    sizing::KIB,
+    8 * sizing::KIB,
+    sizing::MIB,
+    8 * sizing::MIB,
+    10 * sizing::MIB,
+    80 * sizing::MIB,
+];
+
+/// Bandwidth cases: every combination of the lists.
+#[derive(Debug, Clone)]
+pub struct BandwidthConfig {
+    pub kernels: Vec<Kernel>,
+    pub patterns: Vec<Pattern>,
+    pub blocks: Vec<Block>,
+    pub threads: Vec<usize>,
+    pub stores: Vec<Store>,
+    pub isas: Vec<Isa>,
+    /// Working set of all arrays of all threads; `None`: the DRAM default from `sizing`.
+    pub size: Option<u64>,
+}
+
+/// The pmbw-style sweep of working-set size.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    pub kernels: Vec<Kernel>,
+    pub threads: Vec<usize>,
+    pub sizes: Vec<u64>,
+    pub store: Store,
+    pub isa: Isa,
+    pub duration: Duration,
+}
+
+/// Everything `hostbench mem` runs.
+#[derive(Debug, Clone)]
+pub struct MemConfig {
+    pub bandwidth: Option<BandwidthConfig>,
+    /// The classic read+write matrix, run after `bandwidth`.
+    pub classic: Option<BandwidthConfig>,
+    pub sweep: Option<SweepConfig>,
+    /// Passes over the working set per bandwidth sample; `None`: sized from `duration`.
+    pub passes: Option<f64>,
+    /// Target length of one bandwidth sample.
+    pub duration: Duration,
+    /// Page size of bandwidth arrays.
+    pub pages: Pages,
+    pub seed: u64,
+}
+
+/// 1, 2, 4, … up to and including the number of CPUs this process may use.
+pub fn default_threads() -> Vec<usize> {
+    let n = affinity::allowed_cpus().len().max(1);
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
+        .take_while(|&t| t < n)
+        .collect();
+    v.push(n);
+    v
+}
+
+/// Most threads one case may ask for.
+pub const MAX_THREADS: usize = 4096;
+
+impl BandwidthConfig {
+    pub fn for_host() -> Self {
+        Self {
+            kernels: DEFAULT_KERNELS.to_vec(),
+            patterns: vec![Pattern::Seq],
+            blocks: vec![Block::Whole],
+            threads: default_threads(),
+            stores: vec![Store::Temporal, Store::NonTemporal],
+            isas: vec![Isa::best()],
+            size: None,
+        }
+    }
+
+    /// The classic read+write matrix (RWS/RWR): `rw`, seq and random, the classic block sizes.
+    pub fn classic(threads: Vec<usize>) -> Self {
+        Self {
+            kernels: vec![Kernel::Rw],
+            patterns: vec![Pattern::Seq, Pattern::Random],
+            blocks: CLASSIC_BLOCKS.iter().map(|&b| Block::Bytes(b)).collect(),
+            threads,
+            stores: vec![Store::Temporal],
+            isas: vec![Isa::best()],
+            size: None,
+        }
+    }
+
+    /// Every point, in table order (kernel, pattern, block, threads, store, ISA).
+    pub fn points(&self, host: &Host) -> Vec<Point> {
+        let mut v = Vec::new();
+        for &isa in &self.isas {
+            for &kernel in &self.kernels {
+                let ws = self
+                    .size
+                    .unwrap_or_else(|| sizing::dram_working_set(&host.cpu.caches, kernel.arrays() as u64));
+                for &pattern in &self.patterns {
+                    for &block in &self.blocks {
+                        for &threads in &self.threads {
+                            let stores: &[Store] = if kernel.stores() {
+                                &self.stores
+                            } else {
+                                &[Store::Temporal]
+                            };
+                            for &store in stores {
+                                v.push(Point {
+                                    kernel,
+                                    pattern,
+                                    block,
+                                    working_set: ws,
+                                    threads,
+                                    store,
+                                    isa,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+}
+
+impl SweepConfig {
+    pub fn for_host(host: &Host) -> Self {
+        let n = affinity::allowed_cpus().len().max(1);
+        let mut threads = vec![1];
+        if n > 1 {
+            threads.push(n);
+        }
+        Self {
+            kernels: vec![Kernel::Read],
+            threads,
+            sizes: sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB),
+            store: Store::Temporal,
+            isa: Isa::best(),
+            duration: Duration::from_millis(40),
+        }
+    }
+
+    pub fn points(&self) -> Vec<Point> {
+        let mut v = Vec::new();
+        for &kernel in &self.kernels {
+            for &threads in &self.threads {
+                for &ws in &self.sizes {
+                    v.push(Point {
+                        kernel,
+                        pattern: Pattern::Seq,
+                        block: Block::Whole,
+                        working_set: ws,
+                        threads,
+                        store: self.store,
+                        isa: self.isa,
+                    });
+                }
+            }
+        }
+        v
+    }
+}
+
+impl Default for MemConfig {
+    fn default() -> Self {
+        Self {
+            bandwidth: None,
+            classic: None,
+            sweep: None,
+            passes: None,
+            duration: Duration::from_millis(200),
+            pages: Pages::Huge,
+            seed: 0x5EED,
+        }
+    }
+}
+
+/// Check every point before anything is measured, so bad input costs no measured results.
+pub fn validate(points: &[Point], passes: Option<f64>) -> Result<(), BenchError> {
+    let avail = hostbench_core::host::available_memory_bytes();
+    for p in points {
+        if p.threads == 0 || p.threads > MAX_THREADS {
+            return Err(BenchError::invalid(format!(
+                "threads must be between 1 and {MAX_THREADS}, got {}",
+                p.threads
+            )));
+        }
+        if p.working_set == 0 {
+            return Err(BenchError::invalid("working set size must be at least 1 byte"));
+        }
+        // Leave a tenth of the free memory (and 256 MiB) for the rest of the system.
+        let limit = (avail / 10 * 9).saturating_sub(256 * sizing::MIB);
+        if avail > 0 && p.working_set > limit {
+            return Err(BenchError::invalid(format!(
+                "working set {} exceeds the memory available for it ({} of {} free)",
+                format_bytes_iec(p.working_set),
+                format_bytes_iec(limit),
+                format_bytes_iec(avail)
+            )));
+        }
+        p.geometry()?;
+    }
+    if let Some(x) = passes {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(BenchError::invalid(format!(
+                "passes must be a positive number, got {x}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Default DRAM sizes that do not fit in memory are shrunk (with a note) rather than refused:
+/// the user did not ask for them.
+fn fit_default_size(cfg: &mut BandwidthConfig, host: &Host, runner: &Runner) {
+    if cfg.size.is_some() {
+        return;
+    }
+    let avail = hostbench_core::host::available_memory_bytes();
+    let want = sizing::dram_working_set(&host.cpu.caches, 3);
+    if avail > 0 && want > avail / 2 {
+        let size = (avail / 2) / (3 * sizing::MIB) * (3 * sizing::MIB);
+        runner.note(&format!(
+            "memory: default working set {} does not fit in half the free memory; using {}",
+            format_bytes_iec(want),
+            format_bytes_iec(size)
+        ));
+        cfg.size = Some(size);
+    }
+}
+
+/// Run the configured memory benchmarks through `runner`.
+pub fn run_mem(
+    runner: &mut Runner,
+    cfg: &MemConfig,
+    host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    let timing = Timing {
+        passes: cfg.passes,
+        duration: cfg.duration,
+        pages: cfg.pages,
+        seed: cfg.seed,
+    };
+    let mut bw_points = Vec::new();
+    for b in cfg.bandwidth.iter().chain(cfg.classic.iter()) {
+        let mut b = b.clone();
+        fit_default_size(&mut b, host, runner);
+        bw_points.extend(b.points(host));
+    }
+    let sweep_points = cfg.sweep.as_ref().map(SweepConfig::points).unwrap_or_default();
+    validate(&bw_points, cfg.passes)?;
+    validate(&sweep_points, None)?;
+    runner.plan(bw_points.len() + sweep_points.len());
+    for p in &bw_points {
+        bandwidth::run_point(runner, p, &timing, host, spec)?;
+    }
+    if let Some(s) = &cfg.sweep {
+        let t = Timing {
+            passes: None,
+            duration: s.duration,
+            ..timing
+        };
+        for p in &sweep_points {
+            bandwidth::run_point(runner, p, &t, host, spec)?;
+        }
+    }
+    Ok(())
+}

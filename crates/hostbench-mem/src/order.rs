@@ -80,6 +80,20 @@ impl Permutation {
         (x ^ (x >> half)) & self.mask
     }
 
+    /// Size of the counter domain (the power of two the mix permutes); positions are counters in
+    /// `0..domain()`, and only those mapping below `len()` are blocks.
+    pub fn domain(&self) -> u64 {
+        self.mask.wrapping_add(1)
+    }
+
+    /// The block at counter `c` (taken modulo the domain), or `None` when the counter maps
+    /// outside `0..n` and is skipped.
+    #[inline(always)]
+    pub fn at(&self, c: u64) -> Option<u64> {
+        let v = self.mix(c & self.mask);
+        (v < self.n).then_some(v)
+    }
+
     /// Iterate the permutation: every value of `0..n` exactly once.
     pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
         let domain = self.mask.wrapping_add(1);

@@ -30,6 +30,8 @@ pub enum Command {
     Cpu(CpuArgs),
     /// HPL-style dense solve (LU with partial pivoting), GFLOP/s and scaled residual.
     Linpack(LinpackArgs),
+    /// Memory bandwidth (STREAM kernels, read, write, classic rw), cache sweep and latency curve.
+    Mem(MemArgs),
 }
 
 /// Options every measuring command takes.
@@ -112,12 +114,75 @@ pub struct LinpackArgs {
     pub common: CommonArgs,
 }
 
+/// `hostbench mem`. With no section flag it runs bandwidth, the cache sweep and the latency curve;
+/// a flag that belongs to one section (e.g. `--kernel`, `--chains`) selects that section.
+#[derive(Debug, Args)]
+pub struct MemArgs {
+    /// Only the bandwidth cases (STREAM kernels, read, write at the DRAM working set).
+    #[arg(long)]
+    pub bandwidth: bool,
+    /// Only the cache-hierarchy sweep (bandwidth against working-set size, 4 KiB to beyond LLC).
+    #[arg(long)]
+    pub sweep: bool,
+    /// Only the latency curve (pointer chase over one random cycle of cache lines).
+    #[arg(long)]
+    pub latency: bool,
+    /// The classic assignment's matrix: rw seq/random at 1 B, 8 B, 1 KiB, 8 KiB, 1 MiB, 8 MiB,
+    /// 10 MiB, 80 MiB blocks, plus 1-byte sequential and random access latency.
+    #[arg(long)]
+    pub classic: bool,
+    /// Bandwidth kernels: read, write, copy, scale, add, triad, rw.
+    #[arg(long, value_name = "LIST")]
+    pub kernel: Option<String>,
+    /// Block order: seq, random.
+    #[arg(long, value_name = "LIST")]
+    pub pattern: Option<String>,
+    /// Block sizes, e.g. 1,1KiB,1MiB,10MiB, or `whole` (each thread streams its arrays end to end).
+    #[arg(long, value_name = "LIST")]
+    pub block: Option<String>,
+    /// Store kinds: temporal, nontemporal (streaming stores that skip the write-allocate read).
+    #[arg(long, value_name = "LIST")]
+    pub store: Option<String>,
+    /// Kernel instruction sets: scalar, avx2, avx512, neon, `auto` (widest) or `all`.
+    #[arg(long, value_name = "LIST", default_value = "auto")]
+    pub isa: String,
+    /// Thread counts, e.g. 1,2,4,8. Default 1,2,4,…,CPUs (latency: 1).
+    #[arg(long, value_name = "LIST")]
+    pub threads: Option<String>,
+    /// Bandwidth working set, all arrays of all threads (e.g. 1GiB). Default: every array at
+    /// least 4 x the sum of all last-level caches, and at least 1 GiB in all.
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+    /// Passes over the working set per bandwidth sample (the classic assignment used 100).
+    /// Default: as many as fill --duration.
+    #[arg(long, value_name = "N")]
+    pub passes: Option<String>,
+    /// Page sizes: 4k, huge (transparent huge pages, verified). Bandwidth arrays use the first;
+    /// the latency curve runs each. Default: bandwidth huge, latency 4k,huge.
+    #[arg(long, value_name = "LIST")]
+    pub pages: Option<String>,
+    /// Working-set sizes of the cache sweep, e.g. 16KiB,1MiB,64MiB.
+    #[arg(long, value_name = "LIST")]
+    pub sweep_sizes: Option<String>,
+    /// Latency working sets per thread, e.g. 32KiB,1MiB,1GiB. Default 4 KiB to >= 1 GiB.
+    #[arg(long, value_name = "LIST")]
+    pub lat_sizes: Option<String>,
+    /// Latency patterns: chase (Sattolo cycle), seq, random (classic 1-byte accesses).
+    #[arg(long, value_name = "LIST")]
+    pub lat_pattern: Option<String>,
+    /// Independent pointer chains per thread, e.g. 1,2,4,8 (memory-level parallelism).
+    #[arg(long, value_name = "LIST")]
+    pub chains: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// How much to measure: quick (~1 min), standard (default), full, classic (the assignment's matrix).
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: Profile,
-    /// Only these subsystems (comma-separated): cpu, linpack.
+    /// Only these subsystems (comma-separated): cpu, linpack, mem.
     #[arg(long, value_name = "LIST")]
     pub only: Option<String>,
     /// Skip these subsystems (comma-separated).

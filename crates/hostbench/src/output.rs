@@ -37,6 +37,8 @@ impl Exporter for TableExporter {
         let mut bases: BTreeMap<String, usize> = BTreeMap::new();
         let mut basis_order: Vec<String> = Vec::new();
         let mut notes: Vec<String> = Vec::new();
+        // Warnings that every record of a benchmark shares (no DRAM peak, …) are said once.
+        let mut shared: Vec<(String, String, usize)> = Vec::new();
         for (bench, records) in groups {
             let unit = &records[0].unit;
             let better = match records[0].metric {
@@ -98,7 +100,18 @@ impl Exporter for TableExporter {
                     }
                 }
                 for w in &r.warnings {
-                    notes.push(format!("{} {}: {w}", r.benchmark, short_params(r)));
+                    let count = run
+                        .records
+                        .iter()
+                        .filter(|o| o.benchmark == r.benchmark && o.warnings.contains(w))
+                        .count();
+                    if count > 1 {
+                        if !shared.iter().any(|(b, t, _)| *b == r.benchmark && t == w) {
+                            shared.push((r.benchmark.clone(), w.clone(), count));
+                        }
+                    } else {
+                        notes.push(format!("{} {}: {w}", r.benchmark, short_params(r)));
+                    }
                 }
                 if let Some(extra) = extra_line(r) {
                     notes.push(extra);
@@ -112,6 +125,9 @@ impl Exporter for TableExporter {
             for (i, b) in basis_order.iter().enumerate() {
                 writeln!(out, "  [{}] {b}", i + 1)?;
             }
+        }
+        for (bench, w, count) in shared {
+            notes.push(format!("{bench} ({count} records): {w}"));
         }
         if !notes.is_empty() {
             writeln!(out, "\nNotes:")?;

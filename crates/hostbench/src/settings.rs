@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hostbench_core::spec::Spec;
-use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_positive};
+use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_positive, parse_size};
 use hostbench_core::{BenchError, RunnerConfig};
 use hostbench_cpu::{CpuConfig, Dtype, Isa, IsaChoice, Scaling};
 
-use crate::cli::{CommonArgs, CpuArgs, LinpackArgs, ScalingArg};
+use crate::cli::{CommonArgs, CpuArgs, LinpackArgs, MemArgs, ScalingArg};
 
 /// Where the JSON result goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,4 +138,146 @@ pub fn linpack(args: &LinpackArgs) -> Result<Linpack, BenchError> {
     };
     // The upper bound is `run_linpack`'s to enforce, once, for every caller.
     Ok(Linpack { n, threads })
+}
+
+fn sizes_list(flag_name: &str, text: &str) -> Result<Vec<u64>, BenchError> {
+    flag(
+        flag_name,
+        parse_list(text, "size", |s| match parse_size(s)? {
+            0 => Err(BenchError::invalid(format!("size must be at least 1 byte, got '{s}'"))),
+            v => Ok(v),
+        }),
+    )
+}
+
+/// `hostbench mem`: which sections run, and each section's lists.
+pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, BenchError> {
+    use hostbench_mem::{
+        BandwidthConfig, Block, Isa as MemIsa, Kernel, Pages, Pattern, Store, SweepConfig,
+    };
+    let host_caches = hostbench_core::host::inventory();
+    let bw_flags = args.kernel.is_some()
+        || args.pattern.is_some()
+        || args.block.is_some()
+        || args.store.is_some()
+        || args.size.is_some()
+        || args.passes.is_some();
+    let sweep_flags = args.sweep_sizes.is_some();
+    let lat_flags = args.lat_sizes.is_some() || args.lat_pattern.is_some() || args.chains.is_some();
+    let any_section = args.bandwidth || args.sweep || args.latency || args.classic;
+    let implied = bw_flags || sweep_flags || lat_flags;
+    let (want_bw, want_sweep, want_lat) = if any_section || implied {
+        (
+            args.bandwidth || bw_flags,
+            args.sweep || sweep_flags,
+            args.latency || lat_flags,
+        )
+    } else {
+        (true, true, true)
+    };
+
+    let threads = args.threads.as_deref().map(threads_list).transpose()?;
+    if let Some(t) = &threads {
+        if let Some(&bad) = t.iter().find(|&&t| t > hostbench_mem::MAX_THREADS) {
+            return Err(BenchError::invalid(format!(
+                "--threads: at most {} threads, got {bad}",
+                hostbench_mem::MAX_THREADS
+            )));
+        }
+    }
+    let isas = match args.isa.trim() {
+        "auto" | "best" => vec![MemIsa::best()],
+        "all" => MemIsa::detected(),
+        list => {
+            let isas = flag("isa", parse_list(list, "isa", MemIsa::parse))?;
+            if let Some(bad) = isas.iter().find(|i| !i.available()) {
+                let have: Vec<_> = MemIsa::detected().iter().map(|i| i.name()).collect();
+                return Err(BenchError::invalid(format!(
+                    "--isa: '{bad}' is not available on this CPU (available: {})",
+                    have.join(", ")
+                )));
+            }
+            isas
+        }
+    };
+    let pages = args
+        .pages
+        .as_deref()
+        .map(|p| flag("pages", parse_list(p, "pages", Pages::parse)))
+        .transpose()?;
+
+    let mut cfg = hostbench_mem::MemConfig::default();
+    if let Some(d) = common.duration {
+        cfg.duration = d;
+    }
+    if let Some(p) = pages.as_ref().and_then(|p| p.first()) {
+        cfg.pages = *p;
+    }
+    if let Some(p) = &args.passes {
+        cfg.passes = Some(flag("passes", parse_count(p))?);
+    }
+    let mut bw: Option<BandwidthConfig> = None;
+    if want_bw {
+        let mut b = BandwidthConfig::for_host();
+        if let Some(k) = &args.kernel {
+            b.kernels = flag("kernel", parse_list(k, "kernel", Kernel::parse))?;
+        }
+        if let Some(p) = &args.pattern {
+            b.patterns = flag("pattern", parse_list(p, "pattern", Pattern::parse))?;
+        }
+        if let Some(bl) = &args.block {
+            b.blocks = flag(
+                "block",
+                parse_list(bl, "block", |s| {
+                    if s.eq_ignore_ascii_case("whole") {
+                        return Ok(Block::Whole);
+                    }
+                    match parse_size(s)? {
+                        0 => Err(BenchError::invalid(format!(
+                            "block size must be at least 1 byte, got '{s}'"
+                        ))),
+                        v => Ok(Block::Bytes(v)),
+                    }
+                }),
+            )?;
+        }
+        if let Some(st) = &args.store {
+            b.stores = flag("store", parse_list(st, "store", Store::parse))?;
+        }
+        if let Some(s) = &args.size {
+            b.size = Some(flag("size", parse_size(s))?);
+            if b.size == Some(0) {
+                return Err(BenchError::invalid("--size: must be at least 1 byte"));
+            }
+        }
+        if let Some(t) = &threads {
+            b.threads = t.clone();
+        }
+        b.isas = isas.clone();
+        bw = Some(b);
+    }
+    if args.classic {
+        let mut c = BandwidthConfig::classic(
+            threads.clone().unwrap_or_else(hostbench_mem::default_threads),
+        );
+        c.isas = isas.clone();
+        if let Some(s) = &args.size {
+            c.size = Some(flag("size", parse_size(s))?);
+        }
+        cfg.classic = Some(c);
+    }
+    cfg.bandwidth = bw;
+    if want_sweep {
+        let mut s = SweepConfig::for_host(&host_caches);
+        if let Some(list) = &args.sweep_sizes {
+            s.sizes = sizes_list("sweep-sizes", list)?;
+        }
+        if let Some(t) = &threads {
+            s.threads = t.clone();
+        }
+        s.isa = isas[0];
+        cfg.sweep = Some(s);
+    }
+    let _ = (want_lat, lat_flags);
+    Ok(cfg)
 }

@@ -4,6 +4,7 @@
 mod cpu;
 mod info;
 mod linpack;
+mod mem;
 mod run;
 
 use std::io::Write;
@@ -26,6 +27,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Info(args) => info::run(&args),
         Command::Cpu(args) => cpu::run(&args),
         Command::Linpack(args) => linpack::run(&args),
+        Command::Mem(args) => mem::run(&args),
     }
 }
 

@@ -1,0 +1,846 @@
+//! Bandwidth: one kernel over private per-thread arrays, block by block, timed by the runner.
+//!
+//! A case is (kernel, block order, block size, working set, threads, store flavour, ISA). Each
+//! thread gets its own arrays, mapped and first-touched on its pinned CPU, sized so all arrays of
+//! all threads add up to the working set. The arrays are cut into blocks of the block size, and a
+//! sample walks a number of blocks in sequential or permuted order, continuing where the previous
+//! sample stopped, so a small-block case still covers the whole working set over its samples and
+//! `--passes` can ask for the classic "N passes over 1 GiB".
+//!
+//! Bytes are counted the STREAM way (every array element the kernel names, read or written, once);
+//! with temporal stores the hardware also reads each destination line before writing it
+//! (write-allocate), so DRAM records carry that real traffic too. `rw` (the classic assignment's
+//! RWS/RWR) is a byte-granular block copy and is counted like STREAM's copy: read + write.
+//!
+//! Validation, as STREAM does it, by replaying the arithmetic: before each sample a spread of
+//! positions in the blocks about to be processed is poisoned; afterwards each must hold exactly
+//! what a scalar replay gives, so a kernel that skipped work fails the case. `read` is checked by
+//! its exact checksum, and once a case has covered every block its output arrays are checked in
+//! full. Only positions the sample processed are poisoned, so a failure can only mean the kernel
+//! did not do its work.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::spec::Spec;
+use hostbench_core::units::format_bytes_iec;
+use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
+use serde_json::json;
+
+use crate::buffer::{Pages, Region};
+use crate::kernels::{read_expected, vector_bytes, Isa, Ops};
+use crate::order::{Pattern, Permutation};
+use crate::{peak, sizing};
+
+/// What a bandwidth kernel does to its arrays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// Sum every byte (as 8-byte words): loads only.
+    Read,
+    /// Fill with a byte: stores only.
+    Write,
+    /// STREAM copy `c = a`.
+    Copy,
+    /// STREAM scale `b = s·c`.
+    Scale,
+    /// STREAM add `c = a + b`.
+    Add,
+    /// STREAM triad `a = b + s·c`.
+    Triad,
+    /// The classic read+write: copy each block from one region to another, any block size.
+    Rw,
+}
+
+/// STREAM's scalar.
+pub const SCALAR: f64 = 3.0;
+/// Initial array values (STREAM uses 1, 2, 0; `c` is 0.5 here so that every kernel's result
+/// differs from its destination's initial value, and a skipped block cannot pass validation).
+const INIT_A: f64 = 1.0;
+const INIT_B: f64 = 2.0;
+const INIT_C: f64 = 0.5;
+/// The byte `read` sums.
+const READ_BYTE: u8 = 1;
+
+impl Kernel {
+    pub const ALL: [Kernel; 7] = [
+        Kernel::Read,
+        Kernel::Write,
+        Kernel::Copy,
+        Kernel::Scale,
+        Kernel::Add,
+        Kernel::Triad,
+        Kernel::Rw,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Copy => "copy",
+            Self::Scale => "scale",
+            Self::Add => "add",
+            Self::Triad => "triad",
+            Self::Rw => "rw",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, BenchError> {
+        let s = s.trim().to_ascii_lowercase();
+        Self::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                BenchError::invalid(format!(
+                    "unknown kernel '{s}' (expected read, write, copy, scale, add, triad or rw)"
+                ))
+            })
+    }
+
+    /// Arrays the kernel names; also the STREAM byte count per byte of block.
+    pub fn arrays(self) -> usize {
+        match self {
+            Self::Read | Self::Write => 1,
+            Self::Copy | Self::Scale | Self::Rw => 2,
+            Self::Add | Self::Triad => 3,
+        }
+    }
+
+    pub fn stores(self) -> bool {
+        self != Self::Read
+    }
+
+    /// STREAM's kernels work on 8-byte elements; the others on bytes.
+    pub fn element_bytes(self) -> u64 {
+        match self {
+            Self::Copy | Self::Scale | Self::Add | Self::Triad => 8,
+            _ => 1,
+        }
+    }
+
+    /// Real DRAM traffic per STREAM-counted byte: a temporal store first reads the line it writes.
+    pub fn traffic_factor(self, store: Store) -> f64 {
+        if self.stores() && store == Store::Temporal {
+            (self.arrays() + 1) as f64 / self.arrays() as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// (output array, initial value of each array) — `None` output for `read`.
+    fn layout(self) -> (Option<usize>, &'static [f64]) {
+        match self {
+            Self::Read | Self::Write => (if self == Self::Write { Some(0) } else { None }, &[]),
+            Self::Copy => (Some(1), &[INIT_A, INIT_C]),
+            Self::Scale => (Some(0), &[INIT_B, INIT_C]),
+            Self::Add => (Some(2), &[INIT_A, INIT_B, INIT_C]),
+            Self::Triad => (Some(0), &[INIT_A, INIT_B, INIT_C]),
+            Self::Rw => (Some(1), &[]),
+        }
+    }
+
+    /// The value the output holds at f64 element `i` after the kernel, by scalar replay.
+    fn expected_f64(self) -> f64 {
+        match self {
+            Self::Copy => INIT_A,
+            Self::Scale => SCALAR * INIT_C,
+            Self::Add => INIT_A + INIT_B,
+            Self::Triad => INIT_B + SCALAR * INIT_C,
+            _ => f64::NAN,
+        }
+    }
+}
+
+/// Store flavour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Store {
+    Temporal,
+    NonTemporal,
+}
+
+impl Store {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Temporal => "temporal",
+            Self::NonTemporal => "nontemporal",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, BenchError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "temporal" | "t" | "normal" => Ok(Self::Temporal),
+            "nontemporal" | "nt" | "streaming" => Ok(Self::NonTemporal),
+            other => Err(BenchError::invalid(format!(
+                "unknown store kind '{other}' (expected temporal or nontemporal)"
+            ))),
+        }
+    }
+}
+
+/// Block size: the whole per-thread array (plain streaming) or a fixed number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Block {
+    Whole,
+    Bytes(u64),
+}
+
+/// One point: everything that identifies a `mem.bandwidth` record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub kernel: Kernel,
+    pub pattern: Pattern,
+    pub block: Block,
+    /// All arrays of all threads together.
+    pub working_set: u64,
+    pub threads: usize,
+    pub store: Store,
+    pub isa: Isa,
+}
+
+/// How a case is sized and timed.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Passes over the working set per sample; `None`: as many blocks as fill `duration`.
+    pub passes: Option<f64>,
+    pub duration: Duration,
+    pub pages: Pages,
+    pub seed: u64,
+}
+
+/// The per-thread geometry a point resolves to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Bytes of each array on each thread (a whole number of blocks).
+    pub array_bytes: u64,
+    pub block_bytes: u64,
+    pub blocks: u64,
+}
+
+impl Point {
+    /// Cut the working set into per-thread arrays of whole blocks; refuse what cannot be cut.
+    pub fn geometry(&self) -> Result<Geometry, BenchError> {
+        let k = self.kernel;
+        let per_array = self.working_set / (self.threads as u64 * k.arrays() as u64);
+        let elem = k.element_bytes();
+        let (block, array) = match self.block {
+            Block::Whole => {
+                // Whole cache lines, so every thread's arrays start and end on a line.
+                let a = per_array / 64 * 64;
+                (a, a)
+            }
+            Block::Bytes(b) => {
+                if b == 0 {
+                    return Err(BenchError::invalid("block size must be at least 1 byte"));
+                }
+                if b % elem != 0 {
+                    return Err(BenchError::invalid(format!(
+                        "kernel {} works on {elem}-byte elements: block size {b} B is not a \
+                         multiple of {elem}",
+                        k.name()
+                    )));
+                }
+                (b, per_array / b * b)
+            }
+        };
+        if block == 0 || array < block {
+            return Err(BenchError::invalid(format!(
+                "block size {} is larger than the working set allows: {} over {} thread(s) x {} \
+                 array(s) leaves {} per array",
+                match self.block {
+                    Block::Whole => "(whole array)".to_string(),
+                    Block::Bytes(b) => format_bytes_iec(b),
+                },
+                format_bytes_iec(self.working_set),
+                self.threads,
+                k.arrays(),
+                format_bytes_iec(per_array)
+            )));
+        }
+        Ok(Geometry {
+            array_bytes: array,
+            block_bytes: block,
+            blocks: array / block,
+        })
+    }
+
+    fn case(&self, g: &Geometry, host: &Host) -> Case {
+        let ws = g.array_bytes * self.kernel.arrays() as u64 * self.threads as u64;
+        Case::new("mem.bandwidth", Metric::Throughput, "B/s")
+            .param("kernel", self.kernel.name())
+            .param("pattern", self.pattern.name())
+            .param("block_bytes", g.block_bytes)
+            .param("working_set_bytes", ws)
+            .param("threads", self.threads)
+            .param("store", if self.kernel.stores() { self.store.name() } else { "none" })
+            .param("isa", self.isa.name())
+            .param("level", sizing::level_for(host, ws, self.threads))
+    }
+}
+
+/// Where a thread is in the block order, and what it owns.
+struct ThreadState {
+    arrays: Vec<Region>,
+    /// Next counter in the order (block index for `seq`, permutation counter for `random`).
+    cursor: u64,
+    /// Blocks processed since the case began.
+    processed: u64,
+    fully_checked: bool,
+    perm: Permutation,
+}
+
+/// The order of one thread's blocks: sequential positions or permutation counters.
+fn order_domain(pattern: Pattern, g: &Geometry, perm: &Permutation) -> u64 {
+    match pattern {
+        Pattern::Seq => g.blocks,
+        Pattern::Random => perm.domain(),
+    }
+}
+
+fn block_at(pattern: Pattern, perm: &Permutation, c: u64) -> Option<u64> {
+    match pattern {
+        Pattern::Seq => Some(c),
+        Pattern::Random => perm.at(c),
+    }
+}
+
+/// Apply the kernel to one block at byte offset `off`; returns `read`'s checksum (0 otherwise).
+///
+/// # Safety
+/// `off + len` must lie within every array of `ptrs`, and for f64 kernels `off` and `len` must be
+/// multiples of 8.
+#[inline(always)]
+unsafe fn apply(
+    kernel: Kernel,
+    ops: &Ops,
+    ptrs: &[*mut u8; 3],
+    off: usize,
+    len: usize,
+    nt: bool,
+    fill: u8,
+) -> u64 {
+    // SAFETY: the caller guarantees the ranges; the arrays of one thread never overlap.
+    unsafe {
+        let p = |i: usize| ptrs[i].add(off);
+        let f = |i: usize| ptrs[i].add(off).cast::<f64>();
+        match kernel {
+            Kernel::Read => (ops.read)(p(0), len),
+            Kernel::Write => {
+                (ops.fill)(p(0), len, fill, nt);
+                0
+            }
+            Kernel::Copy | Kernel::Rw => {
+                (ops.copy)(p(1), p(0), len, nt);
+                0
+            }
+            Kernel::Scale => {
+                (ops.scale)(f(0), f(1), len / 8, SCALAR, nt);
+                0
+            }
+            Kernel::Add => {
+                (ops.add)(f(2), f(0), f(1), len / 8, nt);
+                0
+            }
+            Kernel::Triad => {
+                (ops.triad)(f(0), f(1), f(2), len / 8, SCALAR, nt);
+                0
+            }
+        }
+    }
+}
+
+/// The source byte `rw` copies at offset `j`: varied, so a misplaced copy is caught.
+#[inline(always)]
+fn rw_byte(j: usize) -> u8 {
+    (j.wrapping_mul(131).wrapping_add(7) % 251) as u8
+}
+
+/// Expected output byte/element at byte offset `pos` of the output array.
+fn expected_at(kernel: Kernel, pos: usize, fill: u8) -> Expected {
+    match kernel {
+        Kernel::Write => Expected::Byte(fill),
+        Kernel::Rw => Expected::Byte(rw_byte(pos)),
+        Kernel::Read => Expected::None,
+        k => Expected::F64(k.expected_f64()),
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Expected {
+    None,
+    Byte(u8),
+    F64(f64),
+}
+
+/// Positions (byte offsets in the output array) checked after a sample: first, middle and last
+/// element of up to 32 blocks spread over the counters the sample will certainly process.
+fn check_positions(
+    pattern: Pattern,
+    perm: &Permutation,
+    g: &Geometry,
+    cursor: u64,
+    blocks: u64,
+    elem: u64,
+) -> Vec<usize> {
+    let domain = order_domain(pattern, g, perm);
+    let n = blocks.min(domain);
+    let picks = n.min(32);
+    let mut out = Vec::new();
+    for q in 0..picks {
+        let c = (cursor + q * n / picks) % domain;
+        if let Some(b) = block_at(pattern, perm, c) {
+            let start = b * g.block_bytes;
+            let last = start + g.block_bytes - elem;
+            let mid = start + (g.block_bytes / 2) / elem * elem;
+            out.extend([start, mid, last].map(|x| x as usize));
+        }
+    }
+    out
+}
+
+/// Write the bitwise opposite of the expected value at each position (so it cannot pass by luck).
+fn poison(region: &mut Region, positions: &[usize], kernel: Kernel, fill: u8) {
+    let bytes = region.as_mut_slice();
+    for &p in positions {
+        match expected_at(kernel, p, fill) {
+            Expected::Byte(b) => bytes[p] = !b,
+            Expected::F64(x) => {
+                bytes[p..p + 8].copy_from_slice(&(!x.to_bits()).to_ne_bytes());
+            }
+            Expected::None => {}
+        }
+    }
+}
+
+fn verify(region: &Region, positions: &[usize], kernel: Kernel, fill: u8) -> Result<(), String> {
+    let bytes = region.as_slice();
+    for &p in positions {
+        match expected_at(kernel, p, fill) {
+            Expected::Byte(b) if bytes[p] != b => {
+                return Err(format!("byte {p}: {} instead of {b}", bytes[p]));
+            }
+            Expected::F64(x) => {
+                let mut w = [0u8; 8];
+                w.copy_from_slice(&bytes[p..p + 8]);
+                let got = f64::from_ne_bytes(w);
+                if got.to_bits() != x.to_bits() {
+                    return Err(format!("element {}: {got} instead of {x}", p / 8));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Check an idempotent kernel's whole output array against the scalar replay.
+fn verify_full(region: &Region, kernel: Kernel) -> Result<(), String> {
+    match kernel {
+        Kernel::Rw => match region
+            .as_slice()
+            .iter()
+            .enumerate()
+            .find(|&(j, &b)| b != rw_byte(j))
+        {
+            Some((j, &b)) => Err(format!("byte {j}: {b} instead of {}", rw_byte(j))),
+            None => Ok(()),
+        },
+        Kernel::Copy | Kernel::Scale | Kernel::Add | Kernel::Triad => {
+            let want = kernel.expected_f64();
+            match region.as_f64().iter().position(|&x| x != want) {
+                Some(i) => Err(format!(
+                    "element {i}: {} instead of {want}",
+                    region.as_f64()[i]
+                )),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Map and first-touch one thread's arrays with the kernel's initial contents.
+fn init_arrays(
+    kernel: Kernel,
+    g: &Geometry,
+    pages: Pages,
+    ops: &Ops,
+) -> Result<Vec<Region>, BenchError> {
+    let (_, inits) = kernel.layout();
+    let mut arrays = Vec::with_capacity(kernel.arrays());
+    for a in 0..kernel.arrays() {
+        let mut r = Region::new(g.array_bytes as usize, pages)?;
+        match kernel {
+            Kernel::Read => {
+                // SAFETY: the region is array_bytes long and writable.
+                unsafe { (ops.fill)(r.as_mut_ptr(), r.len(), READ_BYTE, false) }
+            }
+            Kernel::Write => r.touch(),
+            Kernel::Rw if a == 0 => {
+                for (j, b) in r.as_mut_slice().iter_mut().enumerate() {
+                    *b = rw_byte(j);
+                }
+            }
+            Kernel::Rw => r.touch(),
+            _ => r.as_f64_mut().fill(inits[a]),
+        }
+        arrays.push(r);
+    }
+    Ok(arrays)
+}
+
+/// Measure one point through the runner.
+pub fn run_point(
+    runner: &mut Runner,
+    point: &Point,
+    timing: &Timing,
+    host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    let g = point.geometry()?;
+    let case = point.case(&g, host);
+    match point.isa.ops() {
+        Ok(ops) => measure(runner, point, &g, &case, ops, timing, host, spec),
+        Err(e) => runner.skip(&case, &e),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    runner: &mut Runner,
+    point: &Point,
+    g: &Geometry,
+    case: &Case,
+    ops: Ops,
+    timing: &Timing,
+    host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    let (g, case) = (*g, case.clone());
+    let kernel = point.kernel;
+    let nt = point.store == Store::NonTemporal && kernel.stores();
+    if nt && !point.isa.has_nontemporal() {
+        let e = BenchError::unsupported(format!(
+            "non-temporal stores are not available for ISA {} on this architecture",
+            point.isa
+        ));
+        return runner.skip(&case, &e);
+    }
+    let order = affinity::placement_order();
+    let threads = point.threads;
+    let pattern = point.pattern;
+
+    // Map and first-touch on the pinned threads that will use the arrays.
+    let setup = parallel::run_pinned(
+        threads,
+        &order,
+        |i| {
+            let arrays = init_arrays(kernel, &g, timing.pages, &ops)?;
+            let huge: u64 = arrays.iter().filter_map(Region::huge_bytes).sum();
+            let perm = Permutation::new(g.blocks, timing.seed.wrapping_add(i as u64));
+            Ok((
+                Mutex::new(ThreadState {
+                    arrays,
+                    cursor: 0,
+                    processed: 0,
+                    fully_checked: false,
+                    perm,
+                }),
+                huge,
+            ))
+        },
+        |_| (),
+    );
+    let setup = match setup {
+        Ok(s) => s,
+        Err(e @ BenchError::InvalidInput(_)) => return Err(e),
+        Err(e) => return runner.skip(&case, &e),
+    };
+    let huge_bytes: u64 = setup.results.iter().map(|r| r.1).sum();
+    let states: Vec<Mutex<ThreadState>> = setup.results.into_iter().map(|r| r.0).collect();
+    let total_bytes = g.array_bytes * kernel.arrays() as u64 * threads as u64;
+    let huge_fraction = huge_bytes as f64 / total_bytes.max(1) as f64;
+    let vb = vector_bytes(point.isa);
+    let out_array = kernel.layout().0;
+    let fill_counter = AtomicU64::new(0);
+
+    // One sample: `blocks` blocks on every thread, poisoned check positions verified after.
+    let sample_blocks = |blocks: u64| -> Result<f64, BenchError> {
+        let fill = 2 + (fill_counter.fetch_add(1, Ordering::Relaxed) % 200) as u8;
+        let mut checks = Vec::with_capacity(threads);
+        for st in &states {
+            let mut st = st.lock().map_err(|_| BenchError::Failed("state lock".into()))?;
+            let pos = check_positions(
+                pattern,
+                &st.perm,
+                &g,
+                st.cursor,
+                blocks,
+                kernel.element_bytes(),
+            );
+            if let Some(o) = out_array {
+                poison(&mut st.arrays[o], &pos, kernel, fill);
+            }
+            checks.push(pos);
+        }
+        let t = parallel::run_pinned(
+            threads,
+            &order,
+            |i| {
+                let mut st = states[i]
+                    .lock()
+                    .map_err(|_| BenchError::Failed("state lock".into()))?;
+                let mut ptrs = [std::ptr::null_mut::<u8>(); 3];
+                for (p, r) in ptrs.iter_mut().zip(st.arrays.iter_mut()) {
+                    *p = r.as_mut_ptr();
+                }
+                let domain = order_domain(pattern, &g, &st.perm);
+                let (mut c, mut done, mut sum) = (st.cursor, 0u64, 0u64);
+                let bb = g.block_bytes as usize;
+                while done < blocks {
+                    if let Some(b) = block_at(pattern, &st.perm, c) {
+                        // SAFETY: b < g.blocks, so the block lies inside every array.
+                        sum = sum.wrapping_add(unsafe {
+                            apply(kernel, &ops, &ptrs, b as usize * bb, bb, nt, fill)
+                        });
+                        done += 1;
+                    }
+                    c += 1;
+                    if c == domain {
+                        c = 0;
+                    }
+                }
+                st.cursor = c;
+                st.processed += blocks;
+                if kernel == Kernel::Read {
+                    let want = read_expected(bb, READ_BYTE, vb).wrapping_mul(blocks);
+                    if sum != want {
+                        return Err(BenchError::Validation(format!(
+                            "read checksum {sum:#x} instead of {want:#x}"
+                        )));
+                    }
+                }
+                Ok(())
+            },
+            |i| -> Result<(), String> {
+                let Some(o) = out_array else { return Ok(()) };
+                let mut st = states[i].lock().map_err(|_| "state lock".to_string())?;
+                verify(&st.arrays[o], &checks[i], kernel, fill)?;
+                if !st.fully_checked && st.processed >= g.blocks && kernel != Kernel::Write {
+                    verify_full(&st.arrays[o], kernel)?;
+                    st.fully_checked = true;
+                }
+                Ok(())
+            },
+        )?;
+        for (i, a) in t.after.into_iter().enumerate() {
+            a.map_err(|e| {
+                BenchError::Validation(format!("{} thread {i}: {e}", kernel.name()))
+            })?;
+        }
+        Ok(t.wall_s)
+    };
+
+    // Blocks per sample: from --passes, else grown until a sample lasts the target duration.
+    let blocks = match timing.passes {
+        Some(p) => ((p * g.blocks as f64).round() as u64).max(1),
+        None => {
+            let target = timing.duration.as_secs_f64().max(1e-4);
+            let mut b = g.blocks.clamp(1, 1 << 16);
+            let began = Instant::now();
+            loop {
+                let t = match sample_blocks(b) {
+                    Ok(t) => t,
+                    Err(e @ BenchError::InvalidInput(_)) => return Err(e),
+                    Err(e) => return runner.skip(&case, &e),
+                };
+                if t >= target / 4.0 || began.elapsed() > Duration::from_secs(5) {
+                    break ((b as f64 * target / t.max(1e-9)).ceil() as u64).max(1);
+                }
+                b = b.saturating_mul(8);
+            }
+        }
+    };
+    let counted = (blocks * g.block_bytes * kernel.arrays() as u64 * threads as u64) as f64;
+    let passes = blocks as f64 / g.blocks as f64;
+    let factor = kernel.traffic_factor(point.store);
+    let level = sizing::level_for(host, total_bytes, threads);
+    let dram_peak = (level == "DRAM").then(|| peak::dram_peak(spec)).flatten();
+    runner.run_case(
+        &case,
+        || Ok(Sample::new(counted / sample_blocks(blocks)?)),
+        |rec: &mut Record| {
+            rec.extra.insert("passes_per_sample".into(), json!(passes));
+            rec.extra.insert("bytes_per_sample".into(), json!(counted));
+            rec.extra.insert("pages".into(), json!(timing.pages.name()));
+            rec.extra.insert("huge_fraction".into(), json!(huge_fraction));
+            rec.extra.insert("validated".into(), json!(true));
+            if level == "DRAM" {
+                rec.extra.insert("traffic_factor".into(), json!(factor));
+                rec.extra
+                    .insert("traffic_bytes_per_s".into(), json!(rec.value * factor));
+                match &dram_peak {
+                    Some(p) => {
+                        rec.set_peak(Some(p.clone()));
+                        rec.extra.insert(
+                            "traffic_efficiency".into(),
+                            json!(rec.value * factor / p.value),
+                        );
+                    }
+                    None => rec.warnings.push(peak::no_peak_reason().into()),
+                }
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostbench_core::model::RunResult;
+    use hostbench_core::RunnerConfig;
+
+    fn runner() -> Runner {
+        Runner::new(
+            RunnerConfig {
+                repeat: 2,
+                warmup: 0,
+                budget: None,
+                progress: false,
+                partial_path: None,
+            },
+            Host::default(),
+        )
+    }
+
+    fn timing() -> Timing {
+        Timing {
+            passes: None,
+            duration: Duration::from_millis(2),
+            pages: Pages::Small,
+            seed: 1,
+        }
+    }
+
+    fn point(kernel: Kernel, pattern: Pattern, block: Block, ws: u64, threads: usize) -> Point {
+        Point {
+            kernel,
+            pattern,
+            block,
+            working_set: ws,
+            threads,
+            store: Store::Temporal,
+            isa: Isa::best(),
+        }
+    }
+
+    fn run(points: &[Point], t: &Timing) -> RunResult {
+        let mut r = runner();
+        for p in points {
+            run_point(&mut r, p, t, &Host::default(), &Spec::default()).unwrap();
+        }
+        r.finish().unwrap()
+    }
+
+    #[test]
+    fn every_kernel_pattern_store_and_isa_measures_and_validates() {
+        let mut points = Vec::new();
+        for isa in Isa::detected() {
+            for kernel in Kernel::ALL {
+                for pattern in [Pattern::Seq, Pattern::Random] {
+                    for store in [Store::Temporal, Store::NonTemporal] {
+                        if store == Store::NonTemporal && !isa.has_nontemporal() {
+                            continue;
+                        }
+                        let block = if kernel.element_bytes() == 8 { 24 } else { 1000 };
+                        let mut p = point(kernel, pattern, Block::Bytes(block), 96 * 1024, 2);
+                        p.store = store;
+                        p.isa = isa;
+                        points.push(p);
+                    }
+                }
+            }
+        }
+        let res = run(&points, &timing());
+        assert!(res.skipped.is_empty(), "{:?}", res.skipped);
+        assert_eq!(res.records.len(), points.len());
+        for r in &res.records {
+            assert_eq!(r.benchmark, "mem.bandwidth");
+            assert!(r.value > 0.0 && r.value.is_finite());
+            assert_eq!(r.extra["validated"], json!(true));
+        }
+    }
+
+    #[test]
+    fn whole_blocks_and_passes_cover_the_array() {
+        let t = Timing {
+            passes: Some(2.0),
+            ..timing()
+        };
+        let res = run(&[point(Kernel::Triad, Pattern::Seq, Block::Whole, 3 << 20, 1)], &t);
+        let r = &res.records[0];
+        assert_eq!(r.extra["passes_per_sample"], json!(2.0));
+        assert_eq!(r.params["block_bytes"], json!(1 << 20));
+        assert_eq!(r.params["working_set_bytes"], json!(3 << 20));
+        assert_eq!(r.params["store"], json!("temporal"));
+        // The whole array was covered, so the full scalar replay ran and passed.
+        assert_eq!(r.extra["bytes_per_sample"], json!(2.0 * 3.0 * (1 << 20) as f64));
+    }
+
+    #[test]
+    fn a_kernel_that_skips_its_work_fails_validation() {
+        unsafe fn lazy_copy(_d: *mut u8, _s: *const u8, _l: usize, _nt: bool) {}
+        unsafe fn lazy_triad(_d: *mut f64, _b: *const f64, _c: *const f64, _n: usize, _s: f64, _nt: bool) {}
+        unsafe fn lazy_read(_s: *const u8, _l: usize) -> u64 {
+            0
+        }
+        let mut ops = Isa::Scalar.ops().unwrap();
+        ops.copy = lazy_copy;
+        ops.triad = lazy_triad;
+        ops.read = lazy_read;
+        for kernel in [Kernel::Rw, Kernel::Triad, Kernel::Read, Kernel::Copy] {
+            for pattern in [Pattern::Seq, Pattern::Random] {
+                let p = point(kernel, pattern, Block::Bytes(64), 64 * 1024, 1);
+                let g = p.geometry().unwrap();
+                let case = p.case(&g, &Host::default());
+                let mut r = runner();
+                let t = Timing { passes: Some(0.5), ..timing() };
+                measure(&mut r, &p, &g, &case, ops, &t, &Host::default(), &Spec::default())
+                    .unwrap();
+                let res = r.finish().unwrap();
+                assert!(res.records.is_empty(), "{kernel:?} passed without work");
+                assert!(
+                    res.skipped[0].reason.contains("validation failed"),
+                    "{:?}",
+                    res.skipped
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn geometry_refuses_blocks_that_do_not_fit_or_split_elements() {
+        let p = point(Kernel::Rw, Pattern::Seq, Block::Bytes(1 << 20), 1 << 20, 1);
+        let e = p.geometry().unwrap_err();
+        assert!(matches!(e, BenchError::InvalidInput(_)));
+        assert!(e.to_string().contains("larger than the working set"), "{e}");
+        let p = point(Kernel::Triad, Pattern::Seq, Block::Bytes(12), 1 << 20, 1);
+        assert!(p.geometry().unwrap_err().to_string().contains("multiple of 8"));
+        let p = point(Kernel::Rw, Pattern::Seq, Block::Bytes(0), 1 << 20, 1);
+        assert!(p.geometry().is_err());
+        // 1 B blocks are fine for byte kernels; the array is a whole number of blocks.
+        let p = point(Kernel::Rw, Pattern::Random, Block::Bytes(1000), 1 << 20, 2);
+        let g = p.geometry().unwrap();
+        assert_eq!(g.array_bytes % 1000, 0);
+        assert_eq!(g.blocks, g.array_bytes / 1000);
+    }
+
+    #[test]
+    fn traffic_counts_write_allocate_only_for_temporal_stores() {
+        assert_eq!(Kernel::Copy.traffic_factor(Store::Temporal), 1.5);
+        assert_eq!(Kernel::Triad.traffic_factor(Store::Temporal), 4.0 / 3.0);
+        assert_eq!(Kernel::Write.traffic_factor(Store::Temporal), 2.0);
+        assert_eq!(Kernel::Triad.traffic_factor(Store::NonTemporal), 1.0);
+        assert_eq!(Kernel::Read.traffic_factor(Store::Temporal), 1.0);
+    }
+}

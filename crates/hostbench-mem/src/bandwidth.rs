@@ -272,7 +272,14 @@ impl Point {
             .param("block_bytes", g.block_bytes)
             .param("working_set_bytes", ws)
             .param("threads", self.threads)
-            .param("store", if self.kernel.stores() { self.store.name() } else { "none" })
+            .param(
+                "store",
+                if self.kernel.stores() {
+                    self.store.name()
+                } else {
+                    "none"
+                },
+            )
             .param("isa", self.isa.name())
             .param("level", sizing::level_for(host, ws, self.threads))
     }
@@ -569,7 +576,9 @@ fn measure(
         let fill = 2 + (fill_counter.fetch_add(1, Ordering::Relaxed) % 200) as u8;
         let mut checks = Vec::with_capacity(threads);
         for st in &states {
-            let mut st = st.lock().map_err(|_| BenchError::Failed("state lock".into()))?;
+            let mut st = st
+                .lock()
+                .map_err(|_| BenchError::Failed("state lock".into()))?;
             let pos = check_positions(
                 pattern,
                 &st.perm,
@@ -634,9 +643,7 @@ fn measure(
             },
         )?;
         for (i, a) in t.after.into_iter().enumerate() {
-            a.map_err(|e| {
-                BenchError::Validation(format!("{} thread {i}: {e}", kernel.name()))
-            })?;
+            a.map_err(|e| BenchError::Validation(format!("{} thread {i}: {e}", kernel.name())))?;
         }
         Ok(t.wall_s)
     };
@@ -673,7 +680,8 @@ fn measure(
             rec.extra.insert("passes_per_sample".into(), json!(passes));
             rec.extra.insert("bytes_per_sample".into(), json!(counted));
             rec.extra.insert("pages".into(), json!(timing.pages.name()));
-            rec.extra.insert("huge_fraction".into(), json!(huge_fraction));
+            rec.extra
+                .insert("huge_fraction".into(), json!(huge_fraction));
             rec.extra.insert("validated".into(), json!(true));
             if level == "DRAM" {
                 rec.extra.insert("traffic_factor".into(), json!(factor));
@@ -752,7 +760,11 @@ mod tests {
                         if store == Store::NonTemporal && !isa.has_nontemporal() {
                             continue;
                         }
-                        let block = if kernel.element_bytes() == 8 { 24 } else { 1000 };
+                        let block = if kernel.element_bytes() == 8 {
+                            24
+                        } else {
+                            1000
+                        };
                         let mut p = point(kernel, pattern, Block::Bytes(block), 96 * 1024, 2);
                         p.store = store;
                         p.isa = isa;
@@ -777,20 +789,34 @@ mod tests {
             passes: Some(2.0),
             ..timing()
         };
-        let res = run(&[point(Kernel::Triad, Pattern::Seq, Block::Whole, 3 << 20, 1)], &t);
+        let res = run(
+            &[point(Kernel::Triad, Pattern::Seq, Block::Whole, 3 << 20, 1)],
+            &t,
+        );
         let r = &res.records[0];
         assert_eq!(r.extra["passes_per_sample"], json!(2.0));
         assert_eq!(r.params["block_bytes"], json!(1 << 20));
         assert_eq!(r.params["working_set_bytes"], json!(3 << 20));
         assert_eq!(r.params["store"], json!("temporal"));
         // The whole array was covered, so the full scalar replay ran and passed.
-        assert_eq!(r.extra["bytes_per_sample"], json!(2.0 * 3.0 * (1 << 20) as f64));
+        assert_eq!(
+            r.extra["bytes_per_sample"],
+            json!(2.0 * 3.0 * (1 << 20) as f64)
+        );
     }
 
     #[test]
     fn a_kernel_that_skips_its_work_fails_validation() {
         unsafe fn lazy_copy(_d: *mut u8, _s: *const u8, _l: usize, _nt: bool) {}
-        unsafe fn lazy_triad(_d: *mut f64, _b: *const f64, _c: *const f64, _n: usize, _s: f64, _nt: bool) {}
+        unsafe fn lazy_triad(
+            _d: *mut f64,
+            _b: *const f64,
+            _c: *const f64,
+            _n: usize,
+            _s: f64,
+            _nt: bool,
+        ) {
+        }
         unsafe fn lazy_read(_s: *const u8, _l: usize) -> u64 {
             0
         }
@@ -804,9 +830,21 @@ mod tests {
                 let g = p.geometry().unwrap();
                 let case = p.case(&g, &Host::default());
                 let mut r = runner();
-                let t = Timing { passes: Some(0.5), ..timing() };
-                measure(&mut r, &p, &g, &case, ops, &t, &Host::default(), &Spec::default())
-                    .unwrap();
+                let t = Timing {
+                    passes: Some(0.5),
+                    ..timing()
+                };
+                measure(
+                    &mut r,
+                    &p,
+                    &g,
+                    &case,
+                    ops,
+                    &t,
+                    &Host::default(),
+                    &Spec::default(),
+                )
+                .unwrap();
                 let res = r.finish().unwrap();
                 assert!(res.records.is_empty(), "{kernel:?} passed without work");
                 assert!(
@@ -825,7 +863,11 @@ mod tests {
         assert!(matches!(e, BenchError::InvalidInput(_)));
         assert!(e.to_string().contains("larger than the working set"), "{e}");
         let p = point(Kernel::Triad, Pattern::Seq, Block::Bytes(12), 1 << 20, 1);
-        assert!(p.geometry().unwrap_err().to_string().contains("multiple of 8"));
+        assert!(p
+            .geometry()
+            .unwrap_err()
+            .to_string()
+            .contains("multiple of 8"));
         let p = point(Kernel::Rw, Pattern::Seq, Block::Bytes(0), 1 << 20, 1);
         assert!(p.geometry().is_err());
         // 1 B blocks are fine for byte kernels; the array is a whole number of blocks.

@@ -17,10 +17,10 @@ pub mod order;
 pub mod peak;
 pub mod sizing;
 
-pub use buffer::{Pages, Region};
-pub use order::{Pattern, Permutation};
 pub use bandwidth::{Block, Kernel, Store};
+pub use buffer::{Pages, Region};
 pub use kernels::Isa;
+pub use order::{Pattern, Permutation};
 
 use std::time::Duration;
 
@@ -137,9 +137,9 @@ impl BandwidthConfig {
         let mut v = Vec::new();
         for &isa in &self.isas {
             for &kernel in &self.kernels {
-                let ws = self
-                    .size
-                    .unwrap_or_else(|| sizing::dram_working_set(&host.cpu.caches, kernel.arrays() as u64));
+                let ws = self.size.unwrap_or_else(|| {
+                    sizing::dram_working_set(&host.cpu.caches, kernel.arrays() as u64)
+                });
                 for &pattern in &self.patterns {
                     for &block in &self.blocks {
                         for &threads in &self.threads {
@@ -231,7 +231,9 @@ pub fn validate(points: &[Point], passes: Option<f64>) -> Result<(), BenchError>
             )));
         }
         if p.working_set == 0 {
-            return Err(BenchError::invalid("working set size must be at least 1 byte"));
+            return Err(BenchError::invalid(
+                "working set size must be at least 1 byte",
+            ));
         }
         // Leave a tenth of the free memory (and 256 MiB) for the rest of the system.
         let limit = (avail / 10 * 9).saturating_sub(256 * sizing::MIB);
@@ -293,7 +295,11 @@ pub fn run_mem(
         fit_default_size(&mut b, host, runner);
         bw_points.extend(b.points(host));
     }
-    let sweep_points = cfg.sweep.as_ref().map(SweepConfig::points).unwrap_or_default();
+    let sweep_points = cfg
+        .sweep
+        .as_ref()
+        .map(SweepConfig::points)
+        .unwrap_or_default();
     validate(&bw_points, cfg.passes)?;
     validate(&sweep_points, None)?;
     runner.plan(bw_points.len() + sweep_points.len());

@@ -144,7 +144,9 @@ fn sizes_list(flag_name: &str, text: &str) -> Result<Vec<u64>, BenchError> {
     flag(
         flag_name,
         parse_list(text, "size", |s| match parse_size(s)? {
-            0 => Err(BenchError::invalid(format!("size must be at least 1 byte, got '{s}'"))),
+            0 => Err(BenchError::invalid(format!(
+                "size must be at least 1 byte, got '{s}'"
+            ))),
             v => Ok(v),
         }),
     )
@@ -258,7 +260,9 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
     }
     if args.classic {
         let mut c = BandwidthConfig::classic(
-            threads.clone().unwrap_or_else(hostbench_mem::default_threads),
+            threads
+                .clone()
+                .unwrap_or_else(hostbench_mem::default_threads),
         );
         c.isas = isas.clone();
         if let Some(s) = &args.size {

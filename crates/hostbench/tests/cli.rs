@@ -340,3 +340,96 @@ fn spec_clock_overrides_the_measured_one() {
     assert_eq!(peak["value"].as_f64(), Some(expect), "{peak}");
     assert!(peak["basis"].as_str().expect("basis").contains("spec file"));
 }
+
+#[test]
+fn mem_bandwidth_records_follow_the_contract() {
+    let out = run_ok(
+        "mem --kernel rw,triad,read --pattern seq,random --block 8,1KiB --threads 1,2 \
+         --store temporal,nontemporal --size 3MiB --duration 2ms --repeat 2 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let records = doc["records"].as_array().expect("records");
+    // rw and triad: 2 patterns × 2 blocks × 2 thread counts × 2 stores; read has no stores.
+    assert_eq!(records.len(), 16 + 16 + 8, "{:?}", doc["skipped"]);
+    for r in records {
+        assert_record_contract(r);
+        assert_eq!(r["benchmark"], "mem.bandwidth");
+        assert_eq!(r["unit"], "B/s");
+        for key in [
+            "kernel",
+            "pattern",
+            "block_bytes",
+            "working_set_bytes",
+            "threads",
+            "store",
+            "isa",
+            "level",
+        ] {
+            assert!(r["params"].get(key).is_some(), "params lack {key}: {r}");
+        }
+        assert_eq!(r["extra"]["validated"], true);
+    }
+    let rw_random_1t = records
+        .iter()
+        .find(|r| {
+            r["params"]["kernel"] == "rw"
+                && r["params"]["pattern"] == "random"
+                && r["params"]["block_bytes"] == 8
+                && r["params"]["threads"] == 1
+        })
+        .expect("rw random 8 B record");
+    assert_eq!(rw_random_1t["params"]["working_set_bytes"], 3 << 20);
+}
+
+#[test]
+fn mem_spec_peak_gives_dram_efficiency_and_traffic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(&spec, "[memory]\ndimm_mts = 4800\nchannels = 2\n").expect("write spec");
+    let out = run_ok(
+        "mem --kernel copy --threads 1 --store temporal --size 192MiB --passes 1 --repeat 1 \
+         --warmup 0 --json - --spec",
+        &[spec.as_os_str()],
+    );
+    let doc = json_of(&out);
+    let r = &doc["records"][0];
+    assert_eq!(r["params"]["level"], "DRAM");
+    assert_eq!(r["peak"]["value"], 4800e6 * 8.0 * 2.0);
+    assert!(r["peak"]["basis"]
+        .as_str()
+        .expect("basis")
+        .contains("2 channels"));
+    assert!(r["efficiency"].as_f64().expect("efficiency") > 0.0);
+    // Temporal copy really moves 1.5 × the STREAM-counted bytes (write-allocate).
+    assert_eq!(r["extra"]["traffic_factor"], 1.5);
+}
+
+#[test]
+fn mem_bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(
+        &["mem", "--kernel", "rw", "--block", "8MiB", "--size", "4MiB"],
+        "larger than the working set",
+    );
+    assert_usage_error(&["mem", "--size", "900TiB"], "exceeds the memory available");
+    assert_usage_error(&["mem", "--size", "0"], "--size");
+    assert_usage_error(&["mem", "--block", "0"], "at least 1 byte");
+    assert_usage_error(&["mem", "--block=-4"], "-4");
+    assert_usage_error(&["mem", "--threads", "0"], "'0'");
+    assert_usage_error(&["mem", "--passes=-1"], "-1");
+    assert_usage_error(&["mem", "--kernel", "triad2"], "triad2");
+    assert_usage_error(
+        &["mem", "--kernel", "triad", "--block", "12"],
+        "multiple of 8",
+    );
+    assert_usage_error(&["mem", "--pattern", "zigzag"], "zigzag");
+    assert_usage_error(&["mem", "--store", "sometimes"], "sometimes");
+    assert_usage_error(&["mem", "--pages", "1g"], "1g");
+    let missing = if cfg!(target_arch = "x86_64") {
+        "neon"
+    } else {
+        "avx2"
+    };
+    assert_usage_error(&["mem", "--isa", missing], missing);
+}

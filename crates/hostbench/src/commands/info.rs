@@ -16,12 +16,14 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
     };
     let host = super::host_inventory(&spec);
     let peaks = hostbench_cpu::theoretical_peaks(&host, &spec);
+    let dram = hostbench_mem::peak::dram_peak(&spec);
     if args.json {
         let doc = json!({
             "schema": "hostbench/info/v1",
             "tool": {"name": "hostbench", "version": env!("CARGO_PKG_VERSION")},
             "host": host,
             "peaks": peaks,
+            "dram_peak": dram,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(Exit::Ok);
@@ -92,6 +94,20 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
                 p.dtype, p.isa, "unknown", p.note
             )?,
         }
+    }
+    match &dram {
+        Some(p) => writeln!(
+            o,
+            "  DRAM bandwidth {:>14}   = {}",
+            format_value(p.value, "B/s"),
+            p.basis
+        )?,
+        None => writeln!(
+            o,
+            "  DRAM bandwidth {:>14}   ({})",
+            "unknown",
+            hostbench_mem::peak::no_peak_reason()
+        )?,
     }
     print!("{o}");
     Ok(Exit::Ok)

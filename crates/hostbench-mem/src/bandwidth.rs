@@ -475,7 +475,7 @@ fn init_arrays(
 ) -> Result<Vec<Region>, BenchError> {
     let (_, inits) = kernel.layout();
     let mut arrays = Vec::with_capacity(kernel.arrays());
-    for a in 0..kernel.arrays() {
+    for (a, init) in (0..kernel.arrays()).map(|a| (a, inits.get(a).copied())) {
         let mut r = Region::new(g.array_bytes as usize, pages)?;
         match kernel {
             Kernel::Read => {
@@ -489,7 +489,7 @@ fn init_arrays(
                 }
             }
             Kernel::Rw => r.touch(),
-            _ => r.as_f64_mut().fill(inits[a]),
+            _ => r.as_f64_mut().fill(init.unwrap_or(0.0)),
         }
         arrays.push(r);
     }

@@ -535,12 +535,18 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn addf(a: V, b: V) -> V {
-        _mm256_castpd_si256(_mm256_add_pd(_mm256_castsi256_pd(a), _mm256_castsi256_pd(b)))
+        _mm256_castpd_si256(_mm256_add_pd(
+            _mm256_castsi256_pd(a),
+            _mm256_castsi256_pd(b),
+        ))
     }
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn mulf(a: V, b: V) -> V {
-        _mm256_castpd_si256(_mm256_mul_pd(_mm256_castsi256_pd(a), _mm256_castsi256_pd(b)))
+        _mm256_castpd_si256(_mm256_mul_pd(
+            _mm256_castsi256_pd(a),
+            _mm256_castsi256_pd(b),
+        ))
     }
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -606,12 +612,18 @@ mod avx512 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn addf(a: V, b: V) -> V {
-        _mm512_castpd_si512(_mm512_add_pd(_mm512_castsi512_pd(a), _mm512_castsi512_pd(b)))
+        _mm512_castpd_si512(_mm512_add_pd(
+            _mm512_castsi512_pd(a),
+            _mm512_castsi512_pd(b),
+        ))
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn mulf(a: V, b: V) -> V {
-        _mm512_castpd_si512(_mm512_mul_pd(_mm512_castsi512_pd(a), _mm512_castsi512_pd(b)))
+        _mm512_castpd_si512(_mm512_mul_pd(
+            _mm512_castsi512_pd(a),
+            _mm512_castsi512_pd(b),
+        ))
     }
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -737,9 +749,18 @@ mod tests {
                         let src: Vec<u8> = (0..len + off).map(|i| (i * 131 + 7) as u8).collect();
                         let mut dst = vec![0u8; len + off + 8];
                         // SAFETY: ranges are inside the vectors.
-                        unsafe { (ops.copy)(dst.as_mut_ptr().add(off), src.as_ptr().add(off), len, nt) };
-                        assert_eq!(&dst[off..off + len], &src[off..off + len], "{isa} copy {len}+{off}");
-                        assert!(dst[off + len..].iter().all(|&b| b == 0), "{isa} copy overran");
+                        unsafe {
+                            (ops.copy)(dst.as_mut_ptr().add(off), src.as_ptr().add(off), len, nt)
+                        };
+                        assert_eq!(
+                            &dst[off..off + len],
+                            &src[off..off + len],
+                            "{isa} copy {len}+{off}"
+                        );
+                        assert!(
+                            dst[off + len..].iter().all(|&b| b == 0),
+                            "{isa} copy overran"
+                        );
                         // SAFETY: as above.
                         unsafe { (ops.fill)(dst.as_mut_ptr().add(off), len, 0xA5, nt) };
                         assert!(dst[off..off + len].iter().all(|&b| b == 0xA5), "{isa} fill");
@@ -756,17 +777,36 @@ mod tests {
                         let mut d = vec![-1.0f64; n + off + 2];
                         let s = 3.0;
                         // SAFETY: ranges are inside the vectors.
-                        unsafe { (ops.scale)(d.as_mut_ptr().add(off), a.as_ptr().add(off), n, s, nt) };
+                        unsafe {
+                            (ops.scale)(d.as_mut_ptr().add(off), a.as_ptr().add(off), n, s, nt)
+                        };
                         for i in 0..n {
                             assert_eq!(d[off + i], s * a[off + i], "{isa} scale");
                         }
                         // SAFETY: as above.
-                        unsafe { (ops.add)(d.as_mut_ptr().add(off), a.as_ptr().add(off), b.as_ptr().add(off), n, nt) };
+                        unsafe {
+                            (ops.add)(
+                                d.as_mut_ptr().add(off),
+                                a.as_ptr().add(off),
+                                b.as_ptr().add(off),
+                                n,
+                                nt,
+                            )
+                        };
                         for i in 0..n {
                             assert_eq!(d[off + i], a[off + i] + b[off + i], "{isa} add");
                         }
                         // SAFETY: as above.
-                        unsafe { (ops.triad)(d.as_mut_ptr().add(off), b.as_ptr().add(off), a.as_ptr().add(off), n, s, nt) };
+                        unsafe {
+                            (ops.triad)(
+                                d.as_mut_ptr().add(off),
+                                b.as_ptr().add(off),
+                                a.as_ptr().add(off),
+                                n,
+                                s,
+                                nt,
+                            )
+                        };
                         for i in 0..n {
                             assert_eq!(d[off + i], b[off + i] + s * a[off + i], "{isa} triad");
                         }

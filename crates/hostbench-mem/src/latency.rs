@@ -10,7 +10,8 @@
 //! inside the cache. Sattolo's algorithm (Fisher–Yates with j strictly below i) draws uniformly
 //! from the permutations with exactly one cycle, so every line is visited once per lap. There is
 //! one link per 64-byte line: the line is what the memory moves, randomising inside it buys
-//! nothing (128-byte-line cores see the same random cycle, at half the line count per byte).
+//! nothing (on 128-byte-line cores two links share a line, which a random cycle almost never
+//! turns into a hit).
 //!
 //! **Why hand-written loads.** The loop is `mov r, [r]` (x86-64) or `ldr x, [x]` (AArch64) in
 //! `asm!`, unrolled 16 times: many x86 cores take an extra cycle for base+index addresses, which
@@ -49,7 +50,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use hostbench_core::host::available_memory_bytes;
@@ -101,7 +102,8 @@ macro_rules! x16 {
 }
 
 /// Turn a run-time chain count into the const generic `$K` for `$body`: each count gets its own
-/// loop with every chain held in a register.
+/// loop, with the chains in registers as far as the ISA has them (about 13 on x86-64; beyond
+/// that some live on the stack, adding a store-forwarding delay that is small next to a miss).
 macro_rules! with_chains {
     (@arms $k:expr, $K:ident, $body:expr, $($n:literal)*) => {
         match $k {
@@ -269,11 +271,17 @@ fn per_thread_bytes(ws: u64) -> u64 {
         .saturating_add(PAD as u64)
 }
 
-/// Run the latency sweep through `runner`: pattern × pages × threads × working set × chains.
+/// Run the latency sweep through `runner`: pattern × threads × working set × pages × chains.
 ///
-/// Each (pattern, pages, threads, working set) is built once, on the pinned threads that will
-/// use it, and reused for every chain count.
-pub fn run_latency(runner: &mut Runner, cfg: &LatencyConfig, host: &Host) -> Result<(), BenchError> {
+/// Each (pattern, threads, working set, pages) is built once, on the pinned threads that will
+/// use it, and reused for every chain count; a chase's cycle is drawn once per (threads, working
+/// set) and shared by both page sizes, which also makes the 4 KiB and huge-page figures compare
+/// the very same access sequence.
+pub fn run_latency(
+    runner: &mut Runner,
+    cfg: &LatencyConfig,
+    host: &Host,
+) -> Result<(), BenchError> {
     cfg.validate()?;
     let order = affinity::placement_order();
     runner.plan(
@@ -285,16 +293,18 @@ pub fn run_latency(runner: &mut Runner, cfg: &LatencyConfig, host: &Host) -> Res
     );
     let mut floors: HashMap<(LatPattern, usize), Option<f64>> = HashMap::new();
     for &pattern in &cfg.patterns {
-        for &pages in &cfg.pages {
-            for &threads in &cfg.threads {
-                for &ws in &cfg.working_sets {
+        for &threads in &cfg.threads {
+            for &ws in &cfg.working_sets {
+                // Each thread's cycle, drawn when the first page size needs it.
+                let mut cycles: Option<Vec<Arc<Vec<u32>>>> = None;
+                for &pages in &cfg.pages {
                     let point = Point {
                         pattern,
                         pages,
                         threads,
                         ws,
                     };
-                    run_point(runner, cfg, host, &order, point, &mut floors)?;
+                    run_point(runner, cfg, host, &order, point, &mut cycles, &mut floors)?;
                 }
             }
         }
@@ -317,6 +327,7 @@ fn run_point(
     host: &Host,
     order: &[usize],
     p: Point,
+    cycles: &mut Option<Vec<Arc<Vec<u32>>>>,
     floors: &mut HashMap<(LatPattern, usize), Option<f64>>,
 ) -> Result<(), BenchError> {
     let level = sizing::level_for(host, p.ws.saturating_mul(p.threads as u64), p.threads);
@@ -338,22 +349,13 @@ fn run_point(
         // The runner records each case as skipped for the budget without sampling; building a
         // gigabyte chain first would only waste the time that is already gone.
         for (_, case) in &cases {
-            runner.run_case(
-                case,
-                || Err(BenchError::Failed("not run".into())),
-                |_| {},
-            )?;
+            runner.run_case(case, || Err(BenchError::Failed("not run".into())), |_| {})?;
         }
         return Ok(());
     }
-    let built = parallel::run_pinned(
-        p.threads,
-        order,
-        |i| Walker::build(p.pattern, p.ws, p.pages, thread_seed(cfg.seed, i)),
-        |_| (),
-    );
+    let built = build_point(cfg, order, p, cycles);
     let walkers: Vec<Mutex<Walker>> = match built {
-        Ok(t) => t.results.into_iter().map(Mutex::new).collect(),
+        Ok(w) => w.into_iter().map(Mutex::new).collect(),
         Err(e @ BenchError::InvalidInput(_)) => return Err(e),
         Err(e) => {
             for (_, case) in &cases {
@@ -367,20 +369,67 @@ fn run_point(
         pages: p.pages,
         granted: huge_fraction(&walkers),
         units: lock(&walkers[0])?.units(),
+        floor: None,
     };
-    for (chains, case) in &cases {
+    for &(chains, ref case) in &cases {
         let floor = match p.pattern {
             LatPattern::Chase => None,
             pattern => *floors
-                .entry((pattern, *chains))
-                .or_insert_with(|| l1_floor(pattern, *chains, cfg.duration, order)),
+                .entry((pattern, chains))
+                .or_insert_with(|| l1_floor(pattern, chains, cfg.duration, order)),
         };
-        measure(runner, case, &walkers, order, *chains, cfg.duration, &notes, floor)?;
+        let notes = Notes { floor, ..notes };
+        measure(runner, case, &walkers, order, chains, cfg.duration, notes)?;
     }
     Ok(())
 }
 
-/// Facts about a built point that every record of it carries.
+/// Build every thread's working set on its pinned thread (first touch there), drawing the
+/// threads' cycles first if this is the first page size of a chase point.
+fn build_point(
+    cfg: &LatencyConfig,
+    order: &[usize],
+    p: Point,
+    cycles: &mut Option<Vec<Arc<Vec<u32>>>>,
+) -> Result<Vec<Walker>, BenchError> {
+    let built = match p.pattern {
+        LatPattern::Chase => {
+            let shapes = match cycles.take() {
+                Some(c) => c,
+                None => {
+                    parallel::run_pinned(
+                        p.threads,
+                        order,
+                        |i| random_cycle(p.ws, thread_seed(cfg.seed, i)),
+                        |_| (),
+                    )?
+                    .results
+                }
+            };
+            let built = parallel::run_pinned(
+                p.threads,
+                order,
+                |i| ChainSet::build(p.ws, p.pages, Arc::clone(&shapes[i])).map(Walker::Chase),
+                |_| (),
+            );
+            *cycles = Some(shapes);
+            built
+        }
+        pattern => parallel::run_pinned(
+            p.threads,
+            order,
+            |i| {
+                let random = pattern == LatPattern::Random;
+                ByteSet::build(p.ws, p.pages, random, thread_seed(cfg.seed, i)).map(Walker::Bytes)
+            },
+            |_| (),
+        ),
+    };
+    Ok(built?.results)
+}
+
+/// Facts about a case that its record carries.
+#[derive(Debug, Clone, Copy)]
 struct Notes {
     pattern: LatPattern,
     pages: Pages,
@@ -388,9 +437,10 @@ struct Notes {
     granted: Option<f64>,
     /// Lines in the cycle (chase) or bytes in the working set (1-byte patterns).
     units: u64,
+    /// Seconds per load of the same 1-byte loop over an L1-resident set.
+    floor: Option<f64>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn measure(
     runner: &mut Runner,
     case: &Case,
@@ -398,8 +448,7 @@ fn measure(
     order: &[usize],
     chains: usize,
     duration: Duration,
-    notes: &Notes,
-    floor: Option<f64>,
+    notes: Notes,
 ) -> Result<(), BenchError> {
     // Calibrated on the first sample (the warm-up when there is one), under the same threads.
     let blocks = Cell::new(0u64);
@@ -411,7 +460,7 @@ fn measure(
             }
             take_sample(walkers, order, chains, blocks.get())
         },
-        |rec| annotate(rec, notes, chains, blocks.get(), floor),
+        |rec| annotate(rec, &notes, chains, blocks.get()),
     )
 }
 
@@ -449,7 +498,7 @@ fn calibrate(
     let t = parallel::run_pinned(
         walkers.len(),
         order,
-        |i| probe(&mut lock(&walkers[i])?, chains, target),
+        |i| probe(&mut *lock(&walkers[i])?, chains, target),
         |_| (),
     )?;
     let per_block = t.results.iter().sum::<f64>() / t.results.len().max(1) as f64;
@@ -492,7 +541,12 @@ fn blocks_for(target: Duration, per_block: f64, units: u64, chains: usize) -> u6
 
 /// Seconds per load of a 1-byte loop over a 4 KiB (L1-resident) set: what the loop itself
 /// costs when every load hits L1. `None` when it could not be measured.
-fn l1_floor(pattern: LatPattern, chains: usize, duration: Duration, order: &[usize]) -> Option<f64> {
+fn l1_floor(
+    pattern: LatPattern,
+    chains: usize,
+    duration: Duration,
+    order: &[usize],
+) -> Option<f64> {
     let target = (duration / 4).clamp(Duration::from_micros(500), Duration::from_millis(10));
     let t = parallel::run_pinned(
         1,
@@ -523,7 +577,7 @@ fn l1_floor(pattern: LatPattern, chains: usize, duration: Duration, order: &[usi
 }
 
 /// Attach what a reader needs to interpret the record: page grant, loop shape, notes.
-fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64, floor: Option<f64>) {
+fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64) {
     rec.extra.insert(
         "loads_per_sample".into(),
         json!(blocks * UNROLL * chains as u64),
@@ -561,7 +615,7 @@ fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64, floor: 
             );
         }
     }
-    if let Some(f) = floor {
+    if let Some(f) = notes.floor {
         rec.extra.insert("l1_loop_s".into(), json!(f));
     }
     if let Some(g) = notes.granted {
@@ -570,7 +624,7 @@ fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64, floor: 
     match (notes.pages, notes.granted) {
         (Pages::Huge, Some(g)) if g < HUGE_ENOUGH => rec.warnings.push(format!(
             "huge pages requested but only {:.0} % of the memory was backed by them \
-             (transparent_hugepage/enabled: {}); this point ran mostly on base pages",
+             (transparent_hugepage/enabled: {}); the rest ran on base pages",
             g * 100.0,
             thp_setting()
         )),
@@ -624,9 +678,12 @@ enum Walker {
 }
 
 impl Walker {
+    /// One working set from scratch (the sweep shares chase cycles across page sizes instead).
     fn build(pattern: LatPattern, ws: u64, pages: Pages, seed: u64) -> Result<Self, BenchError> {
         match pattern {
-            LatPattern::Chase => ChainSet::build(ws, pages, seed).map(Self::Chase),
+            LatPattern::Chase => {
+                ChainSet::build(ws, pages, random_cycle(ws, seed)?).map(Self::Chase)
+            }
             LatPattern::Seq => ByteSet::build(ws, pages, false, seed).map(Self::Bytes),
             LatPattern::Random => ByteSet::build(ws, pages, true, seed).map(Self::Bytes),
         }
@@ -676,26 +733,36 @@ struct ChainSet {
     /// Exposed address of line 0; links hold `base + line × 64`.
     base: usize,
     /// `order[k]`: the line at position k of the cycle (position 0 is line 0).
-    order: Vec<u32>,
+    order: Arc<Vec<u32>>,
     /// Cycle position where chain 0 starts the next walk; chain c starts `c × n / k` further.
     cursor: u64,
 }
 
+/// A Sattolo cycle over the lines of a `ws`-byte working set, in walk order (see `cycle_order`).
+fn random_cycle(ws: u64, seed: u64) -> Result<Arc<Vec<u32>>, BenchError> {
+    let n = u32::try_from(ws / LINE)
+        .ok()
+        .filter(|&n| n >= 2)
+        .ok_or_else(|| {
+            BenchError::invalid(format!(
+                "working set {ws} B must hold between 2 and {MAX_LINES} cache lines"
+            ))
+        })?;
+    cycle_order(&sattolo(n, seed)).map(Arc::new)
+}
+
 impl ChainSet {
-    fn build(ws: u64, pages: Pages, seed: u64) -> Result<Self, BenchError> {
-        let lines = ws / LINE;
-        let n = u32::try_from(lines)
-            .ok()
-            .filter(|&n| n >= 2)
-            .ok_or_else(|| {
-                BenchError::invalid(format!(
-                    "working set {ws} B must hold between 2 and {MAX_LINES} cache lines"
-                ))
-            })?;
+    /// Map and first-touch a region for `ws` bytes and link its lines along `order`.
+    fn build(ws: u64, pages: Pages, order: Arc<Vec<u32>>) -> Result<Self, BenchError> {
+        if order.len() as u64 != ws / LINE {
+            return Err(BenchError::Failed(format!(
+                "cycle of {} lines does not fit a working set of {ws} B",
+                order.len()
+            )));
+        }
         let mut region = Region::new(region_len(ws, pages, 0)?, pages)?;
         // First touch from this (pinned) thread places every page on its NUMA node.
         region.touch();
-        let order = cycle_order(&sattolo(n, seed))?;
         let base = link(&mut region, &order);
         Ok(Self {
             region,
@@ -787,7 +854,7 @@ fn cycle_order(next: &[u32]) -> Result<Vec<u32>, BenchError> {
 fn link(region: &mut Region, order: &[u32]) -> usize {
     let base = region.as_mut_ptr().expose_provenance();
     let words = words_mut(region);
-    let per_line = (LINE / 8) as usize;
+    let per_line = LINE as usize / std::mem::size_of::<usize>();
     let successors = order.iter().skip(1).chain(order.first());
     for (&line, &to) in order.iter().zip(successors) {
         words[line as usize * per_line] = base + to as usize * LINE as usize;
@@ -808,7 +875,7 @@ fn words_mut(region: &mut Region) -> &mut [usize] {
 /// returns where each chain ended.
 ///
 /// # Safety
-/// Every `p[c]` must be the address of a readable, 8-byte-aligned word that holds the address
+/// Every `p[c]` must be the address of a readable, aligned `usize` that holds the address
 /// of another such word, and so on for every word reached: a closed chain in live memory.
 #[inline(never)]
 unsafe fn chase<const K: usize>(mut p: [usize; K], blocks: u64) -> [usize; K] {
@@ -827,7 +894,7 @@ unsafe fn chase<const K: usize>(mut p: [usize; K], blocks: u64) -> [usize; K] {
 /// One dependent load with simple addressing: `p = *p`.
 ///
 /// # Safety
-/// `p` must be the address of a readable, 8-byte-aligned `usize`.
+/// `p` must be the address of a readable, aligned `usize`.
 #[inline(always)]
 unsafe fn load_link(p: usize) -> usize {
     let mut p = p;
@@ -892,9 +959,8 @@ impl ByteSet {
     fn walk<const K: usize>(&mut self, blocks: u64) -> Result<f64, BenchError> {
         let steps = blocks * UNROLL;
         let ws = self.ws;
-        let acc;
         let t0 = Instant::now();
-        if self.random {
+        let acc = if self.random {
             let mut dep = [0usize; K];
             let mut left = steps;
             let mut any = 0u8;
@@ -911,11 +977,11 @@ impl ByteSet {
                 any |= self.random_kernel(&mut its, &mut dep, take);
                 left -= take;
             }
-            acc = any;
+            any
         } else {
             let start: [usize; K] = std::array::from_fn(|c| (self.cursor + c * (ws / K)) % ws);
-            acc = self.seq_kernel(start, steps);
-        }
+            self.seq_kernel(start, steps)
+        };
         let secs = t0.elapsed().as_secs_f64();
         if acc != 0 {
             return Err(BenchError::Validation(format!(
@@ -1091,7 +1157,10 @@ mod tests {
             *counts.entry(sattolo(4, mix(99, seed))).or_default() += 1;
         }
         assert_eq!(counts.len(), 6);
-        assert!(counts.values().all(|&c| (850..1150).contains(&c)), "{counts:?}");
+        assert!(
+            counts.values().all(|&c| (850..1150).contains(&c)),
+            "{counts:?}"
+        );
     }
 
     #[test]
@@ -1100,7 +1169,10 @@ mod tests {
             cycle_order(&[1, 0, 3, 2]),
             Err(BenchError::Validation(_))
         ));
-        assert!(matches!(cycle_order(&[0, 1]), Err(BenchError::Validation(_))));
+        assert!(matches!(
+            cycle_order(&[0, 1]),
+            Err(BenchError::Validation(_))
+        ));
         assert!(cycle_order(&[1, 2, 0]).is_ok());
     }
 
@@ -1116,7 +1188,8 @@ mod tests {
 
     #[test]
     fn chase_is_positive_and_lands_where_the_cycle_says() {
-        let mut c = ChainSet::build(64 * KIB, Pages::Small, 3).unwrap();
+        let mut c =
+            ChainSet::build(64 * KIB, Pages::Small, random_cycle(64 * KIB, 3).unwrap()).unwrap();
         let n = c.order.len() as u64;
         // Links follow the order, in memory.
         for k in 0..n {
@@ -1137,12 +1210,14 @@ mod tests {
 
     #[test]
     fn a_broken_link_fails_validation() {
-        let mut c = ChainSet::build(16 * KIB, Pages::Small, 5).unwrap();
+        let mut c =
+            ChainSet::build(16 * KIB, Pages::Small, random_cycle(16 * KIB, 5).unwrap()).unwrap();
         c.walk::<1>(3).unwrap();
         // Make the line after chain 0's start point at itself: the chase gets stuck there.
         let stuck = c.order[((c.cursor + 1) % c.order.len() as u64) as usize] as usize;
         let base = c.base;
-        words_mut(&mut c.region)[stuck * (LINE / 8) as usize] = base + stuck * LINE as usize;
+        words_mut(&mut c.region)[stuck * (LINE as usize / std::mem::size_of::<usize>())] =
+            base + stuck * LINE as usize;
         let err = c.walk::<1>(c.order.len() as u64 / UNROLL).unwrap_err();
         assert!(matches!(err, BenchError::Validation(_)), "{err}");
         assert!(err.to_string().contains("chain 0"), "{err}");
@@ -1227,18 +1302,24 @@ mod tests {
     fn threads_and_huge_pages_report_what_was_granted() {
         let mut cfg = small(vec![LatPattern::Chase]);
         cfg.working_sets = vec![16 * KIB];
-        cfg.pages = vec![Pages::Huge];
+        cfg.pages = vec![Pages::Small, Pages::Huge];
         cfg.threads = vec![2];
         cfg.chains = vec![2];
         let mut runner = Runner::new(quiet(), host());
         run_latency(&mut runner, &cfg, &host()).unwrap();
         let result = runner.finish().unwrap();
-        assert_eq!(result.records.len(), 1, "{:?}", result.skipped);
-        let rec = &result.records[0];
+        assert_eq!(result.records.len(), 2, "{:?}", result.skipped);
+        // Both page sizes walk the same cycles (drawn once per working set).
+        assert_eq!(result.records[0].extra["cycle_lines"], json!(256));
+        assert_eq!(result.records[0].param("pages").as_deref(), Some("4k"));
+        let rec = &result.records[1];
         assert_eq!(rec.param("threads").as_deref(), Some("2"));
         assert_eq!(rec.param("pages").as_deref(), Some("huge"));
         assert!(rec.value.is_finite() && rec.value > 0.0);
-        let warned = rec.warnings.iter().any(|w| w.contains("huge pages requested"));
+        let warned = rec
+            .warnings
+            .iter()
+            .any(|w| w.contains("huge pages requested"));
         match rec.extra.get("huge_fraction").and_then(|v| v.as_f64()) {
             Some(g) => {
                 assert!((0.0..=1.0).contains(&g));
@@ -1274,7 +1355,10 @@ mod tests {
         let cfg = LatencyConfig::for_host(&host());
         assert_eq!(cfg.patterns, vec![LatPattern::Chase]);
         assert_eq!(cfg.pages, vec![Pages::Small, Pages::Huge]);
-        assert_eq!((cfg.chains.clone(), cfg.threads.clone()), (vec![1], vec![1]));
+        assert_eq!(
+            (cfg.chains.clone(), cfg.threads.clone()),
+            (vec![1], vec![1])
+        );
         assert_eq!(cfg.working_sets.first(), Some(&(4 * KIB)));
         assert_eq!(cfg.working_sets.last(), Some(&sizing::GIB));
         assert_eq!(cfg.duration, Duration::from_millis(50));
@@ -1318,7 +1402,7 @@ mod tests {
                     c.working_sets = vec![sizing::GIB];
                     c.threads = vec![MAX_THREADS];
                 },
-                "1 GiB",
+                "1073741824 B",
             );
         }
         check(&|c| c.working_sets = vec![1 << 40 << 8], "256 TiB");

@@ -83,6 +83,8 @@ pub struct MemConfig {
     pub bandwidth: Option<BandwidthConfig>,
     /// The classic read+write matrix, run after `bandwidth`.
     pub classic: Option<BandwidthConfig>,
+    /// The latency curve (and the classic 1-byte access latency), run last.
+    pub latency: Option<latency::LatencyConfig>,
     pub sweep: Option<SweepConfig>,
     /// Passes over the working set per bandwidth sample; `None`: sized from `duration`.
     pub passes: Option<f64>,
@@ -101,6 +103,12 @@ pub fn default_threads() -> Vec<usize> {
         .collect();
     v.push(n);
     v
+}
+
+/// Per-thread working set of the classic 1-byte latency: DRAM-sized (4 × the LLC sum) and at
+/// least 256 MiB, so even eight threads stay within a small machine's memory.
+pub fn classic_latency_bytes(host: &Host) -> u64 {
+    (4 * sizing::llc_total(&host.cpu.caches)).max(256 * sizing::MIB)
 }
 
 /// Most threads one case may ask for.
@@ -211,6 +219,7 @@ impl Default for MemConfig {
         Self {
             bandwidth: None,
             classic: None,
+            latency: None,
             sweep: None,
             passes: None,
             duration: Duration::from_millis(200),
@@ -302,6 +311,9 @@ pub fn run_mem(
         .unwrap_or_default();
     validate(&bw_points, cfg.passes)?;
     validate(&sweep_points, None)?;
+    if let Some(l) = &cfg.latency {
+        l.validate()?;
+    }
     runner.plan(bw_points.len() + sweep_points.len());
     for p in &bw_points {
         bandwidth::run_point(runner, p, &timing, host, spec)?;
@@ -315,6 +327,9 @@ pub fn run_mem(
         for p in &sweep_points {
             bandwidth::run_point(runner, p, &t, host, spec)?;
         }
+    }
+    if let Some(l) = &cfg.latency {
+        latency::run_latency(runner, l, host)?;
     }
     Ok(())
 }

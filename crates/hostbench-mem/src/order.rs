@@ -49,7 +49,11 @@ impl Permutation {
     pub fn new(n: u64, seed: u64) -> Self {
         let n = n.max(1);
         let bits = (64 - (n - 1).leading_zeros()).max(2);
-        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        let mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits) - 1
+        };
         Self {
             n,
             bits,
@@ -128,7 +132,10 @@ mod tests {
         let ascending = v.windows(2).filter(|w| w[1] == w[0] + 1).count();
         assert!(ascending < 10, "{ascending} sequential steps");
         // Jumps span the whole range, not a neighbourhood.
-        let far = v.windows(2).filter(|w| w[0].abs_diff(w[1]) > 1 << 12).count();
+        let far = v
+            .windows(2)
+            .filter(|w| w[0].abs_diff(w[1]) > 1 << 12)
+            .count();
         assert!(far > 800, "{far}");
         assert_ne!(Permutation::new(1 << 16, 8).iter().next(), p.iter().next());
     }

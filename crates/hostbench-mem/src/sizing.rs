@@ -131,7 +131,7 @@ mod tests {
     fn dram_sets_follow_the_four_times_llc_and_one_gib_rules() {
         // Small LLC: the 1 GiB floor wins; 3 arrays each get a third (rounded up to a MiB).
         let ws = dram_working_set(&small(), 3);
-        assert!(ws >= GIB && ws < GIB + 3 * MIB, "{ws}");
+        assert!((GIB..GIB + 3 * MIB).contains(&ws), "{ws}");
         assert_eq!(ws % (3 * MIB), 0);
         // Chiplet server: every array ≥ 4 × 512 MiB.
         assert_eq!(dram_working_set(&chiplet(), 3), 3 * 2 * GIB);

@@ -31,7 +31,7 @@ pub enum Command {
     /// HPL-style dense solve (LU with partial pivoting), GFLOP/s and scaled residual.
     Linpack(LinpackArgs),
     /// Memory bandwidth (STREAM kernels, read, write, classic rw), cache sweep and latency curve.
-    Mem(MemArgs),
+    Mem(Box<MemArgs>),
 }
 
 /// Options every measuring command takes.

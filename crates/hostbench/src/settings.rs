@@ -282,6 +282,41 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         s.isa = isas[0];
         cfg.sweep = Some(s);
     }
-    let _ = (want_lat, lat_flags);
+    if want_lat || args.classic {
+        use hostbench_mem::latency::{LatPattern, LatencyConfig};
+        let mut l = LatencyConfig::for_host(&host_caches);
+        if args.classic && !want_lat {
+            // The classic 1-byte sequential and random access latency, DRAM-sized.
+            l.patterns = vec![LatPattern::Seq, LatPattern::Random];
+            l.working_sets = vec![hostbench_mem::classic_latency_bytes(&host_caches)];
+            l.pages = vec![Pages::Small];
+            l.threads = threads.clone().unwrap_or_else(hostbench_mem::default_threads);
+        }
+        if let Some(p) = &args.lat_pattern {
+            l.patterns = flag("lat-pattern", parse_list(p, "latency pattern", LatPattern::parse))?;
+        }
+        if let Some(list) = &args.lat_sizes {
+            l.working_sets = sizes_list("lat-sizes", list)?;
+        }
+        if let Some(p) = pages {
+            l.pages = p;
+        }
+        if let Some(c) = &args.chains {
+            l.chains = flag(
+                "chains",
+                parse_list(c, "chains", |s| parse_positive(s, "chain count")),
+            )?;
+        }
+        if want_lat {
+            if let Some(t) = &threads {
+                l.threads = t.clone();
+            }
+        }
+        if let Some(d) = common.duration {
+            l.duration = d;
+        }
+        l.validate()?;
+        cfg.latency = Some(l);
+    }
     Ok(cfg)
 }

@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Runner};
+use hostbench_core::model::Host;
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
+use hostbench_mem::MemConfig;
 
 use crate::cli::{Profile, RunArgs};
 use crate::settings;
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
-const SUBSYSTEMS: [&str; 2] = ["cpu", "linpack"];
+const SUBSYSTEMS: [&str; 3] = ["cpu", "linpack", "mem"];
 
 fn subsystem_list(text: &str, flag: &str) -> Result<Vec<String>, BenchError> {
     parse_list(text, flag, |s| {
@@ -56,6 +58,81 @@ fn cpu_config(profile: Profile, duration: Option<Duration>) -> CpuConfig {
     if let Some(d) = duration {
         cfg.duration = d;
     }
+    cfg
+}
+
+/// Memory per profile: `standard` (about a minute) is bandwidth of the STREAM kernels, read and
+/// write with both store kinds, the cache sweep and the latency curve; `quick` trims each;
+/// `classic` is the assignment's rw matrix and 1-byte latency; `full` adds every ISA, the classic
+/// blocks and memory-level parallelism.
+fn mem_config(profile: Profile, duration: Option<Duration>, host: &Host) -> MemConfig {
+    use hostbench_mem::latency::{LatPattern, LatencyConfig};
+    use hostbench_mem::{sizing, BandwidthConfig, Isa, Kernel, Pages, Pattern, SweepConfig};
+    let mut cfg = MemConfig::default();
+    let mut bw = BandwidthConfig::for_host();
+    let mut sweep = SweepConfig::for_host(host);
+    let mut lat = LatencyConfig::for_host(host);
+    match profile {
+        Profile::Quick => {
+            bw.kernels = vec![Kernel::Read, Kernel::Copy, Kernel::Triad];
+            bw.threads = vec![*bw.threads.last().unwrap_or(&1)];
+            cfg.duration = Duration::from_millis(60);
+            sweep.threads = vec![1];
+            sweep.duration = Duration::from_millis(15);
+            lat.pages = vec![Pages::Huge];
+            lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
+            lat.duration = Duration::from_millis(15);
+        }
+        Profile::Standard => {
+            // About a minute: scale and add move the same streams as copy and triad.
+            bw.kernels = vec![Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
+            if bw.threads.len() > 2 {
+                bw.threads = vec![1, *bw.threads.last().unwrap_or(&1)];
+            }
+            cfg.duration = Duration::from_millis(100);
+            sweep.duration = Duration::from_millis(15);
+            // Beyond 8 x LLC the curve is flat DRAM; `hostbench mem` goes on to 1 GiB and more.
+            lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
+            lat.duration = Duration::from_millis(20);
+        }
+        Profile::Full => {
+            bw.isas = Isa::detected();
+            bw.patterns = vec![Pattern::Seq, Pattern::Random];
+            let mut classic = BandwidthConfig::classic(bw.threads.clone());
+            classic.isas = vec![Isa::best()];
+            cfg.classic = Some(classic);
+            sweep.kernels = vec![Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
+            lat.chains = vec![1, 2, 4, 8, 16];
+            lat.patterns = vec![LatPattern::Chase, LatPattern::Seq, LatPattern::Random];
+        }
+        Profile::Classic => {
+            let threads = vec![1, 2, 4, 8];
+            let mut classic = BandwidthConfig::classic(threads.clone());
+            classic.blocks = [1, sizing::KIB, sizing::MIB, 10 * sizing::MIB]
+                .map(hostbench_mem::Block::Bytes)
+                .to_vec();
+            cfg.bandwidth = None;
+            cfg.classic = Some(classic);
+            cfg.sweep = None;
+            lat.patterns = vec![LatPattern::Seq, LatPattern::Random];
+            lat.working_sets = vec![hostbench_mem::classic_latency_bytes(host)];
+            lat.pages = vec![Pages::Small];
+            lat.threads = threads;
+            cfg.latency = Some(lat);
+            if let Some(d) = duration {
+                cfg.duration = d;
+            }
+            return cfg;
+        }
+    }
+    if let Some(d) = duration {
+        cfg.duration = d;
+        sweep.duration = d;
+        lat.duration = d;
+    }
+    cfg.bandwidth = Some(bw);
+    cfg.sweep = Some(sweep);
+    cfg.latency = Some(lat);
     cfg
 }
 
@@ -104,6 +181,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
                     &host,
                     &common.spec,
                 )?;
+            }
+            "mem" => {
+                let cfg = mem_config(args.profile, common.duration, &host);
+                hostbench_mem::run_mem(&mut runner, &cfg, &host, &common.spec)?;
             }
             _ => {}
         }

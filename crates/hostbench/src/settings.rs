@@ -290,10 +290,15 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
             l.patterns = vec![LatPattern::Seq, LatPattern::Random];
             l.working_sets = vec![hostbench_mem::classic_latency_bytes(&host_caches)];
             l.pages = vec![Pages::Small];
-            l.threads = threads.clone().unwrap_or_else(hostbench_mem::default_threads);
+            l.threads = threads
+                .clone()
+                .unwrap_or_else(hostbench_mem::default_threads);
         }
         if let Some(p) = &args.lat_pattern {
-            l.patterns = flag("lat-pattern", parse_list(p, "latency pattern", LatPattern::parse))?;
+            l.patterns = flag(
+                "lat-pattern",
+                parse_list(p, "latency pattern", LatPattern::parse),
+            )?;
         }
         if let Some(list) = &args.lat_sizes {
             l.working_sets = sizes_list("lat-sizes", list)?;

@@ -433,3 +433,92 @@ fn mem_bad_input_is_one_line_and_exit_2() {
     };
     assert_usage_error(&["mem", "--isa", missing], missing);
 }
+
+#[test]
+fn mem_sweep_and_latency_records_are_labelled() {
+    let out = run_ok(
+        "mem --sweep --sweep-sizes 16KiB,4MiB,96MiB --threads 1 --latency --lat-sizes 16KiB,96MiB \
+         --lat-pattern chase,seq,random --chains 1,4 --pages 4k,huge --duration 2ms --repeat 2 \
+         --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    let sweep: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["benchmark"] == "mem.bandwidth")
+        .collect();
+    assert_eq!(sweep.len(), 3);
+    assert_eq!(sweep[0]["params"]["level"], "L1");
+    assert_eq!(sweep[2]["params"]["level"], "DRAM");
+    let lat: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["benchmark"] == "mem.latency")
+        .collect();
+    // 3 patterns × 2 sizes × 2 page kinds × 2 chain counts.
+    assert_eq!(lat.len(), 24, "{:?}", doc["skipped"]);
+    for r in &lat {
+        assert_record_contract(r);
+        assert_eq!(r["unit"], "s");
+        assert_eq!(r["metric"], "latency");
+        assert!(r["peak"].is_null(), "no invented latency peak");
+        for key in [
+            "pattern",
+            "working_set_bytes",
+            "threads",
+            "pages",
+            "chains",
+            "level",
+        ] {
+            assert!(r["params"].get(key).is_some(), "params lack {key}: {r}");
+        }
+        let huge = r["extra"]["huge_fraction"].as_f64().expect("huge_fraction");
+        if r["params"]["pages"] == "4k" {
+            assert_eq!(huge, 0.0);
+        } else if huge < 0.9 {
+            // Not granted (THP off or memory fragmented): the record must say so.
+            assert!(
+                r["warnings"]
+                    .as_array()
+                    .expect("warnings")
+                    .iter()
+                    .any(|w| w.as_str().unwrap_or("").contains("huge pages")),
+                "{r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn run_quick_includes_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok(
+        "run --only mem --profile quick --repeat 1 --warmup 0 --quiet --out",
+        &[dir.path().as_ref()],
+    );
+    let run_dir = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .flatten()
+        .next()
+        .expect("a run directory");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.path().join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_run_contract(&doc);
+    let records = doc["records"].as_array().expect("records");
+    for bench in ["mem.bandwidth", "mem.latency"] {
+        assert!(
+            records.iter().any(|r| r["benchmark"] == bench),
+            "no {bench} record"
+        );
+    }
+    // The sweep reaches DRAM and starts in L1.
+    let levels: Vec<&str> = records
+        .iter()
+        .filter_map(|r| r["params"]["level"].as_str())
+        .collect();
+    assert!(
+        levels.contains(&"L1") && levels.contains(&"DRAM"),
+        "{levels:?}"
+    );
+}

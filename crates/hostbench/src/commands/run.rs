@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hostbench_core::model::Host;
 use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Runner};
-use hostbench_core::model::Host;
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
 use hostbench_mem::MemConfig;
 

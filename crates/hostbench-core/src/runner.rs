@@ -265,6 +265,13 @@ impl Runner {
     }
 }
 
+/// A record for `case` from samples taken by another case's measurement: one run that yields
+/// several figures (disk throughput, IOPS and latency of the same I/O) gives each its own record
+/// under the same statistics rules. Commit it with [`Runner::commit`].
+pub fn record_from_samples(case: &Case, samples: Vec<f64>) -> Record {
+    build_record(case, samples, Vec::new())
+}
+
 fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>) -> Record {
     let stats = summarize(&samples);
     let mut warnings = Vec::new();

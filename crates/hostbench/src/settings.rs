@@ -12,7 +12,7 @@ use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_posit
 use hostbench_core::{BenchError, RunnerConfig};
 use hostbench_cpu::{CpuConfig, Dtype, Isa, IsaChoice, Scaling};
 
-use crate::cli::{CommonArgs, CpuArgs, LinpackArgs, MemArgs, ScalingArg};
+use crate::cli::{CommonArgs, CpuArgs, DirectArg, DiskArgs, LinpackArgs, MemArgs, ScalingArg};
 
 /// Where the JSON result goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -323,5 +323,90 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         l.validate()?;
         cfg.latency = Some(l);
     }
+    Ok(cfg)
+}
+
+/// `hostbench disk`: the cases and how they run.
+pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConfig, BenchError> {
+    use hostbench_disk::{cases_from, DirectChoice, DiskConfig, EngineChoice, EngineKind, Op};
+    let mut cfg = DiskConfig {
+        dir: args.dir.clone(),
+        ..DiskConfig::default()
+    };
+    let positive_sizes = |name: &str, text: &str| sizes_list(name, text);
+    let ops = args
+        .op
+        .as_deref()
+        .map(|o| flag("op", parse_list(o, "op", Op::parse)))
+        .transpose()?;
+    let blocks = args
+        .block
+        .as_deref()
+        .map(|b| positive_sizes("block", b))
+        .transpose()?;
+    let threads = args.threads.as_deref().map(threads_list).transpose()?;
+    let iodepths = args
+        .iodepth
+        .as_deref()
+        .map(|q| {
+            flag(
+                "iodepth",
+                parse_list(q, "iodepth", |s| parse_positive(s, "queue depth")),
+            )
+        })
+        .transpose()?;
+    if args.classic {
+        let t = threads.clone().unwrap_or_else(|| vec![1, 2, 4]);
+        cfg.cases = hostbench_disk::classic_cases(&t);
+    } else if ops.is_some() || blocks.is_some() || threads.is_some() || iodepths.is_some() {
+        let default_ops = [Op::Read, Op::Write, Op::RandRead, Op::RandWrite];
+        cfg.cases = cases_from(
+            ops.as_deref().unwrap_or(&default_ops),
+            blocks.as_deref(),
+            threads.as_deref().unwrap_or(&[1]),
+            iodepths.as_deref().unwrap_or(&[1]),
+        );
+    }
+    cfg.engines = match args.engine.trim() {
+        "auto" => EngineChoice::Auto,
+        list => EngineChoice::List(flag(
+            "engine",
+            parse_list(list, "engine", EngineKind::parse),
+        )?),
+    };
+    cfg.direct = match args.direct {
+        DirectArg::Auto => DirectChoice::Auto,
+        DirectArg::On => DirectChoice::On,
+        DirectArg::Off => DirectChoice::Off,
+    };
+    if let Some(s) = &args.size {
+        cfg.file_bytes = Some(positive_sizes("size", s)?[0]);
+    }
+    if let Some(s) = &args.io_size {
+        cfg.io_bytes = Some(positive_sizes("io-size", s)?[0]);
+    }
+    if let Some(r) = &args.ramp {
+        cfg.ramp = flag("ramp", parse_duration(r))?;
+    }
+    cfg.rwmix_read = flag(
+        "rwmix",
+        args.rwmix
+            .trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|&p| p <= 100)
+            .ok_or_else(|| {
+                BenchError::invalid(format!(
+                    "invalid read percentage '{}' (expected 0 to 100)",
+                    args.rwmix
+                ))
+            }),
+    )?;
+    cfg.sync_writes = args.sync;
+    cfg.verify = args.verify;
+    if let Some(d) = common.duration {
+        cfg.duration = d;
+    }
+    cfg.validate()?;
     Ok(cfg)
 }

@@ -2,6 +2,7 @@
 //! result to `emit`, which prints the table and writes the JSON the same way for every verb.
 
 mod cpu;
+mod disk;
 mod info;
 mod linpack;
 mod mem;
@@ -28,6 +29,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Cpu(args) => cpu::run(&args),
         Command::Linpack(args) => linpack::run(&args),
         Command::Mem(args) => mem::run(&args),
+        Command::Disk(args) => disk::run(&args),
     }
 }
 

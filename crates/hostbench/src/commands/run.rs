@@ -9,6 +9,7 @@ use hostbench_core::model::Host;
 use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Runner};
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
+use hostbench_disk::DiskConfig;
 use hostbench_mem::MemConfig;
 
 use crate::cli::{Profile, RunArgs};
@@ -16,7 +17,7 @@ use crate::settings;
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
-const SUBSYSTEMS: [&str; 3] = ["cpu", "linpack", "mem"];
+const SUBSYSTEMS: [&str; 4] = ["cpu", "linpack", "mem", "disk"];
 
 fn subsystem_list(text: &str, flag: &str) -> Result<Vec<String>, BenchError> {
     parse_list(text, flag, |s| {
@@ -136,6 +137,41 @@ fn mem_config(profile: Profile, duration: Option<Duration>, host: &Host) -> MemC
     cfg
 }
 
+/// Disk per profile, in `--disk-dir`: the fio presets (standard), two of them (quick), every op
+/// with both engines (full), or the classic matrix. The data file stays within a tenth of the
+/// free space unless the profile's classic 10 GiB fits in it.
+fn disk_config(profile: Profile, duration: Option<Duration>, dir: &std::path::Path) -> DiskConfig {
+    use hostbench_disk::{cases_from, default_cases, EngineChoice, EngineKind, Op};
+    let mut cfg = DiskConfig {
+        dir: dir.to_path_buf(),
+        ..DiskConfig::default()
+    };
+    match profile {
+        Profile::Quick => {
+            cfg.cases = vec![default_cases()[0], default_cases()[3]];
+            cfg.duration = Duration::from_millis(700);
+        }
+        Profile::Standard => {
+            cfg.duration = Duration::from_secs(2);
+        }
+        Profile::Full => {
+            cfg.cases = default_cases();
+            cfg.cases
+                .extend(cases_from(&[Op::RandRw, Op::Rw], None, &[1], &[16]));
+            cfg.engines = EngineChoice::List(vec![EngineKind::IoUring, EngineKind::Psync]);
+            cfg.duration = Duration::from_secs(3);
+        }
+        Profile::Classic => {
+            cfg.cases = hostbench_disk::classic_cases(&[1, 2, 4]);
+            cfg.duration = Duration::from_secs(1);
+        }
+    }
+    if let Some(d) = duration {
+        cfg.duration = d;
+    }
+    cfg
+}
+
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let mut common = settings::common(&args.common)?;
     let mut selected: Vec<String> = match &args.only {
@@ -145,6 +181,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     if let Some(list) = &args.skip {
         let skip = subsystem_list(list, "skip")?;
         selected.retain(|s| !skip.contains(s));
+    }
+    if selected.iter().any(|s| s == "disk") {
+        // Before any worker thread exists (see `target::install_signal_cleanup`).
+        hostbench_disk::target::install_signal_cleanup();
     }
     let host = super::host_inventory(&common.spec);
     let stamp = hostbench_core::model::now_rfc3339().replace(':', "");
@@ -185,6 +225,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
             "mem" => {
                 let cfg = mem_config(args.profile, common.duration, &host);
                 hostbench_mem::run_mem(&mut runner, &cfg, &host, &common.spec)?;
+            }
+            "disk" => {
+                let cfg = disk_config(args.profile, common.duration, &args.disk_dir);
+                hostbench_disk::run_disk(&mut runner, &cfg, &host, &common.spec)?;
             }
             _ => {}
         }

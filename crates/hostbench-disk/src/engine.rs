@@ -1,0 +1,1190 @@
+//! I/O engines: io_uring (default where the kernel allows it) and psync (a pread/pwrite loop per
+//! thread), behind one entry point; the engine that actually ran is recorded.
+//!
+//! Why two engines: io_uring is how a single thread keeps a queue depth above one, which is what
+//! NVMe needs to show its IOPS, but it is often unavailable (Docker's default seccomp profile,
+//! `kernel.io_uring_disabled`, old kernels). psync is fio's default engine and works everywhere,
+//! so it is both the fallback and the like-for-like comparison with `fio --ioengine=psync`.
+//!
+//! Both engines follow the same rules so that their numbers mean the same thing:
+//! - buffers are allocated here, aligned for O_DIRECT and zero-initialised, one per queue slot;
+//! - a write's data is produced (`Workload::fill`) before its clock starts, and a read's data is
+//!   checked (`Workload::check`) after its clock stops, so data generation and verification never
+//!   count as device latency;
+//! - short transfers are completed, so every counted op moved exactly `len` bytes;
+//! - latency runs from just before submission to the completion being seen, and with
+//!   `fdatasync_each_write` it includes the flush, as a "synchronous write" does in classic tools.
+
+use std::alloc::{self, Layout};
+use std::fmt;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::str::FromStr;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use hostbench_core::BenchError;
+use io_uring::{opcode, types, IoUring};
+
+use crate::histogram::LatencyHist;
+
+/// Which engine submits the I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    IoUring,
+    Psync,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in records (fio's names).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::IoUring => "io_uring",
+            Self::Psync => "psync",
+        }
+    }
+
+    /// Parse an engine name; fio's spelling and a few obvious aliases are accepted.
+    pub fn parse(s: &str) -> Result<Self, BenchError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "io_uring" | "io-uring" | "uring" => Ok(Self::IoUring),
+            "psync" | "sync" => Ok(Self::Psync),
+            _ => Err(BenchError::InvalidInput(format!(
+                "unknown I/O engine '{s}': expected io_uring or psync"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = BenchError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
+/// One I/O to issue: `len` bytes at `offset`, read or write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoOp {
+    pub offset: u64,
+    pub len: usize,
+    pub write: bool,
+}
+
+impl IoOp {
+    fn verb(&self) -> &'static str {
+        if self.write {
+            "write"
+        } else {
+            "read"
+        }
+    }
+}
+
+/// Where the I/Os come from and what their data is. The engine asks for the next I/O until
+/// `next` returns `None` (amount done or deadline reached), fills a write's buffer with `fill`
+/// just before submitting it, and hands every completed read's data to `check`.
+pub trait Workload {
+    fn next(&mut self) -> Option<IoOp>;
+    fn fill(&mut self, op: &IoOp, buf: &mut [u8]);
+    fn check(&mut self, op: &IoOp, buf: &[u8]) -> Result<(), String>;
+}
+
+/// What one thread did.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadStats {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    /// Completion latency (submit to completion) of reads and of writes.
+    pub read_lat: LatencyHist,
+    pub write_lat: LatencyHist,
+    /// First submission to last completion.
+    pub started: Option<Instant>,
+    pub finished: Option<Instant>,
+}
+
+impl ThreadStats {
+    /// First submission to last completion; zero when nothing completed.
+    pub fn elapsed(&self) -> Duration {
+        match (self.started, self.finished) {
+            (Some(s), Some(f)) => f.saturating_duration_since(s),
+            _ => Duration::ZERO,
+        }
+    }
+
+    fn record(&mut self, op: &IoOp, lat: Duration) {
+        // u64 nanoseconds last 584 years; saturate rather than wrap on a nonsense clock.
+        let ns = u64::try_from(lat.as_nanos()).unwrap_or(u64::MAX);
+        if op.write {
+            self.write_ios += 1;
+            self.write_bytes += op.len as u64;
+            self.write_lat.record_ns(ns);
+        } else {
+            self.read_ios += 1;
+            self.read_bytes += op.len as u64;
+            self.read_lat.record_ns(ns);
+        }
+    }
+}
+
+/// One thread's job: the file and how to drive it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineJob {
+    /// An open file; the caller owns it (opened with O_DIRECT or not) and keeps it open for the
+    /// whole call.
+    pub fd: RawFd,
+    /// The size of each buffer, so the largest `len` any op may have.
+    pub block_bytes: usize,
+    /// Ops kept in flight by io_uring; psync always has exactly one (as fio's psync does).
+    pub iodepth: usize,
+    /// Buffer address alignment; raised to at least 4096 (O_DIRECT needs the device's DMA
+    /// alignment, and a page covers every common device). Must be a power of two.
+    pub mem_align: usize,
+    /// Classic synchronous writes: fdatasync after each completed write, counted inside that
+    /// write's latency.
+    pub fdatasync_each_write: bool,
+}
+
+/// Linux moves at most this much in one read or write (MAX_RW_COUNT); larger buffers would only
+/// ever be filled in pieces.
+const MAX_BLOCK_BYTES: usize = 0x7fff_f000;
+/// io_uring's limit on ring entries (IORING_MAX_ENTRIES).
+const MAX_IODEPTH: usize = 32_768;
+/// The floor for buffer alignment: one page satisfies O_DIRECT on every common device.
+const MIN_ALIGN: usize = 4096;
+
+impl EngineJob {
+    /// Check the job before any memory is allocated; errors name the bad value.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: String| Err(BenchError::InvalidInput(m));
+        if self.fd < 0 {
+            return bad(format!("invalid file descriptor {}", self.fd));
+        }
+        if self.block_bytes == 0 || self.block_bytes > MAX_BLOCK_BYTES {
+            return bad(format!(
+                "block size {} B is out of range (1 B to {MAX_BLOCK_BYTES} B)",
+                self.block_bytes
+            ));
+        }
+        if self.iodepth == 0 || self.iodepth > MAX_IODEPTH {
+            return bad(format!(
+                "iodepth {} is out of range (1 to {MAX_IODEPTH})",
+                self.iodepth
+            ));
+        }
+        if !self.mem_align.is_power_of_two() {
+            return bad(format!(
+                "buffer alignment {} B is not a power of two",
+                self.mem_align
+            ));
+        }
+        let stride = self.block_bytes.checked_next_multiple_of(self.align());
+        if stride.and_then(|s| s.checked_mul(self.iodepth)).is_none() {
+            return bad(format!(
+                "{} buffers of {} B do not fit in memory",
+                self.iodepth, self.block_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn align(&self) -> usize {
+        self.mem_align.max(MIN_ALIGN)
+    }
+}
+
+/// Why io_uring cannot be used here (EPERM from seccomp, `kernel.io_uring_disabled`, ENOSYS,
+/// missing Read/Write/Fsync opcodes), or `Ok`. Probed once per process: the answer cannot change
+/// while we run, and every benchmark thread asks.
+pub fn io_uring_status() -> Result<(), String> {
+    static STATUS: OnceLock<Result<(), String>> = OnceLock::new();
+    STATUS.get_or_init(probe_io_uring).clone()
+}
+
+fn probe_io_uring() -> Result<(), String> {
+    let ring = IoUring::new(2).map_err(|e| setup_error_reason(&e))?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe).map_err(|e| {
+        format!("the kernel cannot report io_uring opcodes ({e}); Read/Write need Linux 5.6")
+    })?;
+    let needed = [
+        (opcode::Read::CODE, "Read"),
+        (opcode::Write::CODE, "Write"),
+        (opcode::Fsync::CODE, "Fsync"),
+    ];
+    let missing: Vec<&str> = needed
+        .iter()
+        .filter(|(code, _)| !probe.is_supported(*code))
+        .map(|(_, name)| *name)
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the kernel's io_uring lacks the {} opcode(s) (Read/Write need Linux 5.6)",
+            missing.join(", ")
+        ))
+    }
+}
+
+/// Turn an `io_uring_setup` failure into the reason a person can act on.
+fn setup_error_reason(e: &io::Error) -> String {
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok());
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => {
+            "io_uring_setup is not implemented (kernel older than 5.1 or built without io_uring)"
+                .to_owned()
+        }
+        Some(libc::EPERM) => match sysctl {
+            Some(2) => "io_uring is disabled by sysctl kernel.io_uring_disabled=2".to_owned(),
+            Some(1) => "io_uring is restricted by sysctl kernel.io_uring_disabled=1 \
+                        (only root or members of kernel.io_uring_group)"
+                .to_owned(),
+            _ => "io_uring_setup was refused (EPERM): most likely a seccomp filter such as \
+                  Docker's default profile"
+                .to_owned(),
+        },
+        Some(libc::ENOMEM) | Some(libc::ENOBUFS) => format!(
+            "io_uring_setup failed ({e}): the ring does not fit RLIMIT_MEMLOCK on this kernel"
+        ),
+        _ => format!("io_uring_setup failed: {e}"),
+    }
+}
+
+/// Run one thread's workload to its end with the given engine.
+///
+/// Errors: `InvalidInput` for a bad job or an op that does not fit it, `Unsupported` when
+/// io_uring was asked for but cannot run here (the caller decides whether to fall back),
+/// `Failed` for an I/O error or unexpected end of file (naming the op), `Validation` when
+/// `Workload::check` rejects data read back.
+pub fn run_thread(
+    kind: EngineKind,
+    job: &EngineJob,
+    w: &mut dyn Workload,
+) -> Result<ThreadStats, BenchError> {
+    job.validate()?;
+    match kind {
+        EngineKind::Psync => run_psync(job, w),
+        EngineKind::IoUring => {
+            io_uring_status().map_err(BenchError::Unsupported)?;
+            run_uring(job, w)
+        }
+    }
+}
+
+/// Reject an op the buffers cannot hold, or whose range does not fit `off_t`.
+fn check_op(op: &IoOp, job: &EngineJob) -> Result<(), BenchError> {
+    if op.len == 0 || op.len > job.block_bytes {
+        return Err(BenchError::InvalidInput(format!(
+            "{} of {} B at offset {}: length must be 1 to {} B (the buffer size)",
+            op.verb(),
+            op.len,
+            op.offset,
+            job.block_bytes
+        )));
+    }
+    let end = op.offset.checked_add(op.len as u64);
+    if end.is_none_or(|e| e > i64::MAX as u64) {
+        return Err(BenchError::InvalidInput(format!(
+            "{} of {} B at offset {}: beyond the largest file offset",
+            op.verb(),
+            op.len,
+            op.offset
+        )));
+    }
+    Ok(())
+}
+
+fn io_failed(op: &IoOp, e: io::Error) -> BenchError {
+    BenchError::Failed(format!(
+        "{} of {} B at offset {}: {e}",
+        op.verb(),
+        op.len,
+        op.offset
+    ))
+}
+
+fn sync_failed(op: &IoOp, e: io::Error) -> BenchError {
+    BenchError::Failed(format!(
+        "fdatasync after write of {} B at offset {}: {e}",
+        op.len, op.offset
+    ))
+}
+
+/// A transfer that moved 0 bytes before the op was complete.
+fn no_progress(op: &IoOp, done: usize) -> BenchError {
+    if op.write {
+        BenchError::Failed(format!(
+            "write of {} B at offset {}: the kernel accepted no data after {done} B",
+            op.len, op.offset
+        ))
+    } else {
+        BenchError::Failed(format!(
+            "read of {} B at offset {}: unexpected end of file after {done} B \
+             (the file is shorter than the range read)",
+            op.len, op.offset
+        ))
+    }
+}
+
+fn check_failed(op: &IoOp, msg: String) -> BenchError {
+    BenchError::Validation(format!(
+        "read of {} B at offset {}: {msg}",
+        op.len, op.offset
+    ))
+}
+
+/// `count` zeroed buffers of `len` bytes, each starting on an `align` boundary, in one
+/// allocation that is freed on drop (including every early return on error).
+struct BufPool {
+    base: NonNull<u8>,
+    layout: Layout,
+    stride: usize,
+    count: usize,
+}
+
+impl BufPool {
+    fn new(count: usize, len: usize, align: usize) -> Result<Self, BenchError> {
+        let too_big = || {
+            BenchError::InvalidInput(format!(
+                "{count} buffers of {len} B aligned to {align} B do not fit in memory"
+            ))
+        };
+        // Rounding each buffer up to the alignment keeps every buffer's start aligned, not
+        // just the first.
+        let stride = len.checked_next_multiple_of(align).ok_or_else(too_big)?;
+        let size = stride.checked_mul(count).ok_or_else(too_big)?;
+        if size == 0 {
+            return Err(too_big());
+        }
+        let layout = Layout::from_size_align(size, align).map_err(|_| too_big())?;
+        // SAFETY: the layout has a non-zero size (checked above), as alloc_zeroed requires.
+        let p = unsafe { alloc::alloc_zeroed(layout) };
+        let base = NonNull::new(p).ok_or_else(|| {
+            BenchError::Failed(format!(
+                "cannot allocate {count} I/O buffers of {len} B ({size} B in all)"
+            ))
+        })?;
+        Ok(Self {
+            base,
+            layout,
+            stride,
+            count,
+        })
+    }
+
+    /// Start of buffer `i`; a raw pointer, because the kernel writes through it while Rust must
+    /// hold no reference to that memory.
+    fn ptr(&self, i: usize) -> *mut u8 {
+        assert!(i < self.count, "buffer index {i} out of {}", self.count);
+        // SAFETY: i < count, so i * stride lies inside the allocation of count * stride bytes.
+        unsafe { self.base.as_ptr().add(i * self.stride) }
+    }
+
+    /// # Safety
+    /// No I/O that reads or writes buffer `i` may be in flight while the slice lives.
+    unsafe fn slice(&self, i: usize, len: usize) -> &[u8] {
+        assert!(len <= self.stride);
+        // SAFETY: ptr(i) .. ptr(i) + len lies inside the allocation (len <= stride), which is
+        // initialised (zeroed at allocation); the caller guarantees the kernel is not writing it.
+        unsafe { std::slice::from_raw_parts(self.ptr(i), len) }
+    }
+
+    /// # Safety
+    /// No I/O that reads or writes buffer `i` may be in flight while the slice lives.
+    unsafe fn slice_mut(&mut self, i: usize, len: usize) -> &mut [u8] {
+        assert!(len <= self.stride);
+        // SAFETY: as in `slice`; `&mut self` rules out any other Rust reference into the pool.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(i), len) }
+    }
+}
+
+impl Drop for BufPool {
+    fn drop(&mut self) {
+        // SAFETY: base was returned by alloc_zeroed with exactly this layout and is freed once.
+        unsafe { alloc::dealloc(self.base.as_ptr(), self.layout) }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// psync
+// ---------------------------------------------------------------------------------------------
+
+/// One op at a time with pread/pwrite. `iodepth` is ignored beyond 1, exactly as fio's psync
+/// ignores it: a synchronous call cannot have a second op in flight. Parallelism comes from
+/// more threads.
+fn run_psync(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, BenchError> {
+    let mut pool = BufPool::new(1, job.block_bytes, job.align())?;
+    let mut st = ThreadStats::default();
+    while let Some(op) = w.next() {
+        check_op(&op, job)?;
+        // SAFETY: psync I/O is synchronous, so nothing is in flight between calls.
+        let buf = unsafe { pool.slice_mut(0, op.len) };
+        if op.write {
+            w.fill(&op, buf);
+        }
+        let t0 = Instant::now();
+        st.started.get_or_insert(t0);
+        transfer_sync(job.fd, &op, buf)?;
+        if op.write && job.fdatasync_each_write {
+            fdatasync(job.fd).map_err(|e| sync_failed(&op, e))?;
+        }
+        let t1 = Instant::now();
+        st.finished = Some(t1);
+        st.record(&op, t1 - t0);
+        if !op.write {
+            w.check(&op, buf).map_err(|m| check_failed(&op, m))?;
+        }
+    }
+    Ok(st)
+}
+
+/// pread/pwrite the whole op, continuing after short transfers and signals.
+fn transfer_sync(fd: RawFd, op: &IoOp, buf: &mut [u8]) -> Result<(), BenchError> {
+    let mut done = 0usize;
+    while done < op.len {
+        let rest = &mut buf[done..op.len];
+        // check_op keeps offset + len <= i64::MAX, so this cannot wrap.
+        let off = (op.offset + done as u64) as libc::off_t;
+        // SAFETY: `rest` is a live, exclusively borrowed region of rest.len() bytes; the kernel
+        // touches only that region and only for the duration of the call.
+        let n = unsafe {
+            if op.write {
+                libc::pwrite(fd, rest.as_ptr().cast(), rest.len(), off)
+            } else {
+                libc::pread(fd, rest.as_mut_ptr().cast(), rest.len(), off)
+            }
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(io_failed(op, e));
+        }
+        if n == 0 {
+            return Err(no_progress(op, done));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+fn fdatasync(fd: RawFd) -> io::Result<()> {
+    loop {
+        // SAFETY: fdatasync takes only a descriptor; an invalid one gives EBADF, not UB.
+        if unsafe { libc::fdatasync(fd) } == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// io_uring
+// ---------------------------------------------------------------------------------------------
+
+/// The ring and the buffers the kernel may be using, tied together so that no exit path (error
+/// return or panic unwinding out of a `Workload` method) can free a buffer under an in-flight op.
+struct Uring {
+    ring: IoUring,
+    /// Freed by our `Drop` only once nothing is in flight; leaked if that cannot be established.
+    bufs: ManuallyDrop<BufPool>,
+    /// SQEs pushed whose CQE has not been reaped yet.
+    in_flight: usize,
+    fd: RawFd,
+}
+
+impl Drop for Uring {
+    fn drop(&mut self) {
+        if self.drain() {
+            // SAFETY: drain() reaped a completion for every SQE ever pushed, so the kernel holds
+            // no pointer into the pool any more; bufs is dropped exactly once, here.
+            unsafe { ManuallyDrop::drop(&mut self.bufs) }
+        }
+        // Otherwise the pool is deliberately leaked. Freeing it would be a use-after-free: the
+        // kernel may still read or write those buffers (closing the ring does not wait for
+        // in-flight requests; they finish asynchronously), so leaking is the sound choice.
+    }
+}
+
+impl Uring {
+    /// Wait for every in-flight op, discarding results. True when nothing is left in flight.
+    fn drain(&mut self) -> bool {
+        let mut transient = 0u32;
+        while self.in_flight > 0 {
+            if let Err(e) = self.ring.submit_and_wait(1) {
+                let again = matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR) | Some(libc::EAGAIN) | Some(libc::EBUSY)
+                );
+                transient += 1;
+                if !again || transient > 10_000 {
+                    return false;
+                }
+                continue;
+            }
+            let n = self.ring.completion().count();
+            self.in_flight = self.in_flight.saturating_sub(n);
+        }
+        true
+    }
+
+    /// Submit everything queued and wait for at least one completion.
+    fn submit_and_wait(&mut self) -> Result<(), BenchError> {
+        loop {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => return Err(BenchError::Failed(format!("io_uring_enter: {e}"))),
+            }
+        }
+    }
+
+    fn push(&mut self, sqe: &io_uring::squeue::Entry) -> Result<(), BenchError> {
+        // SAFETY: every SQE we build points into `self.bufs` (or at no memory, for Fsync). That
+        // buffer stays allocated until its completion is reaped: a slot is not reused or
+        // touched from Rust until its CQE has been seen, and `Drop` waits for all in-flight
+        // SQEs before freeing the pool (or leaks it).
+        unsafe { self.ring.submission().push(sqe) }.map_err(|_| {
+            // Cannot happen: one SQE per slot and the ring has at least as many entries.
+            BenchError::Failed("io_uring submission queue is full".to_owned())
+        })?;
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Queue the rest of `op` (from byte `done`) on slot `idx`.
+    fn push_transfer(&mut self, idx: usize, op: &IoOp, done: usize) -> Result<(), BenchError> {
+        // SAFETY: done < op.len <= block_bytes <= stride, so the pointer stays inside buffer idx.
+        let ptr = unsafe { self.bufs.ptr(idx).add(done) };
+        // validate() caps block_bytes at MAX_BLOCK_BYTES, which fits u32.
+        let len = (op.len - done) as u32;
+        let off = op.offset + done as u64;
+        let fd = types::Fd(self.fd);
+        let sqe = if op.write {
+            opcode::Write::new(fd, ptr, len).offset(off).build()
+        } else {
+            opcode::Read::new(fd, ptr, len).offset(off).build()
+        };
+        self.push(&sqe.user_data(idx as u64))
+    }
+
+    fn push_datasync(&mut self, idx: usize) -> Result<(), BenchError> {
+        let sqe = opcode::Fsync::new(types::Fd(self.fd))
+            .flags(types::FsyncFlags::DATASYNC)
+            .build()
+            .user_data(idx as u64);
+        self.push(&sqe)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// The read or write (or the remainder after a short one) is in flight.
+    Transfer,
+    /// The write completed; its fdatasync is in flight.
+    Sync,
+}
+
+/// An op occupying one buffer slot until it completes.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    op: IoOp,
+    /// Bytes moved so far (short transfers are resubmitted for the remainder).
+    done: usize,
+    /// Just before the submit call that handed the op's first SQE to the kernel.
+    start: Instant,
+    phase: Phase,
+}
+
+/// Keep up to `iodepth` ops in flight on one ring. Plain Read/Write with unregistered buffers
+/// and files, like fio's io_uring defaults, so the comparison with fio is like for like.
+///
+/// Latency runs from the submit call that hands an op to the kernel to the return of the wait in
+/// which its final completion was seen; fill() and check() of other ops stay outside it.
+///
+/// The fdatasync of a synchronous write is submitted after the write has fully completed rather
+/// than linked to it: a linked chain is cut by a short write, and the write's latency must
+/// include the flush either way.
+fn run_uring(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, BenchError> {
+    // validate() keeps iodepth <= 32768, a power of two at most, which fits u32.
+    let entries = job.iodepth.next_power_of_two() as u32;
+    let ring = IoUring::new(entries).map_err(|e| {
+        BenchError::Unsupported(format!(
+            "io_uring with {entries} entries: {}",
+            setup_error_reason(&e)
+        ))
+    })?;
+    let bufs = BufPool::new(job.iodepth, job.block_bytes, job.align())?;
+    let mut u = Uring {
+        ring,
+        bufs: ManuallyDrop::new(bufs),
+        in_flight: 0,
+        fd: job.fd,
+    };
+    let mut slots: Vec<Option<Slot>> = vec![None; job.iodepth];
+    // Reversed so slot 0 is used first: single-op runs always touch the same buffer.
+    let mut free: Vec<usize> = (0..job.iodepth).rev().collect();
+    // The CQ holds twice the SQ entries by default.
+    let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(2 * entries as usize);
+    // Slots pushed since the last submit call, whose clocks start at that call.
+    let mut new_ops: Vec<usize> = Vec::with_capacity(job.iodepth);
+    let mut st = ThreadStats::default();
+    let mut exhausted = false;
+
+    loop {
+        // Refill every free slot, then hand the whole batch to the kernel in one call.
+        while !exhausted {
+            let Some(&idx) = free.last() else { break };
+            let Some(op) = w.next() else {
+                exhausted = true;
+                break;
+            };
+            check_op(&op, job)?;
+            free.pop();
+            if op.write {
+                // SAFETY: slot idx is free: no SQE for its buffer is in flight.
+                w.fill(&op, unsafe { u.bufs.slice_mut(idx, op.len) });
+            }
+            slots[idx] = Some(Slot {
+                op,
+                done: 0,
+                // Replaced by the submit time below; a placeholder keeps Slot free of Option.
+                start: Instant::now(),
+                phase: Phase::Transfer,
+            });
+            new_ops.push(idx);
+            u.push_transfer(idx, &op, 0)?;
+        }
+        if u.in_flight == 0 {
+            break;
+        }
+        // A pushed SQE only reaches the kernel in the submit call, so every op of this batch
+        // starts its clock here: the fill() of the ops pushed after it is not its latency.
+        let submitted = Instant::now();
+        st.started.get_or_insert(submitted);
+        for idx in new_ops.drain(..) {
+            if let Some(slot) = slots[idx].as_mut() {
+                slot.start = submitted;
+            }
+        }
+        u.submit_and_wait()?;
+        // One completion time for the whole batch: all its CQEs were seen at this moment, and
+        // the check() of one read must not count in the latency of the next.
+        let reaped = Instant::now();
+
+        cqes.clear();
+        cqes.extend(u.ring.completion().map(|c| (c.user_data(), c.result())));
+        u.in_flight = u.in_flight.saturating_sub(cqes.len());
+        for &(user_data, res) in &cqes {
+            let idx = user_data as usize;
+            let Some(slot) = slots.get_mut(idx).and_then(Option::as_mut) else {
+                return Err(BenchError::Failed(format!(
+                    "io_uring returned a completion for unknown slot {user_data}"
+                )));
+            };
+            let op = slot.op;
+            match slot.phase {
+                Phase::Sync => {
+                    if res < 0 {
+                        return Err(sync_failed(&op, io::Error::from_raw_os_error(-res)));
+                    }
+                }
+                Phase::Transfer => {
+                    if res < 0 {
+                        return Err(io_failed(&op, io::Error::from_raw_os_error(-res)));
+                    }
+                    if res == 0 {
+                        return Err(no_progress(&op, slot.done));
+                    }
+                    slot.done += res as usize;
+                    if slot.done < op.len {
+                        // Short transfer: the op is not done until every byte moved, and its
+                        // clock keeps running.
+                        let done = slot.done;
+                        u.push_transfer(idx, &op, done)?;
+                        continue;
+                    }
+                    if op.write && job.fdatasync_each_write {
+                        slot.phase = Phase::Sync;
+                        u.push_datasync(idx)?;
+                        continue;
+                    }
+                }
+            }
+            let start = slot.start;
+            slots[idx] = None;
+            st.record(&op, reaped.saturating_duration_since(start));
+            st.finished = Some(reaped);
+            if !op.write {
+                // SAFETY: this op has completed and nothing else is queued on slot idx.
+                let data = unsafe { u.bufs.slice(idx, op.len) };
+                w.check(&op, data).map_err(|m| check_failed(&op, m))?;
+            }
+            free.push(idx);
+        }
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::{File, OpenOptions};
+    use std::os::fd::AsRawFd;
+
+    const BS: usize = 4096;
+
+    /// splitmix64: a different, reproducible word for every byte position of the file.
+    fn mix(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
+    fn pattern(offset: u64, buf: &mut [u8]) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            let pos = offset + i as u64;
+            *b = (mix(pos / 8) >> ((pos % 8) * 8)) as u8;
+        }
+    }
+
+    /// Issues the given ops in order, writes the pattern, checks reads against it, and tracks
+    /// how many reads were outstanding at most (next() called but check() not yet).
+    struct Script {
+        ops: Vec<IoOp>,
+        next: usize,
+        checked: usize,
+        max_outstanding: usize,
+        corrupt_expectation: bool,
+    }
+
+    impl Script {
+        fn new(ops: Vec<IoOp>) -> Self {
+            Self {
+                ops,
+                next: 0,
+                checked: 0,
+                max_outstanding: 0,
+                corrupt_expectation: false,
+            }
+        }
+    }
+
+    impl Workload for Script {
+        fn next(&mut self) -> Option<IoOp> {
+            let op = *self.ops.get(self.next)?;
+            self.next += 1;
+            if !op.write {
+                let outstanding = self.next - self.checked;
+                self.max_outstanding = self.max_outstanding.max(outstanding);
+            }
+            Some(op)
+        }
+
+        fn fill(&mut self, op: &IoOp, buf: &mut [u8]) {
+            assert_eq!(buf.len(), op.len);
+            assert_eq!(buf.as_ptr() as usize % 4096, 0, "buffer not aligned");
+            pattern(op.offset, buf);
+        }
+
+        fn check(&mut self, op: &IoOp, buf: &[u8]) -> Result<(), String> {
+            self.checked += 1;
+            let mut want = vec![0u8; op.len];
+            pattern(op.offset, &mut want);
+            if self.corrupt_expectation {
+                want[0] ^= 0xff;
+            }
+            match buf.iter().zip(&want).position(|(a, b)| a != b) {
+                None if buf.len() == op.len => Ok(()),
+                None => Err(format!("got {} B, expected {}", buf.len(), op.len)),
+                Some(i) => Err(format!("byte {i} differs")),
+            }
+        }
+    }
+
+    /// Block indices 0..n in a reproducible shuffled order (Fisher–Yates on splitmix).
+    fn shuffled(n: usize, seed: u64) -> Vec<u64> {
+        let mut v: Vec<u64> = (0..n as u64).collect();
+        for i in (1..n).rev() {
+            let j = (mix(seed ^ i as u64) % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+        v
+    }
+
+    fn ops(blocks: &[u64], len: usize, write: bool) -> Vec<IoOp> {
+        blocks
+            .iter()
+            .map(|&b| IoOp {
+                offset: b * BS as u64,
+                len,
+                write,
+            })
+            .collect()
+    }
+
+    fn job(fd: RawFd, iodepth: usize) -> EngineJob {
+        EngineJob {
+            fd,
+            block_bytes: BS,
+            iodepth,
+            mem_align: 4096,
+            fdatasync_each_write: false,
+        }
+    }
+
+    /// The engines to test: psync always, io_uring where this machine allows it.
+    fn engines() -> Vec<EngineKind> {
+        match io_uring_status() {
+            Ok(()) => vec![EngineKind::Psync, EngineKind::IoUring],
+            Err(why) => {
+                eprintln!("skipping io_uring engine tests: {why}");
+                vec![EngineKind::Psync]
+            }
+        }
+    }
+
+    fn rw_file() -> File {
+        tempfile::tempfile().expect("temp file")
+    }
+
+    fn assert_counts(st: &ThreadStats, reads: u64, writes: u64, len: usize) {
+        assert_eq!(st.read_ios, reads);
+        assert_eq!(st.write_ios, writes);
+        assert_eq!(st.read_bytes, reads * len as u64);
+        assert_eq!(st.write_bytes, writes * len as u64);
+        assert_eq!(st.read_lat.count(), reads);
+        assert_eq!(st.write_lat.count(), writes);
+        if reads + writes > 0 {
+            let (s, f) = (st.started.expect("started"), st.finished.expect("finished"));
+            assert!(f >= s);
+        }
+    }
+
+    fn write_then_read(kind: EngineKind, iodepth: usize, write_order: &[u64], read_order: &[u64]) {
+        let f = rw_file();
+        let j = job(f.as_raw_fd(), iodepth);
+        let mut w = Script::new(ops(write_order, BS, true));
+        let st = run_thread(kind, &j, &mut w).expect("write phase");
+        assert_counts(&st, 0, write_order.len() as u64, BS);
+        assert_eq!(
+            f.metadata().expect("metadata").len(),
+            (write_order.iter().max().expect("blocks") + 1) * BS as u64
+        );
+
+        let mut r = Script::new(ops(read_order, BS, false));
+        let st = run_thread(kind, &j, &mut r).expect("read phase");
+        assert_counts(&st, read_order.len() as u64, 0, BS);
+        assert_eq!(r.checked, read_order.len(), "every read was checked");
+        let cap = if kind == EngineKind::Psync {
+            1
+        } else {
+            iodepth
+        };
+        assert!(r.max_outstanding <= cap, "{} > {cap}", r.max_outstanding);
+        if kind == EngineKind::IoUring && read_order.len() >= iodepth {
+            // The queue is filled before the first wait, so the depth is reached every time.
+            assert_eq!(r.max_outstanding, iodepth);
+        }
+    }
+
+    #[test]
+    fn sequential_write_then_read_back_at_depth_1_and_8() {
+        let blocks: Vec<u64> = (0..32).collect();
+        for kind in engines() {
+            for depth in [1, 8] {
+                write_then_read(kind, depth, &blocks, &blocks);
+            }
+        }
+    }
+
+    #[test]
+    fn random_offsets_write_then_read_back() {
+        let w = shuffled(48, 1);
+        let r = shuffled(48, 2);
+        for kind in engines() {
+            for depth in [1, 8] {
+                write_then_read(kind, depth, &w, &r);
+            }
+        }
+    }
+
+    #[test]
+    fn mixed_reads_and_writes_and_partial_lengths_are_counted_per_direction() {
+        for kind in engines() {
+            let f = rw_file();
+            let j = job(f.as_raw_fd(), 8);
+            let prefill: Vec<u64> = (0..16).collect();
+            run_thread(kind, &j, &mut Script::new(ops(&prefill, BS, true))).expect("prefill");
+            // Alternate a 512 B write and a 512 B read of a different block: counts must split.
+            let mut mixed = Vec::new();
+            for b in 0..8u64 {
+                mixed.push(IoOp {
+                    offset: b * BS as u64,
+                    len: 512,
+                    write: true,
+                });
+                mixed.push(IoOp {
+                    offset: (b + 8) * BS as u64,
+                    len: 512,
+                    write: false,
+                });
+            }
+            let st = run_thread(kind, &j, &mut Script::new(mixed)).expect("mixed");
+            assert_counts(&st, 8, 8, 512);
+        }
+    }
+
+    #[test]
+    fn fdatasync_each_write_still_writes_everything() {
+        for kind in engines() {
+            let f = rw_file();
+            let mut j = job(f.as_raw_fd(), 4);
+            j.fdatasync_each_write = true;
+            let blocks: Vec<u64> = (0..8).collect();
+            let st = run_thread(kind, &j, &mut Script::new(ops(&blocks, BS, true))).expect("write");
+            assert_counts(&st, 0, 8, BS);
+            let mut r = Script::new(ops(&blocks, BS, false));
+            run_thread(kind, &j, &mut r).expect("read back");
+            assert_eq!(r.checked, 8);
+        }
+    }
+
+    #[test]
+    fn writing_to_a_read_only_fd_fails_cleanly_naming_the_write() {
+        let tmp = tempfile::NamedTempFile::new().expect("temp file");
+        let ro = File::open(tmp.path()).expect("open read-only");
+        let blocks: Vec<u64> = (0..16).collect();
+        for kind in engines() {
+            for depth in [1, 8] {
+                let j = job(ro.as_raw_fd(), depth);
+                let err = run_thread(kind, &j, &mut Script::new(ops(&blocks, BS, true)))
+                    .expect_err("writing a read-only fd must fail");
+                match err {
+                    BenchError::Failed(m) => {
+                        assert!(m.starts_with("write of 4096 B at offset "), "{m}");
+                        assert!(m.contains("Bad file descriptor"), "{m}");
+                    }
+                    other => panic!("{kind}: expected Failed, got {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_device_reports_no_space_left() {
+        // /dev/full fails every write with ENOSPC: the same error a filling disk gives mid-run.
+        let Ok(full) = OpenOptions::new().write(true).open("/dev/full") else {
+            eprintln!("skipping ENOSPC test: /dev/full cannot be opened");
+            return;
+        };
+        for kind in engines() {
+            for depth in [1, 4] {
+                let j = job(full.as_raw_fd(), depth);
+                let err = run_thread(kind, &j, &mut Script::new(ops(&[0, 1, 2, 3], BS, true)))
+                    .expect_err("writing /dev/full must fail");
+                let m = err.to_string();
+                assert!(matches!(err, BenchError::Failed(_)), "{m}");
+                assert!(m.contains("No space left on device"), "{kind}: {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn o_direct_works_with_the_engine_buffers() {
+        use std::os::unix::fs::OpenOptionsExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("direct");
+        let f = match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("skipping O_DIRECT test: {e}");
+                return;
+            }
+        };
+        let blocks = shuffled(16, 3);
+        for kind in engines() {
+            let j = job(f.as_raw_fd(), 4);
+            let st = run_thread(kind, &j, &mut Script::new(ops(&blocks, BS, true)));
+            match st {
+                Ok(st) => assert_counts(&st, 0, 16, BS),
+                // Some filesystems accept the O_DIRECT open but reject the first I/O.
+                Err(e) if e.to_string().contains("Invalid argument") => {
+                    eprintln!("skipping O_DIRECT test: {e}");
+                    return;
+                }
+                Err(e) => panic!("{kind}: {e}"),
+            }
+            let mut r = Script::new(ops(&blocks, BS, false));
+            run_thread(kind, &j, &mut r).expect("direct read back");
+            assert_eq!(r.checked, 16);
+        }
+    }
+
+    #[test]
+    fn reading_past_the_end_of_a_short_file_is_an_end_of_file_error() {
+        let mut f = rw_file();
+        std::io::Write::write_all(&mut f, &[7u8; 1000]).expect("write short file");
+        for kind in engines() {
+            for depth in [1, 8] {
+                let j = job(f.as_raw_fd(), depth);
+                // The first read is short (1000 of 4096 B): the engine must ask for the rest and
+                // then see end of file, not count a partial op.
+                let err = run_thread(kind, &j, &mut Script::new(ops(&[0, 1], BS, false)))
+                    .expect_err("read past EOF must fail");
+                let m = err.to_string();
+                assert!(m.contains("end of file"), "{kind}: {m}");
+                assert!(m.starts_with("read of 4096 B at offset "), "{kind}: {m}");
+                // Alone, the op at 0 shows that the short first part was kept and continued.
+                let err = run_thread(kind, &j, &mut Script::new(ops(&[0], BS, false)))
+                    .expect_err("read past EOF must fail");
+                let m = err.to_string();
+                assert!(m.contains("end of file after 1000 B"), "{kind}: {m}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_data_check_is_a_validation_error() {
+        for kind in engines() {
+            let f = rw_file();
+            let j = job(f.as_raw_fd(), 8);
+            let blocks: Vec<u64> = (0..16).collect();
+            run_thread(kind, &j, &mut Script::new(ops(&blocks, BS, true))).expect("write");
+            let mut r = Script::new(ops(&blocks, BS, false));
+            r.corrupt_expectation = true;
+            let err = run_thread(kind, &j, &mut r).expect_err("check must fail");
+            assert!(matches!(err, BenchError::Validation(_)), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn bad_jobs_and_ops_are_invalid_input() {
+        let f = rw_file();
+        let fd = f.as_raw_fd();
+        let bad_jobs = [
+            EngineJob {
+                block_bytes: 0,
+                ..job(fd, 1)
+            },
+            job(fd, 0),
+            EngineJob {
+                mem_align: 3000,
+                ..job(fd, 1)
+            },
+            job(-1, 1),
+        ];
+        for kind in engines() {
+            for j in &bad_jobs {
+                let err = run_thread(kind, j, &mut Script::new(vec![])).expect_err("bad job");
+                assert!(matches!(err, BenchError::InvalidInput(_)), "{j:?}: {err:?}");
+            }
+            // An op larger than the buffer, after others are already in flight.
+            let mut script = ops(&[0, 1, 2], BS, true);
+            script.push(IoOp {
+                offset: 0,
+                len: BS + 1,
+                write: true,
+            });
+            let err = run_thread(kind, &job(fd, 8), &mut Script::new(script)).expect_err("op");
+            let m = err.to_string();
+            assert!(matches!(err, BenchError::InvalidInput(_)), "{m}");
+            assert!(m.contains("4097 B"), "{m}");
+        }
+    }
+
+    #[test]
+    fn an_empty_workload_completes_with_nothing_recorded() {
+        let f = rw_file();
+        for kind in engines() {
+            let st =
+                run_thread(kind, &job(f.as_raw_fd(), 4), &mut Script::new(vec![])).expect("empty");
+            assert_counts(&st, 0, 0, BS);
+            assert!(st.started.is_none() && st.finished.is_none());
+            assert_eq!(st.elapsed(), Duration::ZERO);
+        }
+    }
+
+    #[test]
+    fn large_alignment_is_honoured() {
+        let f = rw_file();
+        let j = EngineJob {
+            mem_align: 1 << 16,
+            block_bytes: 1000,
+            ..job(f.as_raw_fd(), 3)
+        };
+        let pool = BufPool::new(j.iodepth, j.block_bytes, j.align()).expect("pool");
+        for i in 0..3 {
+            assert_eq!(pool.ptr(i) as usize % (1 << 16), 0);
+        }
+    }
+
+    #[test]
+    fn engine_names_round_trip_and_unknown_names_are_rejected() {
+        for kind in [EngineKind::IoUring, EngineKind::Psync] {
+            assert_eq!(EngineKind::parse(kind.name()).expect("own name"), kind);
+        }
+        for (s, k) in [
+            ("io-uring", EngineKind::IoUring),
+            ("uring", EngineKind::IoUring),
+            ("IO_URING", EngineKind::IoUring),
+            ("sync", EngineKind::Psync),
+        ] {
+            assert_eq!(s.parse::<EngineKind>().expect("alias"), k);
+        }
+        let err = EngineKind::parse("libaio").expect_err("unknown");
+        assert!(matches!(&err, BenchError::InvalidInput(m) if m.contains("'libaio'")));
+    }
+
+    #[test]
+    fn io_uring_status_is_stable_and_unsupported_maps_to_unsupported() {
+        assert_eq!(io_uring_status(), io_uring_status());
+        if let Err(why) = io_uring_status() {
+            let f = rw_file();
+            let err = run_thread(
+                EngineKind::IoUring,
+                &job(f.as_raw_fd(), 1),
+                &mut Script::new(vec![]),
+            )
+            .expect_err("io_uring unavailable");
+            assert!(matches!(err, BenchError::Unsupported(m) if m == why));
+        }
+    }
+
+    #[test]
+    fn permission_denied_names_the_cause() {
+        let m = setup_error_reason(&io::Error::from_raw_os_error(libc::ENOSYS));
+        assert!(m.contains("not implemented"), "{m}");
+        let m = setup_error_reason(&io::Error::from_raw_os_error(libc::EPERM));
+        assert!(
+            m.contains("io_uring_disabled") || m.contains("seccomp"),
+            "{m}"
+        );
+    }
+}

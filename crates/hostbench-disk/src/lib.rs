@@ -1,0 +1,780 @@
+//! hostbench-disk: storage throughput, IOPS and completion latency, fio-style, safe by default.
+//!
+//! A run lays out one data file inside a fresh `hostbench-*` directory under `--dir` (fully
+//! written with incompressible data, so no read ever hits a hole), then runs each case —
+//! op × block size × threads × queue depth × engine — on pinned threads, each owning one slice of
+//! the file. One measurement yields three records: `disk.throughput`, `disk.iops` and
+//! `disk.latency` (completion latency from an HDR histogram: p50, p90, p99, p99.9, clamped to the
+//! observed min/max). The directory is removed on success, on failure and on Ctrl-C.
+//!
+//! Cache honesty: O_DIRECT where the filesystem supports it, with the alignment it reports; where
+//! it does not, buffered I/O with the file's pages evicted (fdatasync + POSIX_FADV_DONTNEED)
+//! before every sample, labelled `buffered-evicted`. tmpfs, overlay and ZFS are labelled, because
+//! there even "direct" I/O measures memory or a cache, not the device.
+
+pub mod engine;
+pub mod histogram;
+pub mod target;
+pub mod workload;
+
+use std::cell::RefCell;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::runner::record_from_samples;
+use hostbench_core::spec::Spec;
+use hostbench_core::units::format_bytes_iec;
+use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
+use serde_json::json;
+
+pub use engine::EngineKind;
+use histogram::LatencyHist;
+use target::DirectIo;
+pub use workload::Op;
+
+/// One point of the disk parameter space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaseSpec {
+    pub op: Op,
+    pub block: u64,
+    pub threads: usize,
+    pub iodepth: usize,
+}
+
+/// Which engines to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// io_uring where the kernel allows it, else psync (the record says which ran).
+    Auto,
+    List(Vec<EngineKind>),
+}
+
+/// O_DIRECT or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirectChoice {
+    /// O_DIRECT where supported and aligned, else buffered with eviction (labelled).
+    Auto,
+    /// O_DIRECT or refuse.
+    On,
+    /// Buffered, pages evicted before every sample.
+    Off,
+}
+
+/// Plain configuration of `hostbench disk`.
+#[derive(Debug, Clone)]
+pub struct DiskConfig {
+    /// Existing directory under which the work directory is created.
+    pub dir: PathBuf,
+    pub cases: Vec<CaseSpec>,
+    pub engines: EngineChoice,
+    pub direct: DirectChoice,
+    /// Size of the data file; `None`: 1 GiB, at most a tenth of the free space.
+    pub file_bytes: Option<u64>,
+    /// Amount-based samples: bytes per sample over all threads; `None`: time-based.
+    pub io_bytes: Option<u64>,
+    /// Length of a time-based sample.
+    pub duration: Duration,
+    /// Untimed I/O before a case's first sample.
+    pub ramp: Duration,
+    /// Percentage of reads in mixed ops.
+    pub rwmix_read: u32,
+    /// fdatasync after every write (the classic synchronous write), inside its latency.
+    pub sync_writes: bool,
+    pub verify: bool,
+    pub seed: u64,
+}
+
+/// Most threads and queue depth a case may ask for.
+pub const MAX_THREADS: usize = 1024;
+pub const MAX_IODEPTH: usize = 4096;
+/// Largest block: 1 GiB.
+pub const MAX_BLOCK: u64 = 1 << 30;
+/// Default data file and the share of free space it may take.
+pub const DEFAULT_FILE_BYTES: u64 = 1 << 30;
+pub const DEFAULT_FREE_FRACTION: f64 = 0.10;
+
+/// The reference presets fio users quote: SEQ1M Q8T1 read and write, RND4K Q1T1 and Q32T1
+/// random read, RND4K Q32T1 random write.
+pub fn default_cases() -> Vec<CaseSpec> {
+    let c = |op, block, iodepth| CaseSpec {
+        op,
+        block,
+        threads: 1,
+        iodepth,
+    };
+    vec![
+        c(Op::Read, 1 << 20, 8),
+        c(Op::Write, 1 << 20, 8),
+        c(Op::RandRead, 4096, 1),
+        c(Op::RandRead, 4096, 32),
+        c(Op::RandWrite, 4096, 32),
+    ]
+}
+
+/// The classic assignment's matrix: read, write, randread, randwrite × 1 MiB, 10 MiB, 100 MiB ×
+/// `threads` (1, 2, 4 by default), then randread and randwrite of 1 KiB × 1–128 threads, QD 1.
+pub fn classic_cases(threads: &[usize]) -> Vec<CaseSpec> {
+    let big = [1 << 20, 10 << 20, 100 << 20];
+    let mut v = cases_from(
+        &[Op::Read, Op::Write, Op::RandRead, Op::RandWrite],
+        Some(&big),
+        threads,
+        &[1],
+    );
+    v.extend(cases_from(
+        &[Op::RandRead, Op::RandWrite],
+        Some(&[1024]),
+        &[1, 2, 4, 8, 16, 32, 64, 128],
+        &[1],
+    ));
+    v
+}
+
+/// Every combination of the lists; `blocks = None` gives sequential ops 1 MiB and random ops
+/// 4 KiB.
+pub fn cases_from(
+    ops: &[Op],
+    blocks: Option<&[u64]>,
+    threads: &[usize],
+    iodepths: &[usize],
+) -> Vec<CaseSpec> {
+    let mut v = Vec::new();
+    for &op in ops {
+        let default_block = if op.random() { 4096 } else { 1 << 20 };
+        let bl: Vec<u64> = blocks.map_or(vec![default_block], <[u64]>::to_vec);
+        for &block in &bl {
+            for &t in threads {
+                for &q in iodepths {
+                    v.push(CaseSpec {
+                        op,
+                        block,
+                        threads: t,
+                        iodepth: q,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+impl Default for DiskConfig {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from("."),
+            cases: default_cases(),
+            engines: EngineChoice::Auto,
+            direct: DirectChoice::Auto,
+            file_bytes: None,
+            io_bytes: None,
+            duration: Duration::from_secs(2),
+            ramp: Duration::ZERO,
+            rwmix_read: 50,
+            sync_writes: false,
+            verify: false,
+            seed: 0xD15C,
+        }
+    }
+}
+
+impl DiskConfig {
+    pub fn validate(&self) -> Result<(), BenchError> {
+        if self.cases.is_empty() {
+            return Err(BenchError::invalid("no disk cases to run"));
+        }
+        for c in &self.cases {
+            if c.block == 0 || c.block > MAX_BLOCK {
+                return Err(BenchError::invalid(format!(
+                    "block size must be between 1 B and 1 GiB, got {} B",
+                    c.block
+                )));
+            }
+            if c.threads == 0 || c.threads > MAX_THREADS {
+                return Err(BenchError::invalid(format!(
+                    "threads must be between 1 and {MAX_THREADS}, got {}",
+                    c.threads
+                )));
+            }
+            if c.iodepth == 0 || c.iodepth > MAX_IODEPTH {
+                return Err(BenchError::invalid(format!(
+                    "iodepth must be between 1 and {MAX_IODEPTH}, got {}",
+                    c.iodepth
+                )));
+            }
+        }
+        if self.rwmix_read > 100 {
+            return Err(BenchError::invalid(format!(
+                "rwmix must be a read percentage from 0 to 100, got {}",
+                self.rwmix_read
+            )));
+        }
+        if self.file_bytes == Some(0) || self.io_bytes == Some(0) {
+            return Err(BenchError::invalid("sizes must be at least 1 byte"));
+        }
+        if let EngineChoice::List(l) = &self.engines {
+            if l.is_empty() {
+                return Err(BenchError::invalid("empty engine list"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where and how the cases run, decided once per run.
+struct Setup {
+    file: PathBuf,
+    file_bytes: u64,
+    dio: DirectIo,
+    fs: target::FsInfo,
+    device: Option<target::DeviceInfo>,
+}
+
+/// Per-thread slice of the file for a case: whole blocks, the same size for every thread.
+fn slice_bytes(file_bytes: u64, c: &CaseSpec) -> u64 {
+    file_bytes / c.threads as u64 / c.block * c.block
+}
+
+fn aligned_for_direct(c: &CaseSpec, dio: &DirectIo) -> Result<usize, String> {
+    match dio {
+        DirectIo::Supported {
+            mem_align,
+            offset_align,
+            ..
+        } => {
+            let a = (*offset_align).max(1) as u64;
+            if c.block.is_multiple_of(a) {
+                Ok((*mem_align).max(4096))
+            } else {
+                Err(format!(
+                    "block size {} B is not a multiple of the O_DIRECT alignment {a} B",
+                    c.block
+                ))
+            }
+        }
+        DirectIo::Unsupported(why) => Err(why.clone()),
+    }
+}
+
+/// Write the whole data file with incompressible (or checksummed) data, then flush it and drop
+/// it from the page cache, so the first read case reads the device, not memory or holes.
+fn lay_out(path: &Path, bytes: u64, verify: bool, seed: u64) -> Result<(), BenchError> {
+    let io = |e: std::io::Error| BenchError::Failed(format!("laying out {}: {e}", path.display()));
+    let mut f = File::create(path).map_err(io)?;
+    let chunk = 1usize << 20;
+    let mut buf = vec![0u8; chunk];
+    let mut rng = workload::Rng::new(seed);
+    let mut off = 0u64;
+    while off < bytes {
+        let n = chunk.min((bytes - off) as usize);
+        if verify {
+            workload::fill_verified(&mut buf[..n], off, seed);
+        } else {
+            rng.fill(&mut buf[..n]);
+        }
+        f.write_all(&buf[..n]).map_err(io)?;
+        off += n as u64;
+    }
+    f.sync_all().map_err(io)?;
+    target::evict_cache(f.as_raw_fd()).map_err(io)?;
+    Ok(())
+}
+
+fn open_for(path: &Path, direct: bool, op: Op) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(op.writes());
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+/// What one sample measured, over all threads.
+struct SampleOut {
+    wall_s: f64,
+    bytes: u64,
+    ios: u64,
+    lat: LatencyHist,
+    read_lat: LatencyHist,
+    write_lat: LatencyHist,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_sample(
+    setup: &Setup,
+    cfg: &DiskConfig,
+    c: &CaseSpec,
+    kind: EngineKind,
+    direct: bool,
+    mem_align: usize,
+    order: &[usize],
+    deadline_after: Option<Duration>,
+    sample_no: u64,
+) -> Result<SampleOut, BenchError> {
+    if !direct {
+        // Buffered: whatever earlier samples left in the page cache must not be read back.
+        let f = File::open(&setup.file).map_err(|e| BenchError::io(&setup.file, e))?;
+        target::evict_cache(f.as_raw_fd()).map_err(|e| BenchError::io(&setup.file, e))?;
+    }
+    let slice = slice_bytes(setup.file_bytes, c);
+    let per_thread_io = cfg.io_bytes.map(|b| (b / c.threads as u64).max(c.block));
+    let t = parallel::run_pinned(
+        c.threads,
+        order,
+        |i| {
+            let f =
+                open_for(&setup.file, direct, c.op).map_err(|e| BenchError::io(&setup.file, e))?;
+            let mut w = workload::Pattern::new(
+                c.op,
+                c.block,
+                i as u64 * slice,
+                slice,
+                cfg.seed ^ (sample_no << 20) ^ i as u64,
+            );
+            w.rwmix_read = cfg.rwmix_read;
+            w.verify = cfg.verify;
+            w.remaining = per_thread_io;
+            w.deadline = deadline_after.map(|d| Instant::now() + d);
+            let job = engine::EngineJob {
+                fd: f.as_raw_fd(),
+                block_bytes: c.block as usize,
+                iodepth: c.iodepth,
+                mem_align,
+                fdatasync_each_write: cfg.sync_writes,
+            };
+            engine::run_thread(kind, &job, &mut w)
+        },
+        |_| (),
+    )?;
+    let first = t.results.iter().filter_map(|s| s.started).min();
+    let last = t.results.iter().filter_map(|s| s.finished).max();
+    let wall_s = match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+        _ => t.wall_s,
+    };
+    let mut out = SampleOut {
+        wall_s: wall_s.max(1e-9),
+        bytes: 0,
+        ios: 0,
+        lat: LatencyHist::new(),
+        read_lat: LatencyHist::new(),
+        write_lat: LatencyHist::new(),
+    };
+    for s in &t.results {
+        out.bytes += s.read_bytes + s.write_bytes;
+        out.ios += s.read_ios + s.write_ios;
+        out.read_lat.merge(&s.read_lat);
+        out.write_lat.merge(&s.write_lat);
+    }
+    out.lat.merge(&out.read_lat);
+    out.lat.merge(&out.write_lat);
+    if out.ios == 0 {
+        return Err(BenchError::Failed("no I/O completed in the sample".into()));
+    }
+    Ok(out)
+}
+
+/// The engines a case runs with, and a note when `auto` had to fall back.
+fn engines_for(choice: &EngineChoice) -> (Vec<EngineKind>, Option<String>) {
+    match choice {
+        EngineChoice::List(l) => (l.clone(), None),
+        EngineChoice::Auto => match engine::io_uring_status() {
+            Ok(()) => (vec![EngineKind::IoUring], None),
+            Err(why) => (
+                vec![EngineKind::Psync],
+                Some(format!("io_uring unavailable ({why}); psync used instead")),
+            ),
+        },
+    }
+}
+
+/// Run every configured case through `runner`. Bad input is an error before anything is
+/// written; a failure inside a case (ENOSPC, EIO) skips that case and the others go on.
+pub fn run_disk(
+    runner: &mut Runner,
+    cfg: &DiskConfig,
+    _host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    cfg.validate()?;
+    let dir = target::check_dir(&cfg.dir)?;
+    let fs = target::fs_info(&dir)?;
+    let max_threads = cfg.cases.iter().map(|c| c.threads).max().unwrap_or(1) as u64;
+    let max_block = cfg.cases.iter().map(|c| c.block).max().unwrap_or(4096);
+    let file_bytes = match cfg.file_bytes {
+        Some(b) => {
+            target::check_free_space(&dir, b, "the data file (--size)")?;
+            b
+        }
+        None => {
+            let cap = (fs.free_bytes as f64 * DEFAULT_FREE_FRACTION) as u64;
+            let b = DEFAULT_FILE_BYTES.min(cap) / (1 << 20) * (1 << 20);
+            if b < max_block * max_threads {
+                return Err(BenchError::invalid(format!(
+                    "only {} free on {}: a tenth of it cannot hold {} thread(s) x {} blocks",
+                    format_bytes_iec(fs.free_bytes),
+                    dir.display(),
+                    max_threads,
+                    format_bytes_iec(max_block)
+                )));
+            }
+            b
+        }
+    };
+    for c in &cfg.cases {
+        if slice_bytes(file_bytes, c) < c.block {
+            return Err(BenchError::invalid(format!(
+                "file size {} is too small for {} thread(s) x {} blocks",
+                format_bytes_iec(file_bytes),
+                c.threads,
+                format_bytes_iec(c.block)
+            )));
+        }
+    }
+    let dio = target::direct_io(&dir);
+    if cfg.direct == DirectChoice::On {
+        for c in &cfg.cases {
+            aligned_for_direct(c, &dio)
+                .map_err(|why| BenchError::invalid(format!("--direct on: {why}")))?;
+        }
+    }
+    let work = target::WorkDir::create(&dir)?;
+    let setup = Setup {
+        file: work.path().join("data"),
+        file_bytes,
+        dio,
+        device: target::device_info(&dir),
+        fs,
+    };
+    let (engines, engine_note) = engines_for(&cfg.engines);
+    runner.plan(cfg.cases.len() * engines.len() * 3);
+    let cases: Vec<(CaseSpec, EngineKind)> = cfg
+        .cases
+        .iter()
+        .flat_map(|c| engines.iter().map(move |&k| (*c, k)))
+        .collect();
+    if let Err(e) = lay_out(&setup.file, file_bytes, cfg.verify, cfg.seed) {
+        for (c, k) in &cases {
+            runner.skip(&throughput_case(c, *k, false, file_bytes, cfg), &e)?;
+        }
+        return Ok(());
+    }
+    let order = affinity::placement_order();
+    for (c, kind) in cases {
+        run_one(
+            runner,
+            cfg,
+            &setup,
+            &c,
+            kind,
+            engine_note.as_deref(),
+            &order,
+            spec,
+        )?;
+    }
+    drop(work);
+    Ok(())
+}
+
+fn throughput_case(
+    c: &CaseSpec,
+    kind: EngineKind,
+    direct: bool,
+    file: u64,
+    cfg: &DiskConfig,
+) -> Case {
+    case_for(
+        "disk.throughput",
+        Metric::Throughput,
+        "B/s",
+        c,
+        kind,
+        direct,
+        file,
+        cfg,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn case_for(
+    bench: &str,
+    metric: Metric,
+    unit: &str,
+    c: &CaseSpec,
+    kind: EngineKind,
+    direct: bool,
+    file_bytes: u64,
+    cfg: &DiskConfig,
+) -> Case {
+    let mut case = Case::new(bench, metric, unit)
+        .param("op", c.op.name())
+        .param("block_bytes", c.block)
+        .param("threads", c.threads)
+        .param("iodepth", c.iodepth)
+        .param("engine", kind.name())
+        .param("direct", direct)
+        .param("file_bytes", file_bytes);
+    if c.op.mixed() {
+        case = case.param("rwmix_read", cfg.rwmix_read);
+    }
+    case
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    runner: &mut Runner,
+    cfg: &DiskConfig,
+    setup: &Setup,
+    c: &CaseSpec,
+    kind: EngineKind,
+    engine_note: Option<&str>,
+    order: &[usize],
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    let (direct, mem_align, cache_mode, direct_note) = match cfg.direct {
+        DirectChoice::Off => (false, 4096, "buffered-evicted", None),
+        _ => match aligned_for_direct(c, &setup.dio) {
+            Ok(align) => (true, align, "direct", None),
+            Err(why) => (
+                false,
+                4096,
+                "buffered-evicted",
+                Some(format!(
+                    "O_DIRECT not used ({why}): buffered I/O with the file evicted from the page \
+                     cache before every sample"
+                )),
+            ),
+        },
+    };
+    let tp_case = throughput_case(c, kind, direct, setup.file_bytes, cfg);
+    let iops_case = case_for(
+        "disk.iops",
+        Metric::Throughput,
+        "IO/s",
+        c,
+        kind,
+        direct,
+        setup.file_bytes,
+        cfg,
+    );
+    let lat_case = case_for(
+        "disk.latency",
+        Metric::Latency,
+        "s",
+        c,
+        kind,
+        direct,
+        setup.file_bytes,
+        cfg,
+    );
+    let deadline = cfg.io_bytes.is_none().then_some(cfg.duration);
+    if !cfg.ramp.is_zero() {
+        // Untimed: lets SSD caches, the scheduler and the filesystem reach their steady state.
+        let ramp_cfg = DiskConfig {
+            io_bytes: None,
+            ..cfg.clone()
+        };
+        if let Err(e) = one_sample(
+            setup,
+            &ramp_cfg,
+            c,
+            kind,
+            direct,
+            mem_align,
+            order,
+            Some(cfg.ramp),
+            0,
+        ) {
+            return skip_all(runner, &[&tp_case, &iops_case, &lat_case], &e);
+        }
+    }
+    let hists: RefCell<Vec<(LatencyHist, LatencyHist, LatencyHist, f64)>> =
+        RefCell::new(Vec::new());
+    let counter = std::cell::Cell::new(1u64);
+    let mut derived: Vec<Record> = Vec::new();
+    let device = setup.device.clone();
+    let fs = setup.fs.clone();
+    runner.run_case(
+        &tp_case,
+        || {
+            let n = counter.get();
+            counter.set(n + 1);
+            let s = one_sample(setup, cfg, c, kind, direct, mem_align, order, deadline, n)?;
+            let iops = s.ios as f64 / s.wall_s;
+            let p50 = s.lat.percentile_ns(50.0) as f64 / 1e9;
+            hists.borrow_mut().push((s.lat, s.read_lat, s.write_lat, iops));
+            Ok(Sample::new(s.bytes as f64 / s.wall_s)
+                .with("iops", iops)
+                .with("latency_p50_s", p50))
+        },
+        |rec| {
+            // The runner's warm-up sample is the first entry: leave it out.
+            let all = hists.borrow();
+            let measured = &all[all.len().saturating_sub(rec.samples.len())..];
+            let iops: Vec<f64> = measured.iter().map(|h| h.3).collect();
+            let p50s: Vec<f64> = measured
+                .iter()
+                .map(|h| h.0.percentile_ns(50.0) as f64 / 1e9)
+                .collect();
+            let mut lat = LatencyHist::new();
+            let (mut rl, mut wl) = (LatencyHist::new(), LatencyHist::new());
+            for h in measured {
+                lat.merge(&h.0);
+                rl.merge(&h.1);
+                wl.merge(&h.2);
+            }
+            let common = |r: &mut Record| {
+                r.extra.insert("cache_mode".into(), json!(cache_mode));
+                r.extra.insert("fs_type".into(), json!(fs.fs_type));
+                if let Some(d) = &device {
+                    r.extra.insert("device".into(), json!(d));
+                }
+                r.extra.insert("verify".into(), json!(cfg.verify));
+                r.extra.insert("sync_writes".into(), json!(cfg.sync_writes));
+                match cfg.io_bytes {
+                    Some(b) => r.extra.insert("io_bytes_per_sample".into(), json!(b)),
+                    None => r.extra.insert("sample_seconds".into(), json!(cfg.duration.as_secs_f64())),
+                };
+                if let Some(n) = fs.caching_note() {
+                    r.warnings.push(n.to_string());
+                }
+                if let Some(n) = &direct_note {
+                    r.warnings.push(n.clone());
+                }
+                if let Some(n) = engine_note {
+                    r.warnings.push(n.to_string());
+                }
+                if kind == EngineKind::Psync && c.iodepth > 1 {
+                    r.warnings.push(format!(
+                        "psync keeps one I/O in flight per thread: iodepth {} has no effect (as in fio)",
+                        c.iodepth
+                    ));
+                }
+            };
+            common(rec);
+            let write = c.op.writes() && !c.op.reads();
+            rec.set_peak(target::disk_peak(device.as_ref(), spec, write, false));
+            let mut ir = record_from_samples(&iops_case, iops);
+            common(&mut ir);
+            ir.set_peak(target::disk_peak(device.as_ref(), spec, write, true));
+            let mut lr = record_from_samples(&lat_case, p50s);
+            common(&mut lr);
+            let s = lat.summary();
+            lr.stats.p50 = Some(s.p50);
+            lr.stats.p99 = Some(s.p99);
+            lr.stats.p999 = Some(s.p999);
+            lr.extra.insert("completion_latency".into(), json!(s));
+            if c.op.mixed() {
+                lr.extra.insert("read_latency".into(), json!(rl.summary()));
+                lr.extra.insert("write_latency".into(), json!(wl.summary()));
+            }
+            lr.extra.insert("measures".into(), json!("completion latency, submit to completion, per I/O; value = median of the samples' p50"));
+            derived.push(ir);
+            derived.push(lr);
+        },
+    )?;
+    for r in derived {
+        runner.commit(r)?;
+    }
+    if runner
+        .result()
+        .skipped
+        .last()
+        .is_some_and(|s| s.benchmark == "disk.throughput" && s.params == tp_case.params)
+    {
+        // The measurement failed (ENOSPC, EIO…): the IOPS and latency records go with it.
+        let reason = runner
+            .result()
+            .skipped
+            .last()
+            .map(|s| s.reason.clone())
+            .unwrap_or_default();
+        let e = BenchError::Failed(reason);
+        runner.skip(&iops_case, &e)?;
+        runner.skip(&lat_case, &e)?;
+    }
+    Ok(())
+}
+
+fn skip_all(runner: &mut Runner, cases: &[&Case], e: &BenchError) -> Result<(), BenchError> {
+    if let BenchError::InvalidInput(_) = e {
+        return Err(BenchError::invalid(e.to_string()));
+    }
+    for c in cases {
+        runner.skip(c, e)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn verify_catches_a_corrupted_block_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("data");
+        lay_out(&path, 1 << 20, true, 7).unwrap();
+        // Flip one byte inside the third 512-byte unit of the second 64 KiB block.
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let at = 65536 + 2 * workload::UNIT as u64 + 100;
+        let mut b = [0u8; 1];
+        f.read_exact_at(&mut b, at).unwrap();
+        f.write_all_at(&[b[0] ^ 0xFF], at).unwrap();
+        for kind in [EngineKind::Psync, EngineKind::IoUring] {
+            if kind == EngineKind::IoUring && engine::io_uring_status().is_err() {
+                continue;
+            }
+            let mut w = workload::Pattern::new(Op::Read, 65536, 0, 1 << 20, 1);
+            w.verify = true;
+            w.remaining = Some(1 << 20);
+            let job = engine::EngineJob {
+                fd: f.as_raw_fd(),
+                block_bytes: 65536,
+                iodepth: 4,
+                mem_align: 4096,
+                fdatasync_each_write: false,
+            };
+            let e = engine::run_thread(kind, &job, &mut w).unwrap_err();
+            assert!(matches!(e, BenchError::Validation(_)), "{e}");
+            assert!(
+                e.to_string()
+                    .contains(&format!("offset {}", 65536 + 2 * workload::UNIT)),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn default_cases_are_the_fio_presets_and_lists_multiply() {
+        let d = default_cases();
+        assert_eq!(d.len(), 5);
+        assert_eq!((d[0].op, d[0].block, d[0].iodepth), (Op::Read, 1 << 20, 8));
+        assert_eq!(
+            (d[3].op, d[3].block, d[3].iodepth),
+            (Op::RandRead, 4096, 32)
+        );
+        let c = cases_from(&[Op::Read, Op::RandWrite], None, &[1, 2], &[1, 8]);
+        assert_eq!(c.len(), 8);
+        assert_eq!(c[4].block, 4096);
+        let bad = DiskConfig {
+            cases: vec![CaseSpec {
+                op: Op::Read,
+                block: 0,
+                threads: 1,
+                iodepth: 1,
+            }],
+            ..DiskConfig::default()
+        };
+        assert!(matches!(bad.validate(), Err(BenchError::InvalidInput(_))));
+    }
+}

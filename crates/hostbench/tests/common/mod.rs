@@ -1,0 +1,100 @@
+//! Helpers shared by the integration test files: run the real binary, parse its JSON, and check
+//! the result contract and the one-line bad-input rule.
+#![allow(dead_code)]
+
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+pub fn hostbench() -> Command {
+    Command::cargo_bin("hostbench").expect("binary built")
+}
+
+/// Run `hostbench` with whitespace-separated `args` plus `extra`, require success.
+pub fn run_ok(args: &str, extra: &[&std::ffi::OsStr]) -> Output {
+    let out = hostbench()
+        .args(args.split_whitespace())
+        .args(extra)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn json_of(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Fields DESIGN.md §2 names for every record.
+pub fn assert_record_contract(r: &Value) {
+    for key in [
+        "benchmark",
+        "params",
+        "metric",
+        "unit",
+        "value",
+        "stats",
+        "samples",
+        "peak",
+        "efficiency",
+        "reference",
+        "warnings",
+    ] {
+        assert!(r.get(key).is_some(), "record lacks {key}: {r}");
+    }
+    for key in [
+        "n", "mean", "median", "stddev", "min", "max", "cv", "ci95", "p50", "p99", "p999",
+    ] {
+        assert!(r["stats"].get(key).is_some(), "stats lack {key}: {r}");
+    }
+    let samples = r["samples"].as_array().expect("samples");
+    assert_eq!(samples.len() as u64, r["stats"]["n"].as_u64().expect("n"));
+    assert_eq!(r["value"], r["stats"]["median"]);
+    assert!(r["value"].as_f64().expect("value") > 0.0);
+}
+
+pub fn assert_run_contract(doc: &Value) {
+    assert_eq!(doc["schema"], "hostbench/result/v1");
+    assert_eq!(doc["tool"]["name"], "hostbench");
+    for key in [
+        "hostname",
+        "os",
+        "kernel",
+        "virtualization",
+        "cpu",
+        "memory",
+        "numa_nodes",
+    ] {
+        assert!(doc["host"].get(key).is_some(), "host lacks {key}");
+    }
+    assert!(doc["started_at"]
+        .as_str()
+        .expect("started_at")
+        .ends_with('Z'));
+    assert!(doc["finished_at"].is_string());
+}
+
+/// Expect exit code 2 and a single-line error naming `needle`.
+pub fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = hostbench().args(args).output().expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: stderr {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -1,0 +1,277 @@
+//! Integration tests of `hostbench disk`: every pattern and engine on a small file, the JSON
+//! contract, cache labelling on tmpfs, the safety rules (scratch directory removed on success,
+//! on a full filesystem and on Ctrl-C) and bad input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// Scratch directories hostbench left behind in `dir`.
+fn leftovers(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("hostbench-"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs of `size` mounted on a fresh directory, unmounted on drop. `None` when not root
+/// (then the caller skips, except under CI, where tests run as root and must not skip).
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    fn mount(size: &str, extra: &str) -> Option<Self> {
+        if !is_root() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root: mounting a tmpfs must work"
+            );
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let opts = format!("size={size}{extra}");
+        let ok = StdCommand::new("mount")
+            .args(["-t", "tmpfs", "-o", &opts, "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "mount -t tmpfs failed");
+        Some(Self { dir })
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn every_pattern_and_engine_runs_on_a_small_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_ok(
+        "disk --op read,write,randread,randwrite,randrw,rw --block 4k --iodepth 1,4 \
+         --engine io_uring,psync --size 8MiB --duration 60ms --repeat 2 --warmup 0 --json - --dir",
+        &[dir.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let records = doc["records"].as_array().expect("records");
+    // 6 ops × 2 depths × 2 engines × (throughput, IOPS, latency).
+    assert_eq!(records.len(), 72, "skipped: {}", doc["skipped"]);
+    for r in records {
+        assert_record_contract(r);
+        for key in [
+            "op",
+            "block_bytes",
+            "threads",
+            "iodepth",
+            "engine",
+            "direct",
+            "file_bytes",
+        ] {
+            assert!(r["params"].get(key).is_some(), "params lack {key}: {r}");
+        }
+        assert!(r["extra"]["cache_mode"].is_string());
+        if r["benchmark"] == "disk.latency" {
+            assert_eq!(r["unit"], "s");
+            let s = &r["stats"];
+            let (p50, p99, p999) = (
+                s["p50"].as_f64().expect("p50"),
+                s["p99"].as_f64().expect("p99"),
+                s["p999"].as_f64().expect("p999"),
+            );
+            let lat = &r["extra"]["completion_latency"];
+            let (min, max) = (
+                lat["min"].as_f64().expect("min"),
+                lat["max"].as_f64().expect("max"),
+            );
+            assert!(
+                min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max,
+                "{r}"
+            );
+        }
+        if r["params"]["op"] == "randrw" && r["benchmark"] == "disk.latency" {
+            assert!(r["extra"]["read_latency"].is_object());
+        }
+    }
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "scratch directory left behind"
+    );
+}
+
+#[test]
+fn tmpfs_is_labelled_memory_not_storage() {
+    let Some(fs) = Tmpfs::mount("64m", "") else {
+        return;
+    };
+    let out = run_ok(
+        "disk --op randread --iodepth 1 --size 4MiB --duration 50ms --repeat 1 --warmup 0 \
+         --json - --dir",
+        &[fs.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let r = &doc["records"][0];
+    assert_eq!(r["extra"]["fs_type"], "tmpfs");
+    let warnings = r["warnings"].to_string();
+    assert!(warnings.contains("memory, not storage"), "{warnings}");
+}
+
+#[test]
+fn a_full_filesystem_is_refused_and_nothing_is_left() {
+    let Some(fs) = Tmpfs::mount("16m", "") else {
+        return;
+    };
+    assert_usage_error(
+        &[
+            "disk",
+            "--size",
+            "64MiB",
+            "--dir",
+            fs.path().to_str().expect("utf-8 path"),
+        ],
+        "free",
+    );
+    assert!(leftovers(fs.path()).is_empty());
+    // The default file size adapts to a tenth of the free space instead of failing.
+    let out = run_ok(
+        "disk --op read --block 64k --iodepth 1 --duration 30ms --repeat 1 --warmup 0 --json - \
+         --dir",
+        &[fs.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let file = doc["records"][0]["params"]["file_bytes"]
+        .as_u64()
+        .expect("file_bytes");
+    assert!(file <= 16 << 20, "{file}");
+    assert!(leftovers(fs.path()).is_empty());
+}
+
+#[test]
+fn ctrl_c_removes_the_scratch_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = assert_cmd::cargo::cargo_bin("hostbench");
+    let mut child = StdCommand::new(bin)
+        .args([
+            "disk",
+            "--op",
+            "randread",
+            "--size",
+            "8MiB",
+            "--duration",
+            "20s",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .spawn()
+        .expect("spawn");
+    let began = Instant::now();
+    while leftovers(dir.path()).is_empty() {
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "no scratch dir appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let it get into the measurement, then interrupt it.
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill with a valid pid and signal number has no memory-safety preconditions.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "scratch directory left behind"
+    );
+}
+
+#[test]
+fn verify_reads_back_checksummed_blocks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_ok(
+        "disk --op write,randread,read --block 16k --iodepth 4 --verify --size 4MiB \
+         --duration 50ms --repeat 1 --warmup 0 --json - --dir",
+        &[dir.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    assert!(doc["skipped"].is_null(), "{}", doc["skipped"]);
+    assert!(doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .all(|r| r["extra"]["verify"] == true));
+}
+
+#[test]
+fn disk_bad_input_is_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path().to_str().expect("utf-8 path");
+    assert_usage_error(&["disk", "--dir", "/nonexistent/hb"], "no such directory");
+    let file = dir.path().join("plain");
+    std::fs::write(&file, b"x").expect("write");
+    assert_usage_error(
+        &["disk", "--dir", file.to_str().expect("utf-8")],
+        "not a directory",
+    );
+    if let Some(dev) = [
+        "/dev/loop0",
+        "/dev/vda",
+        "/dev/sda",
+        "/dev/nvme0n1",
+        "/dev/ram0",
+    ]
+    .into_iter()
+    .find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_block_device()
+        })
+    }) {
+        assert_usage_error(&["disk", "--dir", dev], "block device");
+    }
+    assert_usage_error(&["disk", "--dir", d, "--block", "0"], "at least 1 byte");
+    assert_usage_error(&["disk", "--dir", d, "--size", "900TiB"], "free");
+    assert_usage_error(&["disk", "--dir", d, "--rwmix", "101"], "101");
+    assert_usage_error(&["disk", "--dir", d, "--op", "trim"], "trim");
+    assert_usage_error(&["disk", "--dir", d, "--engine", "aio"], "aio");
+    assert_usage_error(&["disk", "--dir", d, "--iodepth", "0"], "'0'");
+    assert_usage_error(&["disk", "--dir", d, "--threads", "0"], "'0'");
+    if let Some(ro) = Tmpfs::mount("8m", ",ro") {
+        assert_usage_error(
+            &["disk", "--dir", ro.path().to_str().expect("utf-8")],
+            "not writable",
+        );
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}

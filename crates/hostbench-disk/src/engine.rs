@@ -112,6 +112,10 @@ pub struct ThreadStats {
     /// First submission to last completion.
     pub started: Option<Instant>,
     pub finished: Option<Instant>,
+    /// Bytes completed in each interval of `interval` since `started` (empty when no interval
+    /// was asked for): the per-interval series fio's bandwidth logs give.
+    pub interval: Option<Duration>,
+    pub interval_bytes: Vec<u64>,
 }
 
 impl ThreadStats {
@@ -123,7 +127,15 @@ impl ThreadStats {
         }
     }
 
-    fn record(&mut self, op: &IoOp, lat: Duration) {
+    fn record(&mut self, op: &IoOp, lat: Duration, done: Instant) {
+        if let (Some(iv), Some(start)) = (self.interval, self.started) {
+            let nanos = done.saturating_duration_since(start).as_nanos() / iv.as_nanos().max(1);
+            let slot = usize::try_from(nanos).unwrap_or(usize::MAX).min(1 << 20);
+            if self.interval_bytes.len() <= slot {
+                self.interval_bytes.resize(slot + 1, 0);
+            }
+            self.interval_bytes[slot] += op.len as u64;
+        }
         // u64 nanoseconds last 584 years; saturate rather than wrap on a nonsense clock.
         let ns = u64::try_from(lat.as_nanos()).unwrap_or(u64::MAX);
         if op.write {
@@ -141,6 +153,8 @@ impl ThreadStats {
 /// One thread's job: the file and how to drive it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineJob {
+    /// Length of the per-interval throughput buckets (`ThreadStats::interval_bytes`); `None`: off.
+    pub interval: Option<Duration>,
     /// An open file; the caller owns it (opened with O_DIRECT or not) and keeps it open for the
     /// whole call.
     pub fd: RawFd,
@@ -428,7 +442,10 @@ impl Drop for BufPool {
 /// more threads.
 fn run_psync(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, BenchError> {
     let mut pool = BufPool::new(1, job.block_bytes, job.align())?;
-    let mut st = ThreadStats::default();
+    let mut st = ThreadStats {
+        interval: job.interval,
+        ..ThreadStats::default()
+    };
     while let Some(op) = w.next() {
         check_op(&op, job)?;
         // SAFETY: psync I/O is synchronous, so nothing is in flight between calls.
@@ -444,7 +461,7 @@ fn run_psync(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, Bench
         }
         let t1 = Instant::now();
         st.finished = Some(t1);
-        st.record(&op, t1 - t0);
+        st.record(&op, t1 - t0, t1);
         if !op.write {
             w.check(&op, buf).map_err(|m| check_failed(&op, m))?;
         }
@@ -646,7 +663,10 @@ fn run_uring(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, Bench
     let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(2 * entries as usize);
     // Slots pushed since the last submit call, whose clocks start at that call.
     let mut new_ops: Vec<usize> = Vec::with_capacity(job.iodepth);
-    let mut st = ThreadStats::default();
+    let mut st = ThreadStats {
+        interval: job.interval,
+        ..ThreadStats::default()
+    };
     let mut exhausted = false;
 
     loop {
@@ -731,7 +751,7 @@ fn run_uring(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, Bench
             }
             let start = slot.start;
             slots[idx] = None;
-            st.record(&op, reaped.saturating_duration_since(start));
+            st.record(&op, reaped.saturating_duration_since(start), reaped);
             st.finished = Some(reaped);
             if !op.write {
                 // SAFETY: this op has completed and nothing else is queued on slot idx.
@@ -844,6 +864,7 @@ mod tests {
 
     fn job(fd: RawFd, iodepth: usize) -> EngineJob {
         EngineJob {
+            interval: None,
             fd,
             block_bytes: BS,
             iodepth,
@@ -1090,11 +1111,13 @@ mod tests {
         let fd = f.as_raw_fd();
         let bad_jobs = [
             EngineJob {
+                interval: None,
                 block_bytes: 0,
                 ..job(fd, 1)
             },
             job(fd, 0),
             EngineJob {
+                interval: None,
                 mem_align: 3000,
                 ..job(fd, 1)
             },
@@ -1135,6 +1158,7 @@ mod tests {
     fn large_alignment_is_honoured() {
         let f = rw_file();
         let j = EngineJob {
+            interval: None,
             mem_align: 1 << 16,
             block_bytes: 1000,
             ..job(f.as_raw_fd(), 3)

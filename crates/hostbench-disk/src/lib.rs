@@ -86,6 +86,8 @@ pub struct DiskConfig {
     /// fdatasync after every write (the classic synchronous write), inside its latency.
     pub sync_writes: bool,
     pub verify: bool,
+    /// Keep per-interval throughput (e.g. every 100 ms) of every sample in the record.
+    pub interval: Option<Duration>,
     pub seed: u64,
 }
 
@@ -177,6 +179,7 @@ impl Default for DiskConfig {
             rwmix_read: 50,
             sync_writes: false,
             verify: false,
+            interval: None,
             seed: 0xD15C,
         }
     }
@@ -301,6 +304,8 @@ struct SampleOut {
     lat: LatencyHist,
     read_lat: LatencyHist,
     write_lat: LatencyHist,
+    /// Throughput per interval (B/s), summed over the threads, when `--interval` was given.
+    intervals: Vec<f64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -340,6 +345,7 @@ fn one_sample(
             w.remaining = per_thread_io;
             w.deadline = deadline_after.map(|d| Instant::now() + d);
             let job = engine::EngineJob {
+                interval: cfg.interval,
                 fd: f.as_raw_fd(),
                 block_bytes: c.block as usize,
                 iodepth: c.iodepth,
@@ -363,7 +369,28 @@ fn one_sample(
         lat: LatencyHist::new(),
         read_lat: LatencyHist::new(),
         write_lat: LatencyHist::new(),
+        intervals: Vec::new(),
     };
+    if let Some(iv) = cfg.interval {
+        // Each thread's buckets start at its own first submission; the barrier released them
+        // together, so summing bucket by bucket lines them up to within microseconds.
+        let n = t
+            .results
+            .iter()
+            .map(|s| s.interval_bytes.len())
+            .max()
+            .unwrap_or(0);
+        out.intervals = (0..n)
+            .map(|k| {
+                let b: u64 = t
+                    .results
+                    .iter()
+                    .filter_map(|s| s.interval_bytes.get(k))
+                    .sum();
+                b as f64 / iv.as_secs_f64()
+            })
+            .collect();
+    }
     for s in &t.results {
         out.bytes += s.read_bytes + s.write_bytes;
         out.ios += s.read_ios + s.write_ios;
@@ -592,8 +619,8 @@ fn run_one(
             return skip_all(runner, &[&tp_case, &iops_case, &lat_case], &e);
         }
     }
-    let hists: RefCell<Vec<(LatencyHist, LatencyHist, LatencyHist, f64)>> =
-        RefCell::new(Vec::new());
+    type Kept = (LatencyHist, LatencyHist, LatencyHist, f64, Vec<f64>);
+    let hists: RefCell<Vec<Kept>> = RefCell::new(Vec::new());
     let counter = std::cell::Cell::new(1u64);
     let mut derived: Vec<Record> = Vec::new();
     let device = setup.device.clone();
@@ -606,7 +633,9 @@ fn run_one(
             let s = one_sample(setup, cfg, c, kind, direct, mem_align, order, deadline, n)?;
             let iops = s.ios as f64 / s.wall_s;
             let p50 = s.lat.percentile_ns(50.0) as f64 / 1e9;
-            hists.borrow_mut().push((s.lat, s.read_lat, s.write_lat, iops));
+            hists
+                .borrow_mut()
+                .push((s.lat, s.read_lat, s.write_lat, iops, s.intervals));
             Ok(Sample::new(s.bytes as f64 / s.wall_s)
                 .with("iops", iops)
                 .with("latency_p50_s", p50))
@@ -656,6 +685,12 @@ fn run_one(
                 }
             };
             common(rec);
+            if let Some(iv) = cfg.interval {
+                rec.extra
+                    .insert("interval_seconds".into(), json!(iv.as_secs_f64()));
+                let series: Vec<&Vec<f64>> = measured.iter().map(|h| &h.4).collect();
+                rec.extra.insert("interval_bytes_per_s".into(), json!(series));
+            }
             let write = c.op.writes() && !c.op.reads();
             rec.set_peak(target::disk_peak(device.as_ref(), spec, write, false));
             let mut ir = record_from_samples(&iops_case, iops);
@@ -738,6 +773,7 @@ mod tests {
             w.verify = true;
             w.remaining = Some(1 << 20);
             let job = engine::EngineJob {
+                interval: None,
                 fd: f.as_raw_fd(),
                 block_bytes: 65536,
                 iodepth: 4,

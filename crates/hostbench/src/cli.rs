@@ -224,6 +224,10 @@ pub struct DiskArgs {
     /// Write checksummed blocks (the layout too) and check every block read.
     #[arg(long)]
     pub verify: bool,
+    /// Also keep each sample's throughput per interval (e.g. 100ms) in the record
+    /// (`extra.interval_bytes_per_s`), like fio's bandwidth log.
+    #[arg(long, value_name = "D")]
+    pub interval: Option<String>,
     /// The classic matrix: read/write/randread/randwrite x 1 MiB, 10 MiB, 100 MiB x 1, 2, 4
     /// threads, plus randread/randwrite 1 KiB x 1–128 threads.
     #[arg(long)]

@@ -404,6 +404,9 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     )?;
     cfg.sync_writes = args.sync;
     cfg.verify = args.verify;
+    if let Some(i) = &args.interval {
+        cfg.interval = Some(flag("interval", parse_duration(i))?);
+    }
     if let Some(d) = common.duration {
         cfg.duration = d;
     }

@@ -221,16 +221,23 @@ fn verify_reads_back_checksummed_blocks() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run_ok(
         "disk --op write,randread,read --block 16k --iodepth 4 --verify --size 4MiB \
-         --duration 50ms --repeat 1 --warmup 0 --json - --dir",
+         --duration 100ms --interval 20ms --repeat 1 --warmup 0 --json - --dir",
         &[dir.path().as_os_str()],
     );
     let doc = json_of(&out);
     assert!(doc["skipped"].is_null(), "{}", doc["skipped"]);
-    assert!(doc["records"]
-        .as_array()
-        .expect("records")
+    let records = doc["records"].as_array().expect("records");
+    assert!(records.iter().all(|r| r["extra"]["verify"] == true));
+    // Per-interval throughput: one series per sample, about 100 ms / 20 ms buckets.
+    let tp = records
         .iter()
-        .all(|r| r["extra"]["verify"] == true));
+        .find(|r| r["benchmark"] == "disk.throughput")
+        .expect("throughput record");
+    let series = tp["extra"]["interval_bytes_per_s"][0]
+        .as_array()
+        .expect("interval series");
+    assert!((3..=8).contains(&series.len()), "{series:?}");
+    assert!(series.iter().any(|v| v.as_f64().unwrap_or(0.0) > 0.0));
 }
 
 #[test]

@@ -28,7 +28,8 @@ pub struct Timed<R, A> {
     pub after: Vec<A>,
 }
 
-/// Run `work(i)` on `threads` threads pinned per `order` (wrapping round when oversubscribed),
+/// Run `work(i)` on `threads` threads pinned per `order` (wrapping round when oversubscribed;
+/// an empty `order` leaves them to the scheduler, as I/O threads that mostly sleep want),
 /// then `after(i)` once every thread has finished its work.
 pub fn run_pinned<R, A>(
     threads: usize,
@@ -51,11 +52,13 @@ where
             .map(|i| {
                 let (start_line, after_line, work, after) =
                     (&start_line, &after_line, &work, &after);
-                let cpu = affinity::cpu_for_thread(order, i);
+                let cpu = (!order.is_empty()).then(|| affinity::cpu_for_thread(order, i));
                 s.spawn(move || {
                     // Pinning can fail in restricted containers; the measurement is still valid,
                     // merely unpinned, so carry on rather than refuse.
-                    let _ = affinity::pin_current_thread(cpu);
+                    if let Some(cpu) = cpu {
+                        let _ = affinity::pin_current_thread(cpu);
+                    }
                     start_line.wait();
                     let t0 = Instant::now();
                     let outcome = catch_unwind(AssertUnwindSafe(|| work(i))).unwrap_or_else(|_| {
@@ -150,5 +153,8 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("panicked"), "{err}");
         assert!(run_pinned(0, &order, |_| Ok(()), |_| ()).is_err());
+        // No placement: the threads run unpinned and still all complete.
+        let t = run_pinned(3, &[], |i| Ok(i), |_| ()).unwrap();
+        assert_eq!(t.results, vec![0, 1, 2]);
     }
 }

@@ -29,7 +29,7 @@ use hostbench_core::model::{Host, Metric, Record};
 use hostbench_core::runner::record_from_samples;
 use hostbench_core::spec::Spec;
 use hostbench_core::units::format_bytes_iec;
-use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
+use hostbench_core::{parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
 
 pub use engine::EngineKind;
@@ -490,7 +490,10 @@ pub fn run_disk(
         }
         return Ok(());
     }
-    let order = affinity::placement_order();
+    // I/O threads are not pinned (fio's default): they sleep on completions, and pinning one to
+    // the CPU that services the device's interrupts cost a third of the QD1 IOPS on the test
+    // VM (BENCHMARKS.md); the scheduler keeps them off a busy CPU.
+    let order: Vec<usize> = Vec::new();
     for (c, kind) in cases {
         run_one(
             runner,
@@ -703,6 +706,14 @@ fn run_one(
             lr.stats.p99 = Some(s.p99);
             lr.stats.p999 = Some(s.p999);
             lr.extra.insert("completion_latency".into(), json!(s));
+            // Little's law: the queue depth actually kept (fio reports the same as its depth
+            // distribution); below iodepth × threads when refills are batched or the device
+            // stalls submission.
+            let iops_median = ir.value;
+            lr.extra.insert(
+                "achieved_depth".into(),
+                json!(iops_median * s.mean),
+            );
             if c.op.mixed() {
                 lr.extra.insert("read_latency".into(), json!(rl.summary()));
                 lr.extra.insert("write_latency".into(), json!(wl.summary()));

@@ -142,6 +142,40 @@ fn tmpfs_is_labelled_memory_not_storage() {
 }
 
 #[test]
+fn unaligned_blocks_fall_back_to_labelled_buffered_io() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_ok(
+        "disk --op read,randwrite --block 1000 --iodepth 2 --size 2MB --duration 40ms --repeat 1 \
+         --warmup 0 --json - --dir",
+        &[dir.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 6, "{}", doc["skipped"]);
+    for r in records {
+        assert_eq!(r["params"]["direct"], false, "{r}");
+        assert_eq!(r["extra"]["cache_mode"], "buffered-evicted");
+        assert!(
+            r["warnings"].to_string().contains("O_DIRECT not used"),
+            "{r}"
+        );
+    }
+    // `--direct on` refuses instead of falling back.
+    assert_usage_error(
+        &[
+            "disk",
+            "--block",
+            "1000",
+            "--direct",
+            "on",
+            "--dir",
+            dir.path().to_str().expect("utf-8"),
+        ],
+        "--direct on",
+    );
+}
+
+#[test]
 fn a_full_filesystem_is_refused_and_nothing_is_left() {
     let Some(fs) = Tmpfs::mount("16m", "") else {
         return;

@@ -14,6 +14,9 @@ import re
 import statistics as st
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import print_notes  # noqa: E402
+
 GB = 1e9
 
 
@@ -250,13 +253,7 @@ def main():
     if empty:
         print()
         print("No value in any round (not run, or failed; see commands.log and the rNN/ files): " + ", ".join(empty))
-    if notes:
-        print()
-        for s in notes:
-            print(f"- {s}")
-    cmds = os.path.join(out, "commands.log")
-    if os.path.exists(cmds):
-        print(f"- commands: {cmds}")
+    print_notes(notes, out)
 
 
 if __name__ == "__main__":

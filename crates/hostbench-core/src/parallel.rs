@@ -154,7 +154,7 @@ mod tests {
         assert!(err.to_string().contains("panicked"), "{err}");
         assert!(run_pinned(0, &order, |_| Ok(()), |_| ()).is_err());
         // No placement: the threads run unpinned and still all complete.
-        let t = run_pinned(3, &[], |i| Ok(i), |_| ()).unwrap();
+        let t = run_pinned(3, &[], Ok, |_| ()).unwrap();
         assert_eq!(t.results, vec![0, 1, 2]);
     }
 }

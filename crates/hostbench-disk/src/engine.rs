@@ -563,6 +563,17 @@ impl Uring {
         true
     }
 
+    /// Hand every queued SQE to the kernel without waiting.
+    fn submit(&mut self) -> Result<(), BenchError> {
+        loop {
+            match self.ring.submit() {
+                Ok(_) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                Err(e) => return Err(BenchError::Failed(format!("io_uring_enter: {e}"))),
+            }
+        }
+    }
+
     /// Submit everything queued and wait for at least one completion.
     fn submit_and_wait(&mut self) -> Result<(), BenchError> {
         loop {
@@ -670,21 +681,19 @@ fn run_uring(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, Bench
     let mut free: Vec<usize> = (0..job.iodepth).rev().collect();
     // The CQ holds twice the SQ entries by default.
     let mut cqes: Vec<(u64, i32)> = Vec::with_capacity(2 * entries as usize);
-    // Slots pushed since the last submit call, whose clocks start at that call.
-    let mut new_ops: Vec<usize> = Vec::with_capacity(job.iodepth);
     let mut st = ThreadStats {
         interval: job.interval,
         ..ThreadStats::default()
     };
     let mut exhausted = false;
-    // Refill once an eighth of the queue is free rather than after every completion: each
-    // submit call that carries one SQE pays its own doorbell (a VM exit under virtio), while a
-    // batch shares one. The queue stays at least 7/8 full.
-    let refill_at = (job.iodepth / 8).max(1);
 
     loop {
-        // Refill every free slot, then hand the whole batch to the kernel in one call.
-        while !exhausted && (free.len() >= refill_at || u.in_flight == 0) {
+        // Refill every free slot, handing each SQE to the kernel as soon as it is ready, as fio
+        // does. Submitting them one by one looks wasteful, but a virtio disk stops asking for
+        // doorbells (VM exits) while its host thread is still draining the queue, so a steady
+        // trickle costs fewer exits than bursts after every wait: batching refills measured
+        // 0.83 × fio at QD 32 on the test VM, eager submission 1.0 ×.
+        while !exhausted {
             let Some(&idx) = free.last() else { break };
             let Some(op) = w.next() else {
                 exhausted = true;
@@ -696,30 +705,23 @@ fn run_uring(job: &EngineJob, w: &mut dyn Workload) -> Result<ThreadStats, Bench
                 // SAFETY: slot idx is free: no SQE for its buffer is in flight.
                 w.fill(&op, unsafe { u.bufs.slice_mut(idx, op.len) });
             }
+            u.push_transfer(idx, &op, 0)?;
+            // The op's clock starts at its own submit call: fill() is not its latency.
+            let start = Instant::now();
+            st.started.get_or_insert(start);
             slots[idx] = Some(Slot {
                 op,
                 done: 0,
-                // Replaced by the submit time below; a placeholder keeps Slot free of Option.
-                start: Instant::now(),
+                start,
                 phase: Phase::Transfer,
             });
-            new_ops.push(idx);
-            u.push_transfer(idx, &op, 0)?;
+            u.submit()?;
         }
         if u.in_flight == 0 {
             break;
         }
-        // A pushed SQE only reaches the kernel in the submit call, so every op of this batch
-        // starts its clock here: the fill() of the ops pushed after it is not its latency.
-        let submitted = Instant::now();
-        st.started.get_or_insert(submitted);
-        for idx in new_ops.drain(..) {
-            if let Some(slot) = slots[idx].as_mut() {
-                slot.start = submitted;
-            }
-        }
         u.submit_and_wait()?;
-        // One completion time for the whole batch: all its CQEs were seen at this moment, and
+        // One completion time for everything reaped here: all these CQEs were seen now, and
         // the check() of one read must not count in the latency of the next.
         let reaped = Instant::now();
 

@@ -707,7 +707,7 @@ fn run_one(
             lr.stats.p999 = Some(s.p999);
             lr.extra.insert("completion_latency".into(), json!(s));
             // Little's law: the queue depth actually kept (fio reports the same as its depth
-            // distribution); below iodepth × threads when refills are batched or the device
+            // distribution); below iodepth × threads when the workload or the device
             // stalls submission.
             let iops_median = ir.value;
             lr.extra.insert(

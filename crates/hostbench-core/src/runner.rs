@@ -45,6 +45,20 @@ impl Default for RunnerConfig {
     }
 }
 
+impl RunnerConfig {
+    /// `repeat` samples, no warm-up, no progress bar, no partial file: for tests and for callers
+    /// that embed a run in something else.
+    pub fn quiet(repeat: usize) -> Self {
+        Self {
+            repeat,
+            warmup: 0,
+            budget: None,
+            progress: false,
+            partial_path: None,
+        }
+    }
+}
+
 /// One point of a benchmark's parameter space.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -337,11 +351,9 @@ mod tests {
 
     fn quiet(partial: Option<PathBuf>) -> RunnerConfig {
         RunnerConfig {
-            repeat: 3,
             warmup: 1,
-            budget: None,
-            progress: false,
             partial_path: partial,
+            ..RunnerConfig::quiet(3)
         }
     }
 

@@ -497,16 +497,7 @@ mod tests {
 
     #[test]
     fn small_sweep_produces_checked_records_with_peaks() {
-        let mut runner = Runner::new(
-            RunnerConfig {
-                repeat: 2,
-                warmup: 0,
-                budget: None,
-                progress: false,
-                partial_path: None,
-            },
-            Host::default(),
-        );
+        let mut runner = Runner::new(RunnerConfig::quiet(2), Host::default());
         let cfg = CpuConfig {
             dtypes: vec![Dtype::F64, Dtype::I8],
             isas: IsaChoice::List(vec![Isa::Scalar]),

@@ -709,16 +709,7 @@ mod tests {
     use hostbench_core::RunnerConfig;
 
     fn runner() -> Runner {
-        Runner::new(
-            RunnerConfig {
-                repeat: 2,
-                warmup: 0,
-                budget: None,
-                progress: false,
-                partial_path: None,
-            },
-            Host::default(),
-        )
+        Runner::new(RunnerConfig::quiet(2), Host::default())
     }
 
     fn timing() -> Timing {

@@ -1091,13 +1091,7 @@ mod tests {
     use crate::sizing::KIB;
 
     fn quiet() -> RunnerConfig {
-        RunnerConfig {
-            repeat: 2,
-            warmup: 0,
-            budget: None,
-            progress: false,
-            partial_path: None,
-        }
+        RunnerConfig::quiet(2)
     }
 
     fn host() -> Host {

@@ -215,16 +215,7 @@ mod tests {
     use hostbench_core::{Case, Runner, RunnerConfig, Sample};
 
     fn sample_run() -> RunResult {
-        let mut r = Runner::new(
-            RunnerConfig {
-                repeat: 3,
-                warmup: 0,
-                budget: None,
-                progress: false,
-                partial_path: None,
-            },
-            Host::default(),
-        );
+        let mut r = Runner::new(RunnerConfig::quiet(3), Host::default());
         let case = Case::new("cpu.flops", Metric::Throughput, "FLOP/s")
             .param("dtype", "f64")
             .param("threads", 2);

@@ -13,7 +13,6 @@ fio-CASE.json, block-device counters *.dev) and prints Markdown:
 
 Missing or failed runs show as "n/a". Usage: summarize-disk.py OUT_DIR
 """
-import glob
 import json
 import os
 import re
@@ -21,7 +20,7 @@ import statistics as st
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import print_notes  # noqa: E402
+from benchlib import load_json, load_rounds, print_notes, text  # noqa: E402
 
 RATE_TARGET = 0.97
 LAT_TOLERANCE = 0.10
@@ -44,26 +43,6 @@ LABELS = {
 }
 
 
-def text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def load_json(path):
-    t = text(path)
-    if not t:
-        return None
-    # fio may put warnings ahead of the JSON document in its --output file.
-    i = t.find("{")
-    if i < 0:
-        return None
-    try:
-        return json.loads(t[i:])
-    except ValueError:
-        return None
 
 
 def is_seq(tag):
@@ -202,13 +181,7 @@ def fmt_ratio(r, bold=True):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: summarize-disk.py OUT_DIR")
-    out = sys.argv[1]
-    rounds = sorted(glob.glob(os.path.join(out, "r[0-9][0-9]")))
-    if not rounds:
-        sys.exit(f"no rounds (r01, r02, ...) in {out}")
-    meta = text(os.path.join(out, "meta.txt")) or ""
+    out, rounds, meta = load_rounds("summarize-disk.py")
     m = re.search(r"^CASES=(.*)$", meta, re.M)
     tags = [c for c in (m.group(1).split() if m else CASES) if c in CASES]
     kv = dict(re.findall(r"(\w+)=(\S*)", meta))

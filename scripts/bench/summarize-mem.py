@@ -7,7 +7,6 @@ tool, the ratio of the medians (hostbench / reference for bandwidth; for latency
 difference in per cent), the ratio in each round, and the ratio of the best values. Missing or
 failed runs show as "n/a" with the reason underneath. Usage: summarize-mem.py OUT_DIR
 """
-import glob
 import json
 import os
 import re
@@ -15,25 +14,10 @@ import statistics as st
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import print_notes  # noqa: E402
+from benchlib import load_json, load_rounds, print_notes, text  # noqa: E402
 
 GB = 1e9
 
-
-def load_json(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
 
 
 def hb_bandwidth(rd, tag, store=None):
@@ -89,13 +73,7 @@ def chase(rd, pages):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: summarize-mem.py OUT_DIR")
-    out = sys.argv[1]
-    rounds = sorted(glob.glob(os.path.join(out, "r[0-9][0-9]")))
-    if not rounds:
-        sys.exit(f"no rounds (r01, r02, ...) in {out}")
-    meta = text(os.path.join(out, "meta.txt")) or ""
+    out, rounds, meta = load_rounds("summarize-mem.py")
     kv = dict(re.findall(r"(\w+)=(\S*)", meta))
     isa = kv.get("LK_ISA", "avx")
     threads = kv.get("THREADS", "?")

@@ -224,7 +224,9 @@ impl Runner {
         self.skip_with(case, kind, &err.to_string())
     }
 
-    fn skip_with(&mut self, case: &Case, kind: &str, reason: &str) -> Result<(), BenchError> {
+    /// Record a skipped case with an explicit kind (`unsupported`, `failed`, `budget`, …), e.g. to
+    /// skip the companions of a case for the same reason.
+    pub fn skip_with(&mut self, case: &Case, kind: &str, reason: &str) -> Result<(), BenchError> {
         // Jump the bar past the samples this case will not take.
         self.bar
             .inc((self.config.warmup + self.config.repeat) as u64);

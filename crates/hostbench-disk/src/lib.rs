@@ -723,25 +723,16 @@ fn run_one(
             derived.push(lr);
         },
     )?;
+    if derived.is_empty() {
+        // The measurement produced nothing (ENOSPC, EIO, budget…): the IOPS and latency records
+        // are skipped with the same kind and reason as the throughput record.
+        if let Some(skip) = runner.result().skipped.last().cloned() {
+            runner.skip_with(&iops_case, &skip.kind, &skip.reason)?;
+            runner.skip_with(&lat_case, &skip.kind, &skip.reason)?;
+        }
+    }
     for r in derived {
         runner.commit(r)?;
-    }
-    if runner
-        .result()
-        .skipped
-        .last()
-        .is_some_and(|s| s.benchmark == "disk.throughput" && s.params == tp_case.params)
-    {
-        // The measurement failed (ENOSPC, EIO…): the IOPS and latency records go with it.
-        let reason = runner
-            .result()
-            .skipped
-            .last()
-            .map(|s| s.reason.clone())
-            .unwrap_or_default();
-        let e = BenchError::Failed(reason);
-        runner.skip(&iops_case, &e)?;
-        runner.skip(&lat_case, &e)?;
     }
     Ok(())
 }

@@ -316,3 +316,38 @@ fn disk_bad_input_is_one_line_and_exit_2() {
     }
     assert!(leftovers(dir.path()).is_empty());
 }
+
+#[test]
+fn a_skipped_measurement_skips_all_three_records_alike() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = hostbench()
+        .args(
+            "disk --op randread --iodepth 1 --size 4MiB --duration 20ms --budget 1ns --repeat 1 \
+             --warmup 0 --json - --quiet --dir"
+                .split_whitespace(),
+        )
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    // Nothing measured: exit 1, and the JSON says why for every record of the case.
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json_of(&out);
+    let kinds: Vec<(String, String)> = doc["skipped"]
+        .as_array()
+        .expect("skipped")
+        .iter()
+        .map(|s| {
+            (
+                s["benchmark"].as_str().unwrap_or("").to_string(),
+                s["kind"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for bench in ["disk.throughput", "disk.iops", "disk.latency"] {
+        assert!(
+            kinds.contains(&(bench.to_string(), "budget".to_string())),
+            "{kinds:?}"
+        );
+    }
+    assert!(leftovers(dir.path()).is_empty());
+}

@@ -9,6 +9,7 @@ pub mod affinity;
 pub mod clock;
 pub mod dmi;
 pub mod error;
+pub mod histogram;
 pub mod host;
 pub mod model;
 pub mod parallel;

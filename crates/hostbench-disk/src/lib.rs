@@ -13,7 +13,7 @@
 //! there even "direct" I/O measures memory or a cache, not the device.
 
 pub mod engine;
-pub mod histogram;
+pub use hostbench_core::histogram;
 pub mod target;
 pub mod workload;
 
@@ -701,10 +701,7 @@ fn run_one(
             ir.set_peak(target::disk_peak(device.as_ref(), spec, write, true));
             let mut lr = record_from_samples(&lat_case, p50s);
             common(&mut lr);
-            let s = lat.summary();
-            lr.stats.p50 = Some(s.p50);
-            lr.stats.p99 = Some(s.p99);
-            lr.stats.p999 = Some(s.p999);
+            let s = lat.fill_stats(&mut lr.stats);
             lr.extra.insert("completion_latency".into(), json!(s));
             // Little's law: the queue depth actually kept (fio reports the same as its depth
             // distribution); below iodepth × threads when the workload or the device

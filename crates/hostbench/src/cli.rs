@@ -34,6 +34,8 @@ pub enum Command {
     Mem(Box<MemArgs>),
     /// Storage throughput, IOPS and latency percentiles in a scratch directory (fio-style).
     Disk(Box<DiskArgs>),
+    /// Network TCP/UDP throughput and ping-pong latency: server, client, or loopback.
+    Net(Box<NetArgs>),
 }
 
 /// Options every measuring command takes.
@@ -236,6 +238,120 @@ pub struct DiskArgs {
     pub common: CommonArgs,
 }
 
+#[derive(Debug, Args)]
+pub struct NetArgs {
+    #[command(subcommand)]
+    pub mode: NetMode,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NetMode {
+    /// Serve tests to `hostbench net client` (one session at a time unless --max-sessions).
+    Server(NetServerArgs),
+    /// Measure against a running `hostbench net server` at HOST[:PORT].
+    Client(NetClientArgs),
+    /// Server and client in this process on 127.0.0.1 (or ::1): the single-node case.
+    Loopback(NetLoopbackArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct NetServerArgs {
+    /// Address to listen on (`::` takes IPv4 and IPv6 where the host allows dual stack).
+    #[arg(long, value_name = "ADDR", default_value = "::")]
+    pub bind: String,
+    /// TCP port of the control connection and the TCP data streams.
+    #[arg(long, value_name = "P", default_value = "5201")]
+    pub port: String,
+    /// File holding the pre-shared token clients must prove they know (challenge-response; the
+    /// token never crosses the wire). Without it any client may run tests.
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+    /// Sessions admitted at once; others are told "busy" (tests running together disturb
+    /// each other, so the default is iperf3's one).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub max_sessions: String,
+    /// Exit after the first session ends.
+    #[arg(long)]
+    pub once: bool,
+    /// Do not log sessions to stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NetClientArgs {
+    /// The server: a name or address, optionally with :PORT (IPv6 as [::1]:5201).
+    pub host: String,
+    /// Control port when HOST has none.
+    #[arg(long, value_name = "P", default_value = "5201")]
+    pub port: String,
+    /// File holding the server's token.
+    #[arg(long, value_name = "F")]
+    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub test: NetTestArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct NetLoopbackArgs {
+    /// Use ::1 instead of 127.0.0.1.
+    #[arg(long)]
+    pub ipv6: bool,
+    #[command(flatten)]
+    pub test: NetTestArgs,
+}
+
+/// What a client (or loopback) measures.
+#[derive(Debug, Args)]
+pub struct NetTestArgs {
+    /// Protocols: tcp, udp.
+    #[arg(long, value_name = "LIST")]
+    pub proto: Option<String>,
+    /// Directions: send (client to server), recv (server to client, iperf3 -R), bidir.
+    #[arg(long, value_name = "LIST")]
+    pub direction: Option<String>,
+    /// Write / datagram sizes, e.g. 1KB,32KB (default: TCP 128 KiB; UDP the largest datagram the
+    /// path MTU carries unfragmented, at most 32 KiB). UDP allows at most 65507 bytes.
+    #[arg(long, value_name = "LIST")]
+    pub block: Option<String>,
+    /// Parallel streams per direction, one pinned thread each (default 1, 2, 4, … up to the CPUs, at most 8).
+    #[arg(long, value_name = "LIST")]
+    pub streams: Option<String>,
+    /// UDP target rate per stream in bit/s (e.g. 1G, 500M); 0 sends unpaced (flagged).
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Amount-based throughput: bytes per sample per direction over all streams (e.g. 1GB, 10GB),
+    /// instead of --duration.
+    #[arg(long, value_name = "SIZE")]
+    pub bytes: Option<String>,
+    /// Throughput section (selects it; with --latency both run; neither: both run).
+    #[arg(long)]
+    pub throughput: bool,
+    /// Ping-pong latency section.
+    #[arg(long)]
+    pub latency: bool,
+    /// Ping-pong message sizes (default 1 byte).
+    #[arg(long, value_name = "LIST")]
+    pub msg_size: Option<String>,
+    /// Concurrent ping-pong pairs (default 1), e.g. 1,2,4,8.
+    #[arg(long, value_name = "LIST")]
+    pub pairs: Option<String>,
+    /// Count-based ping-pong: round trips per pair per sample (the classic 1M), instead of --duration.
+    #[arg(long, value_name = "N")]
+    pub count: Option<String>,
+    /// SO_SNDBUF/SO_RCVBUF for data sockets (disables TCP autotuning, as iperf3 -w does).
+    #[arg(long, value_name = "SIZE")]
+    pub sockbuf: Option<String>,
+    /// Leave stream threads to the scheduler instead of pinning them.
+    #[arg(long)]
+    pub no_pin: bool,
+    /// The classic matrix: TCP and UDP x 1 KB, 32 KB x 1, 2, 4, 8 streams, plus 1-byte ping-pong.
+    #[arg(long)]
+    pub classic: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DirectArg {
     Auto,
@@ -248,7 +364,7 @@ pub struct RunArgs {
     /// How much to measure: quick (~1 min), standard (default), full, classic (the assignment's matrix).
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: Profile,
-    /// Only these subsystems (comma-separated): cpu, linpack, mem, disk.
+    /// Only these subsystems (comma-separated): cpu, linpack, mem, disk, net.
     #[arg(long, value_name = "LIST")]
     pub only: Option<String>,
     /// Skip these subsystems (comma-separated).

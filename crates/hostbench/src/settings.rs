@@ -413,3 +413,162 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     cfg.validate()?;
     Ok(cfg)
 }
+
+/// `hostbench net server`: the listening address, token and admission limit.
+pub fn net_server(
+    args: &crate::cli::NetServerArgs,
+) -> Result<hostbench_net::ServerConfig, BenchError> {
+    let port = port_arg(&args.port)?;
+    let ip: std::net::IpAddr = args
+        .bind
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| {
+            BenchError::invalid(format!(
+                "--bind '{}': not an IP address (e.g. 0.0.0.0, ::, 192.0.2.1)",
+                args.bind
+            ))
+        })?;
+    let mut cfg = hostbench_net::ServerConfig::new(std::net::SocketAddr::new(ip, port));
+    cfg.token = args
+        .token_file
+        .as_deref()
+        .map(hostbench_net::Token::from_file)
+        .transpose()?;
+    cfg.max_sessions = flag(
+        "max-sessions",
+        parse_positive(&args.max_sessions, "session count"),
+    )?;
+    cfg.once = args.once;
+    cfg.log = !args.quiet;
+    cfg.order = hostbench_core::affinity::placement_order();
+    Ok(cfg)
+}
+
+fn port_arg(text: &str) -> Result<u16, BenchError> {
+    text.trim()
+        .parse::<u16>()
+        .map_err(|_| BenchError::invalid(format!("--port '{text}': expected 0 to 65535")))
+}
+
+/// `hostbench net client`: the server's address and token, then the test lists.
+pub fn net_client(
+    args: &crate::cli::NetClientArgs,
+    common: &Common,
+) -> Result<hostbench_net::NetConfig, BenchError> {
+    let (host, port) = flag(
+        "host",
+        hostbench_net::split_host_port(&args.host, port_arg(&args.port)?),
+    )?;
+    let target = hostbench_net::Target::Remote { host, port };
+    let mut cfg = net_tests(&args.test, common, target)?;
+    cfg.token = args
+        .token_file
+        .as_deref()
+        .map(hostbench_net::Token::from_file)
+        .transpose()?;
+    Ok(cfg)
+}
+
+/// `hostbench net loopback`.
+pub fn net_loopback(
+    args: &crate::cli::NetLoopbackArgs,
+    common: &Common,
+) -> Result<hostbench_net::NetConfig, BenchError> {
+    net_tests(
+        &args.test,
+        common,
+        hostbench_net::Target::Loopback { v6: args.ipv6 },
+    )
+}
+
+fn net_tests(
+    args: &crate::cli::NetTestArgs,
+    common: &Common,
+    target: hostbench_net::Target,
+) -> Result<hostbench_net::NetConfig, BenchError> {
+    use hostbench_net::{Direction, NetConfig, Proto, UdpRate};
+    let mut cfg = if args.classic {
+        NetConfig::classic(target)
+    } else {
+        NetConfig {
+            target,
+            ..NetConfig::default()
+        }
+    };
+    if let Some(p) = &args.proto {
+        cfg.protos = flag(
+            "proto",
+            parse_list(p, "protocol", |s| match s.to_ascii_lowercase().as_str() {
+                "tcp" => Ok(Proto::Tcp),
+                "udp" => Ok(Proto::Udp),
+                _ => Err(BenchError::invalid(format!(
+                    "unknown protocol '{s}' (expected tcp, udp)"
+                ))),
+            }),
+        )?;
+    }
+    if let Some(d) = &args.direction {
+        cfg.directions = flag(
+            "direction",
+            parse_list(d, "direction", |s| match s.to_ascii_lowercase().as_str() {
+                "send" => Ok(Direction::Send),
+                "recv" | "reverse" => Ok(Direction::Recv),
+                "bidir" => Ok(Direction::Bidir),
+                _ => Err(BenchError::invalid(format!(
+                    "unknown direction '{s}' (expected send, recv, bidir)"
+                ))),
+            }),
+        )?;
+    }
+    if let Some(b) = &args.block {
+        let blocks = sizes_list("block", b)?;
+        cfg.tcp_blocks = blocks.clone();
+        cfg.udp_blocks = Some(blocks);
+    }
+    let counts = |name: &str, text: &str, what: &str| -> Result<Vec<u32>, BenchError> {
+        let v = flag(name, parse_list(text, what, |s| parse_positive(s, what)))?;
+        Ok(v.into_iter()
+            .map(|x| x.min(u32::MAX as usize) as u32)
+            .collect())
+    };
+    if let Some(s) = &args.streams {
+        cfg.streams = counts("streams", s, "stream count")?;
+    }
+    if let Some(p) = &args.pairs {
+        cfg.pairs = counts("pairs", p, "pair count")?;
+    }
+    if let Some(r) = &args.rate {
+        let t = r.trim().trim_end_matches("bit/s").trim_end_matches("bps");
+        cfg.udp_rate = if t == "0" {
+            UdpRate::Unpaced
+        } else {
+            UdpRate::PerStream(flag("rate", parse_count(t))?)
+        };
+    }
+    if let Some(b) = &args.bytes {
+        cfg.bytes = Some(sizes_list("bytes", b)?[0]);
+    }
+    if let Some(m) = &args.msg_size {
+        cfg.msg_sizes = sizes_list("msg-size", m)?;
+    }
+    if let Some(c) = &args.count {
+        cfg.count = Some(flag("count", parse_count(c))? as u64);
+    }
+    if let Some(b) = &args.sockbuf {
+        let v = sizes_list("sockbuf", b)?[0];
+        cfg.sockbuf = Some(v.min(u64::from(u32::MAX)) as u32);
+    }
+    if args.throughput || args.latency {
+        cfg.throughput = args.throughput;
+        cfg.latency = args.latency;
+    }
+    cfg.pin = !args.no_pin;
+    if let Some(d) = common.duration {
+        cfg.duration = d;
+    }
+    cfg.validate()?;
+    Ok(cfg)
+}

@@ -405,15 +405,7 @@ fn run_quick_includes_memory() {
         "run --only mem --profile quick --repeat 1 --warmup 0 --quiet --out",
         &[dir.path().as_ref()],
     );
-    let run_dir = std::fs::read_dir(dir.path())
-        .expect("dir")
-        .flatten()
-        .next()
-        .expect("a run directory");
-    let doc: Value =
-        serde_json::from_slice(&std::fs::read(run_dir.path().join("run.json")).expect("run.json"))
-            .expect("json");
-    assert_run_contract(&doc);
+    let doc = common::only_run_json(dir.path());
     let records = doc["records"].as_array().expect("records");
     for bench in ["mem.bandwidth", "mem.latency"] {
         assert!(

@@ -6,6 +6,7 @@ mod disk;
 mod info;
 mod linpack;
 mod mem;
+mod net;
 mod run;
 
 use std::io::Write;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Linpack(args) => linpack::run(&args),
         Command::Mem(args) => mem::run(&args),
         Command::Disk(args) => disk::run(&args),
+        Command::Net(args) => net::run(&args),
     }
 }
 

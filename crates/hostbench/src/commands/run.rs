@@ -17,7 +17,7 @@ use crate::settings;
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
-const SUBSYSTEMS: [&str; 4] = ["cpu", "linpack", "mem", "disk"];
+const SUBSYSTEMS: [&str; 5] = ["cpu", "linpack", "mem", "disk", "net"];
 
 fn subsystem_list(text: &str, flag: &str) -> Result<Vec<String>, BenchError> {
     parse_list(text, flag, |s| {
@@ -172,6 +172,43 @@ fn disk_config(profile: Profile, duration: Option<Duration>, dir: &std::path::Pa
     cfg
 }
 
+/// Network per profile, on loopback (a second host needs `hostbench net client`): `standard`
+/// is TCP and UDP at 1 and all streams plus TCP/UDP ping-pong, about half a minute; `quick` one
+/// stream each; `full` every direction and three block sizes; `classic` the assignment's matrix.
+fn net_config(profile: Profile, duration: Option<Duration>) -> hostbench_net::NetConfig {
+    use hostbench_net::{Direction, NetConfig, Target};
+    let target = Target::Loopback { v6: false };
+    let mut cfg = match profile {
+        Profile::Classic => NetConfig::classic(target),
+        _ => NetConfig {
+            target,
+            ..NetConfig::default()
+        },
+    };
+    match profile {
+        Profile::Quick => {
+            cfg.streams = vec![1];
+            cfg.duration = Duration::from_millis(300);
+        }
+        Profile::Standard => {
+            if cfg.streams.len() > 2 {
+                cfg.streams = vec![1, *cfg.streams.last().unwrap_or(&1)];
+            }
+            cfg.duration = Duration::from_secs(1);
+        }
+        Profile::Full => {
+            cfg.directions = vec![Direction::Send, Direction::Recv, Direction::Bidir];
+            cfg.tcp_blocks = vec![1000, 32_000, hostbench_net::DEFAULT_TCP_BLOCK];
+            cfg.pairs = vec![1, 2];
+        }
+        Profile::Classic => cfg.duration = Duration::from_secs(1),
+    }
+    if let Some(d) = duration {
+        cfg.duration = d;
+    }
+    cfg
+}
+
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let mut common = settings::common(&args.common)?;
     let mut selected: Vec<String> = match &args.only {
@@ -229,6 +266,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
             "disk" => {
                 let cfg = disk_config(args.profile, common.duration, &args.disk_dir);
                 hostbench_disk::run_disk(&mut runner, &cfg, &host, &common.spec)?;
+            }
+            "net" => {
+                let cfg = net_config(args.profile, common.duration);
+                hostbench_net::run_net(&mut runner, &cfg, &host, &common.spec)?;
             }
             _ => {}
         }

@@ -98,3 +98,18 @@ pub fn assert_usage_error(args: &[&str], needle: &str) {
     assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The `run.json` of the one run directory `hostbench run --out DIR` made, checked against the
+/// run contract.
+pub fn only_run_json(out: &std::path::Path) -> Value {
+    let run_dir = std::fs::read_dir(out)
+        .expect("dir")
+        .flatten()
+        .next()
+        .expect("a run directory");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(run_dir.path().join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_run_contract(&doc);
+    doc
+}

@@ -78,6 +78,15 @@ impl LatencyHist {
         v.clamp(self.min_ns, self.max_ns)
     }
 
+    /// Fill a record's percentile fields (seconds) from this distribution.
+    pub fn fill_stats(&self, stats: &mut crate::model::Stats) -> LatencySummary {
+        let s = self.summary();
+        stats.p50 = Some(s.p50);
+        stats.p99 = Some(s.p99);
+        stats.p999 = Some(s.p999);
+        s
+    }
+
     pub fn summary(&self) -> LatencySummary {
         let s = |ns: u64| ns as f64 / 1e9;
         let empty = self.h.is_empty();

@@ -1,0 +1,591 @@
+//! The client side of a session: connect, authenticate both ways, run tests.
+//!
+//! One control connection carries every test of a `hostbench net client` run; each test opens
+//! its own data connections (TCP, joined by the session cookie) or UDP sockets (joined by a
+//! handshake datagram carrying the session tag), so one test's leftovers cannot leak into the
+//! next one's counts.
+
+use std::io;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hostbench_core::histogram::LatencyHist;
+
+use crate::auth::{self, Token};
+use crate::server::{pin, session_tag, stop_for};
+use crate::tcp;
+use crate::udp;
+use crate::wire::{
+    self, Msg, Proto, ProtoError, Report, SentReport, StreamReport, TestKind, TestSpec,
+};
+
+/// Why a session or a test did not work.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// Could not reach or agree with the peer: the user's target is wrong (exit 2).
+    #[error("{0}")]
+    Peer(String),
+    /// The session broke mid-test (the case fails; a new session may work).
+    #[error("{0}")]
+    Session(String),
+    /// The test ran but failed on the data path or was refused by the server.
+    #[error("{0}")]
+    Test(String),
+    /// Sender and receiver disagree: the measurement cannot be trusted.
+    #[error("{0}")]
+    Validation(String),
+}
+
+impl From<ProtoError> for ClientError {
+    fn from(e: ProtoError) -> Self {
+        ClientError::Session(format!("control connection: {e}"))
+    }
+}
+
+/// A connected, authenticated session.
+pub struct Client {
+    ctl: TcpStream,
+    server: SocketAddr,
+    cookie: String,
+    tag: u64,
+    /// Pin data threads to these CPUs (empty: leave them to the scheduler).
+    pub order: Vec<usize>,
+    /// Silence on a data stream after which a test fails.
+    pub data_timeout: Duration,
+}
+
+/// What one direction of a throughput test delivered, as its receiver counted it.
+#[derive(Debug, Clone, Default)]
+pub struct Flow {
+    pub received: Vec<StreamReport>,
+    pub sent: Vec<SentReport>,
+}
+
+impl Flow {
+    /// Receiver goodput over all streams, bit/s: bytes after each stream's first read, over the
+    /// span from the earliest first read to the latest last read (the first read's bytes
+    /// arrived before the clock started, so they are left out).
+    pub fn goodput_bps(&self) -> f64 {
+        let first = self.received.iter().map(|r| r.first_ns).min().unwrap_or(0);
+        let last = self.received.iter().map(|r| r.last_ns).max().unwrap_or(0);
+        let bytes: u64 = self
+            .received
+            .iter()
+            .map(|r| r.bytes.saturating_sub(r.first_chunk))
+            .sum();
+        if last <= first {
+            return 0.0;
+        }
+        bytes as f64 * 8.0 / ((last - first) as f64 / 1e9)
+    }
+
+    pub fn bytes_received(&self) -> u64 {
+        self.received.iter().map(|r| r.bytes).sum()
+    }
+    pub fn bytes_sent(&self) -> u64 {
+        self.sent.iter().map(|s| s.bytes).sum()
+    }
+    pub fn datagrams_sent(&self) -> u64 {
+        self.sent.iter().map(|s| s.datagrams).sum()
+    }
+    pub fn datagrams_received(&self) -> u64 {
+        self.received.iter().map(|r| r.datagrams).sum()
+    }
+    /// Datagrams sent and never received (UDP).
+    pub fn lost(&self) -> u64 {
+        self.datagrams_sent()
+            .saturating_sub(self.datagrams_received())
+    }
+    /// Mean RFC 3550 jitter over the streams, seconds.
+    pub fn jitter_s(&self) -> f64 {
+        let n = self.received.len().max(1) as f64;
+        self.received.iter().map(|r| r.jitter_s).sum::<f64>() / n
+    }
+    fn sum(&self, f: impl Fn(&StreamReport) -> u64) -> u64 {
+        self.received.iter().map(f).sum()
+    }
+    pub fn out_of_order(&self) -> u64 {
+        self.sum(|r| r.out_of_order)
+    }
+    pub fn duplicates(&self) -> u64 {
+        self.sum(|r| r.duplicates)
+    }
+    pub fn gaps(&self) -> u64 {
+        self.sum(|r| r.gaps)
+    }
+}
+
+/// A finished test.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Client → server, counted by the server.
+    pub upstream: Option<Flow>,
+    /// Server → client, counted by the client.
+    pub downstream: Option<Flow>,
+    /// Ping-pong round trips over all pairs.
+    pub rtt: Option<LatencyHist>,
+    pub rounds: u64,
+    pub lost_rounds: u64,
+    /// Wall time of the ping-pong phase.
+    pub seconds: f64,
+}
+
+impl Client {
+    /// Connect and authenticate. With a token the server must prove it holds the same one.
+    pub fn connect(
+        server: SocketAddr,
+        token: Option<&Token>,
+        timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        let peer = |m: String| ClientError::Peer(m);
+        let mut ctl = TcpStream::connect_timeout(&server, timeout)
+            .map_err(|e| peer(format!("cannot connect to {server}: {e}")))?;
+        ctl.set_nodelay(true)
+            .map_err(|e| peer(format!("{server}: {e}")))?;
+        let handshake = |e: ProtoError| peer(format!("{server}: handshake failed: {e}"));
+        let client_nonce = auth::random_bytes().map_err(|e| peer(e.to_string()))?;
+        wire::write_msg(
+            &mut ctl,
+            &Msg::Hello {
+                client_nonce: auth::hex(&client_nonce),
+                software: format!("hostbench {}", env!("CARGO_PKG_VERSION")),
+            },
+        )
+        .map_err(handshake)?;
+        let reply =
+            wire::read_msg(&mut ctl, timeout, "the server's challenge").map_err(handshake)?;
+        let (server_nonce, required) = match reply {
+            Msg::Challenge {
+                server_nonce,
+                auth_required,
+            } => (server_nonce, auth_required),
+            Msg::Refused { reason, .. } => return Err(peer(format!("{server} refused: {reason}"))),
+            other => {
+                return Err(peer(format!(
+                    "{server}: handshake failed: expected challenge, got {}",
+                    other.name()
+                )))
+            }
+        };
+        let sn = auth::unhex(&server_nonce)
+            .filter(|n| n.len() == auth::NONCE_BYTES)
+            .ok_or_else(|| peer(format!("{server}: malformed server nonce")))?;
+        let mac = match (required, token) {
+            (true, None) => {
+                return Err(peer(format!(
+                    "{server} requires a token: pass the server's --token-file"
+                )))
+            }
+            (_, Some(t)) => t.client_mac(&sn, &client_nonce),
+            (false, None) => String::new(),
+        };
+        wire::write_msg(&mut ctl, &Msg::Auth { mac }).map_err(handshake)?;
+        let reply = wire::read_msg(&mut ctl, timeout, "the server's welcome").map_err(handshake)?;
+        let (cookie, server_mac) = match reply {
+            Msg::Welcome { cookie, server_mac } => (cookie, server_mac),
+            Msg::Refused { reason, .. } => return Err(peer(format!("{server} refused: {reason}"))),
+            other => {
+                return Err(peer(format!(
+                    "{server}: handshake failed: expected welcome, got {}",
+                    other.name()
+                )))
+            }
+        };
+        let cookie_bytes = auth::unhex(&cookie)
+            .filter(|c| c.len() == auth::NONCE_BYTES)
+            .ok_or_else(|| peer(format!("{server}: malformed session cookie")))?;
+        if let Some(t) = token {
+            if required && !t.verify_server(&client_nonce, &sn, &cookie_bytes, &server_mac) {
+                return Err(peer(format!(
+                    "{server} could not prove it holds the token: not the server you meant"
+                )));
+            }
+            if !required {
+                // Our token proves nothing about a server that asked for none; say so once.
+                eprintln!(
+                    "warning: {server} does not require a token (started without --token-file)"
+                );
+            }
+        }
+        Ok(Self {
+            tag: session_tag(&cookie_bytes),
+            ctl,
+            server,
+            cookie,
+            order: Vec::new(),
+            data_timeout: Duration::from_secs(10),
+        })
+    }
+
+    pub fn server(&self) -> SocketAddr {
+        self.server
+    }
+
+    /// End the session politely.
+    pub fn close(mut self) {
+        let _ = wire::write_msg(&mut self.ctl, &Msg::Bye {});
+    }
+
+    fn ready(&mut self, within: Duration) -> Result<Vec<u16>, ClientError> {
+        reply(&mut self.ctl, within, "ready", |m| match m {
+            Msg::Ready { udp_ports } => Ok(udp_ports),
+            other => Err(other),
+        })
+    }
+
+    fn go(&mut self, within: Duration) -> Result<(), ClientError> {
+        reply(&mut self.ctl, within, "go", |m| match m {
+            Msg::Go {} => Ok(()),
+            other => Err(other),
+        })
+    }
+
+    fn deadline(spec: &TestSpec) -> Duration {
+        match spec.duration_ms {
+            Some(ms) => Duration::from_millis(ms) + Duration::from_secs(30),
+            None => wire::MAX_TEST,
+        }
+    }
+
+    /// Run one test to completion.
+    pub fn run(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
+        spec.validate().map_err(ClientError::Test)?;
+        wire::write_msg(&mut self.ctl, &Msg::Test { spec: spec.clone() })?;
+        let ports = self.ready(Duration::from_secs(10))?;
+        match spec.proto {
+            Proto::Tcp => self.run_tcp(spec),
+            Proto::Udp => self.run_udp(spec, &ports),
+        }
+    }
+
+    fn open_data(&self, index: u32, spec: &TestSpec) -> Result<TcpStream, ClientError> {
+        let mut s = TcpStream::connect_timeout(&self.server, Duration::from_secs(5))
+            .map_err(|e| ClientError::Test(format!("data connection to {}: {e}", self.server)))?;
+        let _ = s.set_nodelay(true);
+        if let Some(b) = spec.sockbuf {
+            let r = socket2::SockRef::from(&s);
+            let _ = r.set_send_buffer_size(b as usize);
+            let _ = r.set_recv_buffer_size(b as usize);
+        }
+        wire::write_msg(
+            &mut s,
+            &Msg::Data {
+                cookie: self.cookie.clone(),
+                stream: index,
+            },
+        )
+        .map_err(|e| ClientError::Test(format!("data connection: {e}")))?;
+        let _ = s.set_write_timeout(Some(self.data_timeout));
+        Ok(s)
+    }
+
+    fn run_tcp(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
+        let n = spec.streams;
+        let (up, down) = match spec.kind {
+            TestKind::PingPong => (n, 0),
+            TestKind::Throughput => (
+                if spec.direction.client_sends() { n } else { 0 },
+                if spec.direction.server_sends() { n } else { 0 },
+            ),
+        };
+        let socks = (0..up + down)
+            .map(|i| self.open_data(i, spec))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.go(Duration::from_secs(10))?;
+        let (ups, downs) = socks.split_at(up as usize);
+        let block = spec.block as usize;
+        let (order, idle) = (&self.order, self.data_timeout);
+        let t0 = Instant::now();
+        let kind = spec.kind;
+        let mut out = Outcome::default();
+        let (sent, received, pings) = std::thread::scope(|sc| {
+            let senders: Vec<_> = ups
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let stop = stop_for(spec, n, i as u32);
+                    sc.spawn(move || {
+                        pin(order, i);
+                        match kind {
+                            TestKind::Throughput => tcp::send(s, block, stop).map(|r| (r, None)),
+                            TestKind::PingPong => {
+                                let mut h = LatencyHist::new();
+                                tcp::ping_pong(s, block, stop, idle, &mut h).map(|rounds| {
+                                    (
+                                        SentReport {
+                                            bytes: rounds,
+                                            datagrams: 0,
+                                        },
+                                        Some(h),
+                                    )
+                                })
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let receivers: Vec<_> = downs
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    sc.spawn(move || {
+                        // Downstream receivers sit beside the senders' CPUs in bidir tests.
+                        pin(order, i + up as usize);
+                        tcp::receive(s, block, t0, idle)
+                    })
+                })
+                .collect();
+            let sent: Vec<_> = senders.into_iter().map(join).collect();
+            let received: Vec<_> = receivers.into_iter().map(join).collect();
+            let pp_secs = t0.elapsed().as_secs_f64();
+            (sent, received, pp_secs)
+        });
+        let sent = sent.into_iter().collect::<Result<Vec<_>, _>>();
+        let received = received.into_iter().collect::<Result<Vec<_>, _>>();
+        // The server's report comes even when our side failed; read it so the session stays in
+        // step, then report our own failure first.
+        let report = read_report(&mut self.ctl, Self::deadline(spec));
+        let sent = sent.map_err(|e| ClientError::Test(format!("sending: {e}")))?;
+        let received = received.map_err(|e| ClientError::Test(format!("receiving: {e}")))?;
+        let report = report?;
+        match kind {
+            TestKind::PingPong => {
+                let mut h = LatencyHist::new();
+                for (s, hist) in &sent {
+                    out.rounds += s.bytes;
+                    if let Some(hist) = hist {
+                        h.merge(hist);
+                    }
+                }
+                let echoed: u64 = report.echoed.iter().sum();
+                if echoed != out.rounds {
+                    return Err(ClientError::Validation(format!(
+                        "the server echoed {echoed} messages, the client completed {} round trips",
+                        out.rounds
+                    )));
+                }
+                out.rtt = Some(h);
+                out.seconds = pings;
+            }
+            TestKind::Throughput => {
+                if up > 0 {
+                    let flow = Flow {
+                        received: report.received,
+                        sent: sent.into_iter().map(|(s, _)| s).collect(),
+                    };
+                    check_tcp_totals(&flow, "client → server")?;
+                    out.upstream = Some(flow);
+                }
+                if down > 0 {
+                    let flow = Flow {
+                        received,
+                        sent: report.sent,
+                    };
+                    check_tcp_totals(&flow, "server → client")?;
+                    out.downstream = Some(flow);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn run_udp(&mut self, spec: &TestSpec, ports: &[u16]) -> Result<Outcome, ClientError> {
+        let n = spec.streams as usize;
+        let (up, down) = match spec.kind {
+            TestKind::PingPong => (n, 0),
+            TestKind::Throughput => (
+                if spec.direction.client_sends() { n } else { 0 },
+                if spec.direction.server_sends() { n } else { 0 },
+            ),
+        };
+        if ports.len() != up + down {
+            return Err(ClientError::Session(format!(
+                "server offered {} UDP ports for {} streams",
+                ports.len(),
+                up + down
+            )));
+        }
+        let bind_ip: SocketAddr = match self.server {
+            SocketAddr::V4(_) => SocketAddr::from(([0, 0, 0, 0], 0)),
+            SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+        };
+        let buf = spec
+            .sockbuf
+            .map(|b| b as usize)
+            .unwrap_or(udp::DEFAULT_RCVBUF);
+        let mut socks: Vec<UdpSocket> = Vec::with_capacity(ports.len());
+        for &p in ports {
+            let (s, _) = udp::bind(bind_ip, buf)
+                .map_err(|e| ClientError::Test(format!("UDP socket: {e}")))?;
+            let mut to = self.server;
+            to.set_port(p);
+            udp::hello(&s, to, self.tag, Duration::from_secs(5))
+                .map_err(|e| ClientError::Test(format!("UDP handshake: {e}")))?;
+            socks.push(s);
+        }
+        self.go(Duration::from_secs(10))?;
+        let (ups, downs) = socks.split_at(up);
+        let (tag, block, rate) = (self.tag, spec.block as usize, spec.rate_bps);
+        let (order, wait) = (&self.order, Duration::from_millis(500));
+        let t0 = Instant::now();
+        let done = AtomicBool::new(false);
+        let kind = spec.kind;
+        let mut out = Outcome::default();
+        let ctl = &mut self.ctl;
+        let res = std::thread::scope(|sc| -> Result<_, ClientError> {
+            let done = &done;
+            let receivers: Vec<_> = downs
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    sc.spawn(move || {
+                        pin(order, i + up);
+                        udp::receive(
+                            s,
+                            tag,
+                            block,
+                            t0,
+                            done,
+                            Duration::from_millis(200),
+                            Duration::from_secs(10),
+                        )
+                    })
+                })
+                .collect();
+            let senders: Vec<_> = ups
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let stop = stop_for(spec, spec.streams, i as u32);
+                    sc.spawn(move || {
+                        pin(order, i);
+                        match kind {
+                            TestKind::Throughput => {
+                                udp::send(s, tag, block, rate, stop, t0).map(|r| (r, None, 0))
+                            }
+                            TestKind::PingPong => {
+                                let mut h = LatencyHist::new();
+                                udp::ping_pong(s, block, stop, wait, &mut h).map(
+                                    |(rounds, lost)| {
+                                        (
+                                            SentReport {
+                                                bytes: rounds,
+                                                datagrams: 0,
+                                            },
+                                            Some(h),
+                                            lost,
+                                        )
+                                    },
+                                )
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let sent: Vec<_> = senders.into_iter().map(join).collect();
+            let secs = t0.elapsed().as_secs_f64();
+            let sent_reports: Vec<SentReport> = sent
+                .iter()
+                .map(|r| r.as_ref().map(|x| x.0).unwrap_or_default())
+                .collect();
+            if up > 0 {
+                wire::write_msg(ctl, &Msg::SenderDone { sent: sent_reports })?;
+            }
+            let report = read_report(ctl, Client::deadline(spec));
+            done.store(true, Ordering::Release);
+            let received: Vec<_> = receivers.into_iter().map(join).collect();
+            Ok((sent, received, report, secs))
+        })?;
+        let (sent, received, report, secs) = res;
+        let sent = sent
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ClientError::Test(format!("sending: {e}")))?;
+        let received = received
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ClientError::Test(format!("receiving: {e}")))?;
+        let report = report?;
+        match kind {
+            TestKind::PingPong => {
+                let mut h = LatencyHist::new();
+                for (s, hist, lost) in &sent {
+                    out.rounds += s.bytes;
+                    out.lost_rounds += lost;
+                    if let Some(hist) = hist {
+                        h.merge(hist);
+                    }
+                }
+                out.rtt = Some(h);
+                out.seconds = secs;
+            }
+            TestKind::Throughput => {
+                if up > 0 {
+                    out.upstream = Some(Flow {
+                        received: report.received,
+                        sent: sent.into_iter().map(|(s, _, _)| s).collect(),
+                    });
+                }
+                if down > 0 {
+                    out.downstream = Some(Flow {
+                        received,
+                        sent: report.sent,
+                    });
+                }
+                for f in [&out.upstream, &out.downstream].into_iter().flatten() {
+                    if f.datagrams_received() > f.datagrams_sent() {
+                        return Err(ClientError::Validation(format!(
+                            "received {} datagrams but only {} were sent",
+                            f.datagrams_received(),
+                            f.datagrams_sent()
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, io::Result<T>>) -> io::Result<T> {
+    h.join()
+        .unwrap_or_else(|_| Err(io::Error::other("a data thread panicked")))
+}
+
+/// Read the next control message, which must be `what` (picked by `pick`) or a failure.
+fn reply<T>(
+    ctl: &mut TcpStream,
+    within: Duration,
+    what: &'static str,
+    pick: impl FnOnce(Msg) -> Result<T, Msg>,
+) -> Result<T, ClientError> {
+    match pick(wire::read_msg(ctl, within, what)?) {
+        Ok(v) => Ok(v),
+        Err(Msg::Failed { reason }) => Err(ClientError::Test(format!("server: {reason}"))),
+        Err(other) => Err(ProtoError::Unexpected {
+            expected: what,
+            got: other.name().into(),
+        }
+        .into()),
+    }
+}
+
+fn read_report(ctl: &mut TcpStream, within: Duration) -> Result<Report, ClientError> {
+    reply(ctl, within, "report", |m| match m {
+        Msg::Report { report } => Ok(report),
+        other => Err(other),
+    })
+}
+
+/// TCP is reliable and the test ends on the data path, so the receiver must have counted
+/// exactly what the sender wrote.
+fn check_tcp_totals(flow: &Flow, dir: &str) -> Result<(), ClientError> {
+    let (s, r) = (flow.bytes_sent(), flow.bytes_received());
+    if s != r {
+        return Err(ClientError::Validation(format!(
+            "{dir}: {s} bytes sent but {r} received"
+        )));
+    }
+    Ok(())
+}

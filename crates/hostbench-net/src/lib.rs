@@ -1,0 +1,699 @@
+//! hostbench-net: network throughput and latency between a client and a `hostbench net server`,
+//! or on loopback with both in one process.
+//!
+//! Records:
+//! - `net.throughput` (bit/s): receiver-counted goodput of TCP or UDP bulk transfer, per
+//!   protocol, block size, stream count and direction (send = client → server, recv, bidir);
+//!   UDP records carry loss, reordering, duplicates and RFC 3550 jitter.
+//! - `net.latency` (s): ping-pong round-trip time (RTT, not one-way) of small messages over TCP
+//!   (TCP_NODELAY) or UDP, from an HDR histogram (p50/p90/p99/p99.9, min, max).
+//!
+//! Each data stream is one OS thread, pinned by default (stream i of client and server on the
+//! i-th CPU of the placement order, so on loopback a stream's two ends share a core and its
+//! cache). The control protocol (`wire`, `auth`) is authenticated by a pre-shared token with a
+//! fresh nonce per connection; see `server` for the admission and timeout rules.
+
+pub mod auth;
+pub mod client;
+pub mod limit;
+pub mod server;
+pub mod tcp;
+pub mod udp;
+pub mod wire;
+
+use std::cell::RefCell;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use hostbench_core::histogram::LatencyHist;
+use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::runner::{Case, Sample};
+use hostbench_core::spec::Spec;
+use hostbench_core::units::format_bytes_iec;
+use hostbench_core::{BenchError, Runner};
+use serde_json::json;
+
+pub use auth::Token;
+pub use client::{Client, ClientError, Outcome};
+pub use server::{Server, ServerConfig, ServerHandle};
+pub use wire::{Direction, Proto, TestKind, TestSpec};
+
+/// iperf3's port, so firewall rules written for it fit (the protocols differ).
+pub const DEFAULT_PORT: u16 = 5201;
+/// Default TCP block (iperf3's `-l` default).
+pub const DEFAULT_TCP_BLOCK: u64 = 128 << 10;
+/// UDP datagrams default to the largest that fits the path MTU, capped here (iperf3 on loopback
+/// uses the same 32 KiB).
+pub const DEFAULT_UDP_BLOCK_CAP: u64 = 32 << 10;
+/// Default UDP target rate per stream.
+pub const DEFAULT_UDP_RATE: f64 = 1e9;
+
+/// Whom to measure against.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A server started in this process on the loopback address.
+    Loopback { v6: bool },
+    /// A running `hostbench net server`.
+    Remote { host: String, port: u16 },
+}
+
+impl Target {
+    fn label(&self) -> String {
+        match self {
+            Target::Loopback { v6: false } => "loopback".into(),
+            Target::Loopback { v6: true } => "loopback6".into(),
+            Target::Remote { host, .. } => host.clone(),
+        }
+    }
+}
+
+/// UDP pacing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum UdpRate {
+    /// Payload bit/s per stream.
+    PerStream(f64),
+    /// As fast as the sender can go; flagged in the record.
+    Unpaced,
+}
+
+/// Everything `net client` / `net loopback` measure.
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    pub target: Target,
+    pub token: Option<Token>,
+    pub protos: Vec<Proto>,
+    pub directions: Vec<Direction>,
+    /// TCP write sizes.
+    pub tcp_blocks: Vec<u64>,
+    /// UDP datagram sizes; `None` = the path MTU's largest unfragmented payload (≤ 32 KiB).
+    pub udp_blocks: Option<Vec<u64>>,
+    pub streams: Vec<u32>,
+    pub udp_rate: UdpRate,
+    /// Throughput section.
+    pub throughput: bool,
+    /// Latency section.
+    pub latency: bool,
+    /// Ping-pong message sizes.
+    pub msg_sizes: Vec<u64>,
+    /// Concurrent ping-pong pairs.
+    pub pairs: Vec<u32>,
+    /// Length of one sample (time-based tests).
+    pub duration: Duration,
+    /// Amount-based throughput: bytes per sample per direction.
+    pub bytes: Option<u64>,
+    /// Count-based ping-pong: round trips per pair per sample.
+    pub count: Option<u64>,
+    pub sockbuf: Option<u32>,
+    /// Pin stream threads (client and in-process server).
+    pub pin: bool,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        let cpus = hostbench_core::affinity::allowed_cpus().len().max(1) as u32;
+        let mut streams = vec![1];
+        while streams.last().is_some_and(|&s| s * 2 <= cpus.min(8)) {
+            let next = streams.last().copied().unwrap_or(1) * 2;
+            streams.push(next);
+        }
+        Self {
+            target: Target::Loopback { v6: false },
+            token: None,
+            protos: vec![Proto::Tcp, Proto::Udp],
+            directions: vec![Direction::Send],
+            tcp_blocks: vec![DEFAULT_TCP_BLOCK],
+            udp_blocks: None,
+            streams,
+            udp_rate: UdpRate::PerStream(DEFAULT_UDP_RATE),
+            throughput: true,
+            latency: true,
+            msg_sizes: vec![1],
+            pairs: vec![1],
+            duration: Duration::from_secs(2),
+            bytes: None,
+            count: None,
+            sockbuf: None,
+            pin: true,
+        }
+    }
+}
+
+impl NetConfig {
+    /// The classic assignment's matrix: TCP and UDP × 1 KB and 32 KB × 1, 2, 4, 8 streams, and
+    /// 1-byte ping-pong.
+    pub fn classic(target: Target) -> Self {
+        Self {
+            target,
+            tcp_blocks: vec![1000, 32_000],
+            udp_blocks: Some(vec![1000, 32_000]),
+            streams: vec![1, 2, 4, 8],
+            ..Self::default()
+        }
+    }
+
+    /// Range checks, each naming the flag.
+    pub fn validate(&self) -> Result<(), BenchError> {
+        let bad = |m: String| Err(BenchError::invalid(m));
+        for &b in &self.tcp_blocks {
+            if b == 0 || b > u64::from(wire::MAX_TCP_BLOCK) {
+                return bad(format!(
+                    "--block {b}: a TCP block must be 1 B..{}",
+                    format_bytes_iec(u64::from(wire::MAX_TCP_BLOCK))
+                ));
+            }
+        }
+        if self.protos.contains(&Proto::Udp) && self.throughput {
+            for &b in self.udp_blocks.iter().flatten() {
+                if b > u64::from(wire::MAX_UDP_BLOCK) {
+                    return bad(format!(
+                        "--block {b}: a UDP datagram carries at most {} bytes",
+                        wire::MAX_UDP_BLOCK
+                    ));
+                }
+                if b < udp::HEADER_BYTES as u64 {
+                    return bad(format!(
+                        "--block {b}: UDP throughput datagrams need at least {} bytes (session tag, sequence number, timestamp)",
+                        udp::HEADER_BYTES
+                    ));
+                }
+            }
+        }
+        for &m in &self.msg_sizes {
+            let max = if self.protos.contains(&Proto::Udp) {
+                u64::from(wire::MAX_UDP_BLOCK)
+            } else {
+                u64::from(wire::MAX_TCP_BLOCK)
+            };
+            if m == 0 || m > max {
+                return bad(format!("--msg-size {m}: must be 1..={max} bytes"));
+            }
+        }
+        for (flag, list) in [("streams", &self.streams), ("pairs", &self.pairs)] {
+            if let Some(&s) = list.iter().find(|&&s| s == 0 || s > wire::MAX_STREAMS) {
+                return bad(format!("--{flag} {s}: must be 1..={}", wire::MAX_STREAMS));
+            }
+        }
+        if let UdpRate::PerStream(r) = self.udp_rate {
+            if !(1000.0..=4e11).contains(&r) {
+                return bad(format!(
+                    "--rate {r}: must be 1 kbit/s..400 Gbit/s (or 0 for unpaced)"
+                ));
+            }
+        }
+        if self.duration.is_zero() || self.duration > wire::MAX_TEST {
+            return bad("--duration: must be above zero and at most an hour".into());
+        }
+        if let Some(b) = self.sockbuf {
+            if !(4096..=(512 << 20)).contains(&b) {
+                return bad(format!("--sockbuf {b}: must be 4 KiB..512 MiB"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolve `host` with `port`; an unresolvable name is the user's input error.
+pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, BenchError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| BenchError::invalid(format!("cannot resolve host '{host}': {e}")))?
+        .next()
+        .ok_or_else(|| BenchError::invalid(format!("host '{host}' has no address")))
+}
+
+/// Split `HOST[:PORT]` (IPv6 literals as `[::1]:5201` or bare `::1`).
+pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), BenchError> {
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(BenchError::invalid("empty host"));
+    }
+    let bad_port = |p: &str| BenchError::invalid(format!("'{t}': bad port '{p}'"));
+    if let Some(rest) = t.strip_prefix('[') {
+        let (h, tail) = rest
+            .split_once(']')
+            .ok_or_else(|| BenchError::invalid(format!("'{t}': missing ']'")))?;
+        let port = match tail.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| bad_port(p))?,
+            None if tail.is_empty() => default_port,
+            None => return Err(BenchError::invalid(format!("'{t}': junk after ']'"))),
+        };
+        return Ok((h.to_string(), port));
+    }
+    match t.rsplit_once(':') {
+        // More than one colon and no brackets: a bare IPv6 address.
+        Some((h, _)) if h.contains(':') => Ok((t.to_string(), default_port)),
+        Some((h, p)) => Ok((h.to_string(), p.parse().map_err(|_| bad_port(p))?)),
+        None => Ok((t.to_string(), default_port)),
+    }
+}
+
+fn client_err(e: ClientError) -> BenchError {
+    match e {
+        ClientError::Peer(m) => BenchError::invalid(m),
+        ClientError::Validation(m) => BenchError::Validation(m),
+        ClientError::Session(m) | ClientError::Test(m) => BenchError::Failed(m),
+    }
+}
+
+/// The session, reconnected when a test broke it.
+struct Link {
+    addr: SocketAddr,
+    token: Option<Token>,
+    order: Vec<usize>,
+    client: Option<Client>,
+}
+
+impl Link {
+    fn connect(&mut self) -> Result<&mut Client, ClientError> {
+        if self.client.is_none() {
+            let mut c = Client::connect(self.addr, self.token.as_ref(), Duration::from_secs(5))?;
+            c.order = self.order.clone();
+            self.client = Some(c);
+        }
+        self.client
+            .as_mut()
+            .ok_or_else(|| ClientError::Session("no session".into()))
+    }
+
+    fn run(&mut self, spec: &TestSpec) -> Result<Outcome, BenchError> {
+        let r = self.connect().and_then(|c| c.run(spec));
+        if let Err(ClientError::Session(_) | ClientError::Peer(_)) = &r {
+            // The control connection is out of step or gone: start afresh next time.
+            self.client = None;
+        }
+        r.map_err(|e| match e {
+            // A peer that vanished mid-run fails this case; only the first connect is an
+            // input error.
+            ClientError::Peer(m) => BenchError::Failed(m),
+            other => client_err(other),
+        })
+    }
+}
+
+/// Measure everything `cfg` asks for through `runner`.
+pub fn run_net(
+    runner: &mut Runner,
+    cfg: &NetConfig,
+    _host: &Host,
+    spec: &Spec,
+) -> Result<(), BenchError> {
+    cfg.validate()?;
+    let order = if cfg.pin {
+        hostbench_core::affinity::placement_order()
+    } else {
+        Vec::new()
+    };
+    let (addr, token, _server) = match &cfg.target {
+        Target::Loopback { v6 } => {
+            let ip: IpAddr = if *v6 {
+                Ipv6Addr::LOCALHOST.into()
+            } else {
+                Ipv4Addr::LOCALHOST.into()
+            };
+            let token = Token::random()?;
+            let mut sc = ServerConfig::new(SocketAddr::new(ip, 0));
+            sc.token = Some(token.clone());
+            sc.order = order.clone();
+            let server = Server::bind(sc)?;
+            let addr = server.local_addr();
+            (addr, Some(token), Some(server.spawn()))
+        }
+        Target::Remote { host, port } => (resolve(host, *port)?, cfg.token.clone(), None),
+    };
+    let mut link = Link {
+        addr,
+        token,
+        order,
+        client: None,
+    };
+    // The first connection decides whether the target is usable at all.
+    link.connect().map_err(client_err)?;
+    let iface = limit::route(addr.ip());
+    let ctx = Ctx {
+        cfg,
+        spec,
+        target: cfg.target.label(),
+        v6: addr.is_ipv6(),
+        iface,
+    };
+    let result = run_cases(runner, &ctx, &mut link);
+    if let Some(c) = link.client.take() {
+        c.close();
+    }
+    result
+}
+
+struct Ctx<'a> {
+    cfg: &'a NetConfig,
+    spec: &'a Spec,
+    target: String,
+    v6: bool,
+    iface: Option<limit::Iface>,
+}
+
+impl Ctx<'_> {
+    fn udp_blocks(&self) -> Vec<u64> {
+        match &self.cfg.udp_blocks {
+            Some(b) => b.clone(),
+            None => {
+                let mtu = self.iface.as_ref().and_then(|i| i.mtu).unwrap_or(1500);
+                let ip = if self.v6 { 40 } else { 20 };
+                vec![mtu.saturating_sub(ip + 8).clamp(512, DEFAULT_UDP_BLOCK_CAP)]
+            }
+        }
+    }
+
+    fn common(&self, r: &mut Record) {
+        if let Some(i) = &self.iface {
+            r.extra.insert("interface".into(), json!(i));
+        }
+        r.extra.insert("pinned".into(), json!(self.cfg.pin));
+        match self.cfg.bytes.filter(|_| r.benchmark == "net.throughput") {
+            Some(b) => r.extra.insert("bytes_per_sample".into(), json!(b)),
+            None => match self.cfg.count.filter(|_| r.benchmark == "net.latency") {
+                Some(c) => r.extra.insert("round_trips_per_pair".into(), json!(c)),
+                None => r.extra.insert(
+                    "sample_seconds".into(),
+                    json!(self.cfg.duration.as_secs_f64()),
+                ),
+            },
+        };
+    }
+}
+
+fn run_cases(runner: &mut Runner, ctx: &Ctx<'_>, link: &mut Link) -> Result<(), BenchError> {
+    let cfg = ctx.cfg;
+    let mut throughput: Vec<(Proto, Direction, u64, u32)> = Vec::new();
+    if cfg.throughput {
+        for &proto in &cfg.protos {
+            let blocks = match proto {
+                Proto::Tcp => cfg.tcp_blocks.clone(),
+                Proto::Udp => ctx.udp_blocks(),
+            };
+            for &dir in &cfg.directions {
+                for &b in &blocks {
+                    for &s in &cfg.streams {
+                        throughput.push((proto, dir, b, s));
+                    }
+                }
+            }
+        }
+    }
+    let mut latency: Vec<(Proto, u64, u32)> = Vec::new();
+    if cfg.latency {
+        for &proto in &cfg.protos {
+            for &m in &cfg.msg_sizes {
+                for &p in &cfg.pairs {
+                    latency.push((proto, m, p));
+                }
+            }
+        }
+    }
+    runner.plan(throughput.len() + latency.len());
+    for (proto, dir, block, streams) in throughput {
+        throughput_case(runner, ctx, link, proto, dir, block, streams)?;
+    }
+    for (proto, msg, pairs) in latency {
+        latency_case(runner, ctx, link, proto, msg, pairs)?;
+    }
+    Ok(())
+}
+
+fn throughput_case(
+    runner: &mut Runner,
+    ctx: &Ctx<'_>,
+    link: &mut Link,
+    proto: Proto,
+    dir: Direction,
+    block: u64,
+    streams: u32,
+) -> Result<(), BenchError> {
+    let cfg = ctx.cfg;
+    let rate = match (proto, cfg.udp_rate) {
+        (Proto::Udp, UdpRate::PerStream(r)) => Some(r),
+        _ => None,
+    };
+    let mut case = Case::new("net.throughput", Metric::Throughput, "bit/s")
+        .param("proto", proto.name())
+        .param("block_bytes", block)
+        .param("streams", streams)
+        .param("direction", dir.name())
+        .param("target", ctx.target.clone());
+    if proto == Proto::Udp {
+        case = case.param(
+            "rate_bps",
+            rate.map(|r| json!(r)).unwrap_or(json!("unpaced")),
+        );
+    }
+    let test = TestSpec {
+        kind: TestKind::Throughput,
+        proto,
+        direction: dir,
+        streams,
+        block: block as u32,
+        duration_ms: cfg
+            .bytes
+            .is_none()
+            .then_some(cfg.duration.as_millis().max(1) as u64),
+        bytes: cfg.bytes,
+        count: None,
+        rate_bps: rate,
+        sockbuf: cfg.sockbuf,
+    };
+    let link = RefCell::new(link);
+    runner.run_case(
+        &case,
+        || {
+            let o = link.borrow_mut().run(&test)?;
+            let up = o.upstream.as_ref().map(|f| f.goodput_bps()).unwrap_or(0.0);
+            let down = o.downstream.as_ref().map(|f| f.goodput_bps()).unwrap_or(0.0);
+            let mut s = Sample::new(up + down);
+            if dir == Direction::Bidir {
+                s = s.with("send_bps", up).with("recv_bps", down);
+            }
+            if proto == Proto::Udp {
+                let flows: Vec<_> = [&o.upstream, &o.downstream].into_iter().flatten().collect();
+                let sent: u64 = flows.iter().map(|f| f.datagrams_sent()).sum();
+                let lost: u64 = flows.iter().map(|f| f.lost()).sum();
+                let n = flows.len().max(1) as f64;
+                s = s
+                    .with("lost_fraction", lost as f64 / sent.max(1) as f64)
+                    .with("datagrams_sent", sent as f64)
+                    .with("lost_datagrams", lost as f64)
+                    .with("loss_events", flows.iter().map(|f| f.gaps()).sum::<u64>() as f64)
+                    .with("out_of_order", flows.iter().map(|f| f.out_of_order()).sum::<u64>() as f64)
+                    .with("duplicates", flows.iter().map(|f| f.duplicates()).sum::<u64>() as f64)
+                    .with("jitter_s", flows.iter().map(|f| f.jitter_s()).sum::<f64>() / n);
+            }
+            Ok(s)
+        },
+        |rec| {
+            ctx.common(rec);
+            rec.extra.insert("counted_at".into(), json!("receiver"));
+            match limit::throughput_peak(
+                ctx.iface.as_ref(),
+                ctx.spec,
+                proto,
+                ctx.v6,
+                block,
+                dir == Direction::Bidir,
+            ) {
+                Ok(p) => rec.set_peak(Some(p)),
+                Err(why) => rec.warnings.push(why),
+            }
+            if proto == Proto::Udp {
+                if rate.is_none() {
+                    rec.warnings.push(
+                        "unpaced UDP: the sender ran flat out, so this measures the sender and the receive path; goodput is what arrived and lost_fraction what did not".into(),
+                    );
+                }
+                let loss = rec.extra.get("lost_fraction").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                if loss > 0.01 {
+                    rec.warnings.push(format!(
+                        "UDP loss {:.1} % (median of samples): the receiver or the path cannot keep up at this rate",
+                        loss * 100.0
+                    ));
+                }
+            }
+        },
+    )
+}
+
+fn latency_case(
+    runner: &mut Runner,
+    ctx: &Ctx<'_>,
+    link: &mut Link,
+    proto: Proto,
+    msg: u64,
+    pairs: u32,
+) -> Result<(), BenchError> {
+    let cfg = ctx.cfg;
+    let case = Case::new("net.latency", Metric::Latency, "s")
+        .param("proto", proto.name())
+        .param("block_bytes", msg)
+        .param("streams", pairs)
+        .param("target", ctx.target.clone());
+    let test = TestSpec {
+        kind: TestKind::PingPong,
+        proto,
+        direction: Direction::Send,
+        streams: pairs,
+        block: msg as u32,
+        duration_ms: cfg
+            .count
+            .is_none()
+            .then_some(cfg.duration.as_millis().max(1) as u64),
+        bytes: None,
+        count: cfg.count,
+        rate_bps: None,
+        sockbuf: cfg.sockbuf,
+    };
+    let link = RefCell::new(link);
+    let hists: RefCell<Vec<LatencyHist>> = RefCell::new(Vec::new());
+    runner.run_case(
+        &case,
+        || {
+            let o = link.borrow_mut().run(&test)?;
+            let h = o
+                .rtt
+                .ok_or_else(|| BenchError::Failed("ping-pong returned no round trips".into()))?;
+            if h.count() == 0 {
+                return Err(BenchError::Failed("no round trip completed".into()));
+            }
+            let p50 = h.percentile_ns(50.0) as f64 / 1e9;
+            let rate = o.rounds as f64 / o.seconds.max(1e-9);
+            hists.borrow_mut().push(h);
+            Ok(Sample::new(p50)
+                .with("round_trips_per_s", rate)
+                .with("lost_round_trips", o.lost_rounds as f64))
+        },
+        |rec| {
+            ctx.common(rec);
+            let all = hists.borrow();
+            let measured = &all[all.len().saturating_sub(rec.samples.len())..];
+            let mut h = LatencyHist::new();
+            for x in measured {
+                h.merge(x);
+            }
+            let s = h.fill_stats(&mut rec.stats);
+            rec.extra.insert("rtt".into(), json!(s));
+            rec.extra.insert("one_way_estimate_s".into(), json!(rec.value / 2.0));
+            rec.extra.insert(
+                "measures".into(),
+                json!(format!(
+                    "round-trip time (RTT) of a {msg}-byte {} ping-pong{}; value = median of the samples' p50; one_way_estimate_s is RTT/2, a label, not a measurement",
+                    proto.name().to_uppercase(),
+                    if proto == Proto::Tcp { " with TCP_NODELAY" } else { "" }
+                )),
+            );
+            rec.set_peak(limit::latency_peak(ctx.spec));
+            if rec.peak.is_none() {
+                rec.warnings.push(
+                    "no latency floor: give network.base_latency_s in --spec for an efficiency".into(),
+                );
+            }
+        },
+    )
+}
+
+/// Serve until stopped (the `net server` command).
+pub fn serve(cfg: ServerConfig) -> Result<(), BenchError> {
+    let server = Server::bind(cfg)?;
+    eprintln!("hostbench net server: listening on {}", server.local_addr());
+    server.serve();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_port_forms() {
+        assert_eq!(split_host_port("h", 5201).expect("h"), ("h".into(), 5201));
+        assert_eq!(split_host_port("h:7", 5201).expect("h"), ("h".into(), 7));
+        assert_eq!(
+            split_host_port("[::1]:9", 5201).expect("v6"),
+            ("::1".into(), 9)
+        );
+        assert_eq!(
+            split_host_port("[::1]", 5201).expect("v6"),
+            ("::1".into(), 5201)
+        );
+        assert_eq!(
+            split_host_port("fe80::1", 5201).expect("v6"),
+            ("fe80::1".into(), 5201)
+        );
+        assert!(split_host_port("h:x", 1).is_err());
+        assert!(split_host_port("[::1", 1).is_err());
+        assert!(split_host_port("", 1).is_err());
+    }
+
+    #[test]
+    fn bad_configs_name_the_flag() {
+        let ok = NetConfig::default();
+        assert!(ok.validate().is_ok());
+        let cases = [
+            (
+                NetConfig {
+                    tcp_blocks: vec![0],
+                    ..ok.clone()
+                },
+                "--block",
+            ),
+            (
+                NetConfig {
+                    udp_blocks: Some(vec![65_508]),
+                    ..ok.clone()
+                },
+                "--block",
+            ),
+            (
+                NetConfig {
+                    udp_blocks: Some(vec![0]),
+                    ..ok.clone()
+                },
+                "--block",
+            ),
+            (
+                NetConfig {
+                    streams: vec![0],
+                    ..ok.clone()
+                },
+                "--streams",
+            ),
+            (
+                NetConfig {
+                    pairs: vec![200],
+                    ..ok.clone()
+                },
+                "--pairs",
+            ),
+            (
+                NetConfig {
+                    msg_sizes: vec![0],
+                    ..ok.clone()
+                },
+                "--msg-size",
+            ),
+            (
+                NetConfig {
+                    udp_rate: UdpRate::PerStream(1.0),
+                    ..ok.clone()
+                },
+                "--rate",
+            ),
+        ];
+        for (c, flag) in cases {
+            let e = c.validate().expect_err(flag).to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+    }
+
+    #[test]
+    fn unresolvable_hosts_are_input_errors() {
+        let e = resolve("no-such-host.invalid", 5201).expect_err("invalid TLD");
+        assert!(matches!(e, BenchError::InvalidInput(_)), "{e:?}");
+    }
+}

@@ -1,0 +1,786 @@
+//! `hostbench net server`: accepts control sessions, authenticates them, admits a bounded number,
+//! and runs each test's server side.
+//!
+//! Every connection starts with one frame read under a short deadline: `Hello` opens a control
+//! session, `Data` joins a data stream to an admitted session by its cookie, anything else is
+//! dropped. Connections still in their handshake are capped ([`MAX_PENDING`]), so a flood of idle
+//! sockets cannot exhaust threads; admitted sessions are capped by `max_sessions` and a client
+//! beyond that gets `Refused { busy }`. A session ends when its client says `Bye`, closes, or
+//! stays silent past the idle timeout, and its slot is freed by a guard whatever the reason.
+//! Malformed input ends only the connection that sent it.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hostbench_core::BenchError;
+
+use crate::auth::{self, Token};
+use crate::tcp::{self, Stop};
+use crate::udp;
+use crate::wire::{
+    self, Deadlined, Msg, Proto, ProtoError, Report, SentReport, StreamReport, TestKind, TestSpec,
+};
+
+/// Connections allowed in their handshake at once.
+pub const MAX_PENDING: usize = 64;
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    pub token: Option<Token>,
+    pub max_sessions: usize,
+    /// Stop after the first session ends (iperf3's `-1`).
+    pub once: bool,
+    /// Deadline for a connection's first frame and for the authentication reply.
+    pub handshake_timeout: Duration,
+    /// Deadline for the next request of an idle session.
+    pub idle_timeout: Duration,
+    /// Deadline for silence on a data stream during a test.
+    pub data_timeout: Duration,
+    /// Pin data threads (stream i on the i-th CPU of the placement order).
+    pub order: Vec<usize>,
+    /// Log sessions to stderr.
+    pub log: bool,
+}
+
+impl ServerConfig {
+    pub fn new(bind: SocketAddr) -> Self {
+        Self {
+            bind,
+            token: None,
+            max_sessions: 1,
+            once: false,
+            handshake_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(120),
+            data_timeout: Duration::from_secs(10),
+            order: Vec::new(),
+            log: false,
+        }
+    }
+}
+
+type DataConn = (u32, TcpStream);
+
+struct Shared {
+    cfg: ServerConfig,
+    sessions: Mutex<HashMap<String, Sender<DataConn>>>,
+    pending: AtomicUsize,
+    stop: AtomicBool,
+    local: SocketAddr,
+}
+
+/// A bound, not yet serving server.
+pub struct Server {
+    listener: TcpListener,
+    shared: Arc<Shared>,
+}
+
+/// A server serving on its own thread (the loopback mode and tests); dropped = stopped.
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerHandle {
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        wake(self.shared.local);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Unblock `accept` by connecting to ourselves.
+fn wake(local: SocketAddr) {
+    let mut addr = local;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(match addr {
+            SocketAddr::V4(_) => IpAddr::from([127, 0, 0, 1]),
+            SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        });
+    }
+    let _ = TcpStream::connect_timeout(&addr, Duration::from_millis(200));
+}
+
+impl Server {
+    /// Bind the control port. A port in use or an address not on this host is the user's input
+    /// error, named in one line.
+    pub fn bind(cfg: ServerConfig) -> Result<Self, BenchError> {
+        let addr = cfg.bind;
+        let listener = listen(addr)
+            .map_err(|e| BenchError::invalid(format!("cannot listen on {addr}: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| BenchError::Failed(format!("listener address: {e}")))?;
+        Ok(Self {
+            listener,
+            shared: Arc::new(Shared {
+                cfg,
+                sessions: Mutex::new(HashMap::new()),
+                pending: AtomicUsize::new(0),
+                stop: AtomicBool::new(false),
+                local,
+            }),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.local
+    }
+
+    /// Serve on a background thread.
+    pub fn spawn(self) -> ServerHandle {
+        let shared = self.shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("hb-net-server".into())
+            .spawn(move || self.serve())
+            .ok();
+        ServerHandle { shared, thread }
+    }
+
+    /// Accept connections until stopped (or, with `once`, until the first session ends).
+    pub fn serve(self) {
+        for conn in self.listener.incoming() {
+            if self.shared.stop.load(Ordering::Acquire) {
+                break;
+            }
+            let Ok(stream) = conn else { continue };
+            if self.shared.pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
+                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+            let shared = self.shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name("hb-net-conn".into())
+                .spawn(move || handle(shared, stream));
+            if spawned.is_err() {
+                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    // Restarting a server must not wait out TIME_WAIT; a live listener still makes bind fail.
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&addr.into())?;
+    s.listen(128)?;
+    Ok(s.into())
+}
+
+/// Decrements the handshake count once, whenever the handshake phase ends.
+struct Pending<'a>(&'a AtomicUsize, bool);
+
+impl Pending<'_> {
+    fn done(&mut self) {
+        if !self.1 {
+            self.1 = true;
+            self.0.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
+/// Frees an admitted session's slot however the session ends.
+struct Slot<'a> {
+    shared: &'a Shared,
+    cookie: String,
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.shared.sessions.lock() {
+            s.remove(&self.cookie);
+        }
+        if self.shared.cfg.once {
+            self.shared.stop.store(true, Ordering::Release);
+            wake(self.shared.local);
+        }
+    }
+}
+
+fn log(shared: &Shared, peer: &str, what: &str) {
+    if shared.cfg.log {
+        eprintln!("hostbench net server: {peer}: {what}");
+    }
+}
+
+fn handle(shared: Arc<Shared>, mut stream: TcpStream) {
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    let mut pending = Pending(&shared.pending, false);
+    let _ = stream.set_nodelay(true);
+    let local_ip = match stream.local_addr() {
+        Ok(a) => a.ip(),
+        Err(_) => return,
+    };
+    let first = wire::read_msg(&mut stream, shared.cfg.handshake_timeout, "hello");
+    if let Ok(Msg::Data {
+        cookie,
+        stream: idx,
+    }) = first
+    {
+        pending.done();
+        let tx = shared
+            .sessions
+            .lock()
+            .ok()
+            .and_then(|s| s.get(&cookie).cloned());
+        match tx {
+            Some(tx) => {
+                let _ = tx.send((idx, stream));
+            }
+            None => log(
+                &shared,
+                &peer,
+                "data connection with an unknown cookie dropped",
+            ),
+        }
+        return;
+    }
+    let outcome = converse(&shared, &mut stream, first, local_ip, &mut pending);
+    log(&shared, &peer, &outcome);
+}
+
+/// Everything after a connection's first frame, when it is not a data stream: the handshake and
+/// the session. Generic over the stream so the fuzzer can drive it from memory.
+fn converse<S: Read + Write + Deadlined>(
+    shared: &Shared,
+    stream: &mut S,
+    first: Result<Msg, ProtoError>,
+    local_ip: IpAddr,
+    pending: &mut Pending<'_>,
+) -> String {
+    match first {
+        Ok(Msg::Hello { client_nonce, .. }) => {
+            match control(shared, stream, &client_nonce, local_ip, pending) {
+                Ok(()) => "session ended".into(),
+                Err(e) => format!("session ended: {e}"),
+            }
+        }
+        Ok(other) => {
+            let _ = refuse(
+                stream,
+                format!("expected hello, got {}", other.name()),
+                false,
+            );
+            format!("dropped: sent {} first", other.name())
+        }
+        Err(e) => {
+            // A bad version gets told why; other garbage just gets closed.
+            if let ProtoError::Version(_) = e {
+                let _ = refuse(stream, e.to_string(), false);
+            }
+            format!("dropped: {e}")
+        }
+    }
+}
+
+impl Server {
+    /// Run one connection's worth of bytes through the same handshake and session code a
+    /// socket gets, and return what the server wrote back. For the fuzzer: the input ends where
+    /// a real peer would have closed.
+    pub fn converse_bytes(&self, input: &[u8]) -> Vec<u8> {
+        let mut conn = MemConn {
+            input: io::Cursor::new(input),
+            output: Vec::new(),
+        };
+        self.shared.pending.fetch_add(1, Ordering::AcqRel);
+        let mut pending = Pending(&self.shared.pending, false);
+        let first = wire::read_msg(&mut conn, self.shared.cfg.handshake_timeout, "hello");
+        if !matches!(first, Ok(Msg::Data { .. })) {
+            let ip = self.shared.local.ip();
+            converse(&self.shared, &mut conn, first, ip, &mut pending);
+        }
+        conn.output
+    }
+}
+
+/// An in-memory connection: reads from a fixed input, collects writes.
+struct MemConn<'a> {
+    input: io::Cursor<&'a [u8]>,
+    output: Vec<u8>,
+}
+
+impl Read for MemConn<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.input.read(buf)
+    }
+}
+
+impl Write for MemConn<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.output.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Deadlined for MemConn<'_> {
+    fn set_read_deadline(&mut self, _: Option<Duration>) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn refuse(stream: &mut impl Write, reason: String, busy: bool) -> Result<(), ProtoError> {
+    wire::write_msg(stream, &Msg::Refused { reason, busy })
+}
+
+fn control<S: Read + Write + Deadlined>(
+    shared: &Shared,
+    stream: &mut S,
+    client_nonce_hex: &str,
+    local_ip: IpAddr,
+    pending: &mut Pending<'_>,
+) -> Result<(), ProtoError> {
+    let cfg = &shared.cfg;
+    let Some(client_nonce) = auth::unhex(client_nonce_hex).filter(|n| n.len() == auth::NONCE_BYTES)
+    else {
+        refuse(stream, "malformed client nonce".into(), false)?;
+        return Err(ProtoError::Malformed("client nonce".into()));
+    };
+    let server_nonce =
+        auth::random_bytes().map_err(|e| ProtoError::Io(io::Error::other(e.to_string())))?;
+    wire::write_msg(
+        stream,
+        &Msg::Challenge {
+            server_nonce: auth::hex(&server_nonce),
+            auth_required: cfg.token.is_some(),
+        },
+    )?;
+    let mac = crate::expect_msg!(
+        wire::read_msg(stream, cfg.handshake_timeout, "auth")?, "auth",
+        Msg::Auth { mac } => mac
+    )?;
+    if let Some(token) = &cfg.token {
+        if !token.verify_client(&server_nonce, &client_nonce, &mac) {
+            refuse(stream, "authentication failed: wrong token".into(), false)?;
+            return Err(ProtoError::Malformed("authentication failed".into()));
+        }
+    }
+    let cookie_bytes =
+        auth::random_bytes().map_err(|e| ProtoError::Io(io::Error::other(e.to_string())))?;
+    let cookie = auth::hex(&cookie_bytes);
+    let (tx, rx) = mpsc::channel::<DataConn>();
+    {
+        let Ok(mut sessions) = shared.sessions.lock() else {
+            return Err(ProtoError::Malformed("session table poisoned".into()));
+        };
+        if sessions.len() >= cfg.max_sessions || shared.stop.load(Ordering::Acquire) {
+            let n = sessions.len();
+            drop(sessions);
+            refuse(
+                stream,
+                format!(
+                    "server busy: {n} session(s) running (limit {}); try again later",
+                    cfg.max_sessions
+                ),
+                true,
+            )?;
+            return Ok(());
+        }
+        sessions.insert(cookie.clone(), tx);
+    }
+    let _slot = Slot {
+        shared,
+        cookie: cookie.clone(),
+    };
+    pending.done();
+    let server_mac = cfg
+        .token
+        .as_ref()
+        .map(|t| t.server_mac(&client_nonce, &server_nonce, &cookie_bytes))
+        .unwrap_or_default();
+    wire::write_msg(stream, &Msg::Welcome { cookie, server_mac })?;
+    let tag = session_tag(&cookie_bytes);
+    loop {
+        let msg = wire::read_msg(stream, cfg.idle_timeout, "the next request")?;
+        match msg {
+            Msg::Test { spec } => {
+                if let Err(why) = spec.validate() {
+                    wire::write_msg(
+                        stream,
+                        &Msg::Failed {
+                            reason: format!("test refused: {why}"),
+                        },
+                    )?;
+                    continue;
+                }
+                match run_test(cfg, stream, &spec, &rx, tag, local_ip) {
+                    Ok(report) => wire::write_msg(stream, &Msg::Report { report })?,
+                    Err(TestFail::Control(e)) => return Err(e),
+                    Err(TestFail::Data(reason)) => {
+                        wire::write_msg(stream, &Msg::Failed { reason })?
+                    }
+                }
+            }
+            Msg::Bye {} => return Ok(()),
+            other => {
+                let reason = format!("unexpected {} outside a test", other.name());
+                let _ = wire::write_msg(
+                    stream,
+                    &Msg::Failed {
+                        reason: reason.clone(),
+                    },
+                );
+                return Err(ProtoError::Malformed(reason));
+            }
+        }
+    }
+}
+
+/// Datagrams carry the first 8 bytes of the session cookie, so stray or forged traffic from
+/// another source does not count.
+pub fn session_tag(cookie: &[u8]) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&cookie[..8]);
+    u64::from_le_bytes(w)
+}
+
+/// A test that could not finish: either the control connection broke (the session ends) or
+/// the data path failed (the client is told why and may try another test).
+enum TestFail {
+    Control(ProtoError),
+    Data(String),
+}
+
+impl From<ProtoError> for TestFail {
+    fn from(e: ProtoError) -> Self {
+        TestFail::Control(e)
+    }
+}
+
+fn data_err(what: &str) -> impl Fn(io::Error) -> TestFail + '_ {
+    move |e| TestFail::Data(format!("{what}: {e}"))
+}
+
+/// Wait for `n` data connections with indices 0..n.
+fn collect_streams(
+    rx: &Receiver<DataConn>,
+    n: u32,
+    within: Duration,
+) -> Result<Vec<TcpStream>, TestFail> {
+    let deadline = Instant::now() + within;
+    let mut slots: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+    let mut got = 0;
+    while got < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok((i, s)) if i < n && slots[i as usize].is_none() => {
+                slots[i as usize] = Some(s);
+                got += 1;
+            }
+            Ok((i, _)) => return Err(TestFail::Data(format!("unexpected data stream {i}"))),
+            Err(RecvTimeoutError::Timeout) | Err(RecvTimeoutError::Disconnected) => {
+                return Err(TestFail::Data(format!(
+                    "only {got} of {n} data connections arrived"
+                )))
+            }
+        }
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
+/// Pin the calling data thread (best effort: pinning is a placement hint, not a requirement).
+pub fn pin(order: &[usize], i: usize) {
+    if !order.is_empty() {
+        let _ = hostbench_core::affinity::pin_current_thread(
+            hostbench_core::affinity::cpu_for_thread(order, i),
+        );
+    }
+}
+
+/// When stream `i` of a test stops sending.
+pub fn stop_for(spec: &TestSpec, streams: u32, i: u32) -> Stop {
+    match (spec.duration_ms, spec.bytes, spec.count) {
+        (Some(ms), _, _) => Stop::At(Instant::now() + Duration::from_millis(ms)),
+        (_, Some(b), _) => Stop::Bytes(share(b, streams, i)),
+        (_, _, Some(c)) => Stop::Count(c),
+        _ => Stop::Count(0),
+    }
+}
+
+/// Stream `i`'s share of `total` (the first streams take the remainder).
+pub fn share(total: u64, streams: u32, i: u32) -> u64 {
+    let n = streams.max(1) as u64;
+    total / n + u64::from((i as u64) < total % n)
+}
+
+/// How long the server waits for the client's end of a test.
+fn test_deadline(spec: &TestSpec) -> Duration {
+    match spec.duration_ms {
+        Some(ms) => Duration::from_millis(ms) + Duration::from_secs(30),
+        None => wire::MAX_TEST,
+    }
+}
+
+fn run_test<S: Read + Write + Deadlined>(
+    cfg: &ServerConfig,
+    ctl: &mut S,
+    spec: &TestSpec,
+    rx: &Receiver<DataConn>,
+    tag: u64,
+    local_ip: IpAddr,
+) -> Result<Report, TestFail> {
+    // Connections left over from an aborted test must not be taken for this one's.
+    while rx.try_recv().is_ok() {}
+    match spec.proto {
+        Proto::Tcp => run_tcp(cfg, ctl, spec, rx),
+        Proto::Udp => run_udp(cfg, ctl, spec, tag, local_ip),
+    }
+}
+
+fn run_tcp<S: Read + Write + Deadlined>(
+    cfg: &ServerConfig,
+    ctl: &mut S,
+    spec: &TestSpec,
+    rx: &Receiver<DataConn>,
+) -> Result<Report, TestFail> {
+    let n = spec.streams;
+    let (inbound, outbound) = match spec.kind {
+        TestKind::PingPong => (n, 0),
+        TestKind::Throughput => (
+            if spec.direction.client_sends() { n } else { 0 },
+            if spec.direction.server_sends() { n } else { 0 },
+        ),
+    };
+    wire::write_msg(ctl, &Msg::Ready { udp_ports: vec![] })?;
+    let mut socks = collect_streams(rx, inbound + outbound, cfg.handshake_timeout)?;
+    for s in &socks {
+        if let Some(b) = spec.sockbuf {
+            let s2 = socket2::SockRef::from(s);
+            let _ = s2.set_send_buffer_size(b as usize);
+            let _ = s2.set_recv_buffer_size(b as usize);
+        }
+        let _ = s.set_write_timeout(Some(cfg.data_timeout));
+    }
+    let outs: Vec<TcpStream> = socks.split_off(inbound as usize);
+    let block = spec.block as usize;
+    let t0 = Instant::now();
+    let idle = cfg.data_timeout;
+    let kind = spec.kind;
+    let order = &cfg.order;
+    let report = std::thread::scope(|sc| -> Result<Report, TestFail> {
+        let receivers: Vec<_> = socks
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                sc.spawn(move || {
+                    pin(order, i);
+                    match kind {
+                        TestKind::Throughput => tcp::receive(&s, block, t0, idle).map(Ok),
+                        TestKind::PingPong => tcp::echo(&s, block, idle).map(Err),
+                    }
+                })
+            })
+            .collect();
+        wire::write_msg(ctl, &Msg::Go {})?;
+        let senders: Vec<_> = outs
+            .into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let stop = stop_for(spec, n, i as u32);
+                sc.spawn(move || {
+                    pin(order, i);
+                    tcp::send(&s, block, stop)
+                })
+            })
+            .collect();
+        let mut report = Report::default();
+        for h in receivers {
+            match h
+                .join()
+                .map_err(|_| TestFail::Data("a receive thread panicked".into()))?
+            {
+                Ok(Ok(r)) => report.received.push(r),
+                Ok(Err(echoed)) => report.echoed.push(echoed / block.max(1) as u64),
+                Err(e) => return Err(data_err("receiving")(e)),
+            }
+        }
+        for h in senders {
+            let r = h
+                .join()
+                .map_err(|_| TestFail::Data("a send thread panicked".into()))?
+                .map_err(data_err("sending"))?;
+            report.sent.push(r);
+        }
+        Ok(report)
+    })?;
+    Ok(report)
+}
+
+/// One server UDP socket's part of a test.
+#[derive(Clone, Copy)]
+enum UdpRole {
+    Receive,
+    Send,
+    Echo,
+}
+
+enum UdpDone {
+    Received(StreamReport),
+    Sent(SentReport),
+    Echoed(u64),
+}
+
+fn run_udp<S: Read + Write + Deadlined>(
+    cfg: &ServerConfig,
+    ctl: &mut S,
+    spec: &TestSpec,
+    tag: u64,
+    local_ip: IpAddr,
+) -> Result<Report, TestFail> {
+    let n = spec.streams as usize;
+    let mut roles = Vec::new();
+    match spec.kind {
+        TestKind::PingPong => roles.extend(std::iter::repeat_n(UdpRole::Echo, n)),
+        TestKind::Throughput => {
+            if spec.direction.client_sends() {
+                roles.extend(std::iter::repeat_n(UdpRole::Receive, n));
+            }
+            if spec.direction.server_sends() {
+                roles.extend(std::iter::repeat_n(UdpRole::Send, n));
+            }
+        }
+    }
+    let buf = spec
+        .sockbuf
+        .map(|b| b as usize)
+        .unwrap_or(udp::DEFAULT_RCVBUF);
+    let mut socks: Vec<UdpSocket> = Vec::with_capacity(roles.len());
+    for _ in &roles {
+        let (s, _) =
+            udp::bind(SocketAddr::new(local_ip, 0), buf).map_err(data_err("UDP socket"))?;
+        socks.push(s);
+    }
+    let ports = socks
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<io::Result<Vec<u16>>>()
+        .map_err(data_err("UDP socket"))?;
+    wire::write_msg(ctl, &Msg::Ready { udp_ports: ports })?;
+    let t0 = Instant::now();
+    let start = AtomicBool::new(false);
+    let abort = AtomicBool::new(false);
+    let done = AtomicBool::new(false);
+    let (hello_tx, hello_rx) = mpsc::channel::<Result<(), String>>();
+    let block = spec.block as usize;
+    let (order, hs, idle) = (&cfg.order, cfg.handshake_timeout, cfg.data_timeout);
+    std::thread::scope(|sc| -> Result<Report, TestFail> {
+        let (start, abort, done) = (&start, &abort, &done);
+        let handles: Vec<_> = socks
+            .iter()
+            .zip(roles.iter().copied())
+            .enumerate()
+            .map(|(i, (sock, role))| {
+                let hello_tx = hello_tx.clone();
+                let stream_i = i % n;
+                sc.spawn(move || -> io::Result<UdpDone> {
+                    pin(order, stream_i);
+                    let ok = udp::accept_hello(sock, tag, hs).map(|_| ());
+                    let _ = hello_tx.send(ok.as_ref().map(|_| ()).map_err(|e| e.to_string()));
+                    ok?;
+                    match role {
+                        UdpRole::Receive => udp::receive(
+                            sock,
+                            tag,
+                            block,
+                            t0,
+                            done,
+                            Duration::from_millis(200),
+                            idle,
+                        )
+                        .map(UdpDone::Received),
+                        UdpRole::Echo => udp::echo(sock, block, done).map(UdpDone::Echoed),
+                        UdpRole::Send => {
+                            while !start.load(Ordering::Acquire) {
+                                if abort.load(Ordering::Acquire) {
+                                    return Ok(UdpDone::Sent(SentReport::default()));
+                                }
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                            let stop = stop_for(spec, spec.streams, stream_i as u32);
+                            udp::send(sock, tag, block, spec.rate_bps, stop, t0).map(UdpDone::Sent)
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(hello_tx);
+        let mut failure = None;
+        for _ in 0..handles.len() {
+            match hello_rx.recv_timeout(hs + Duration::from_secs(1)) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => failure = Some(e),
+                Err(_) => failure = Some("UDP handshake timed out".into()),
+            }
+        }
+        let finish = |handles: Vec<std::thread::ScopedJoinHandle<'_, io::Result<UdpDone>>>| {
+            let mut report = Report::default();
+            let mut err = None;
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(UdpDone::Received(r))) => report.received.push(r),
+                    Ok(Ok(UdpDone::Sent(s))) => report.sent.push(s),
+                    Ok(Ok(UdpDone::Echoed(e))) => report.echoed.push(e),
+                    Ok(Err(e)) => err = Some(e.to_string()),
+                    Err(_) => err = Some("a UDP thread panicked".into()),
+                }
+            }
+            (report, err)
+        };
+        if let Some(e) = failure {
+            abort.store(true, Ordering::Release);
+            done.store(true, Ordering::Release);
+            let _ = finish(handles);
+            return Err(TestFail::Data(e));
+        }
+        let go = wire::write_msg(ctl, &Msg::Go {});
+        start.store(true, Ordering::Release);
+        let client_sends = spec.kind == TestKind::PingPong || spec.direction.client_sends();
+        let ended = if go.is_ok() && client_sends {
+            wire::read_msg(ctl, test_deadline(spec), "the client's end of test")
+                .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
+        } else {
+            go
+        };
+        done.store(true, Ordering::Release);
+        let (report, err) = finish(handles);
+        ended?;
+        match err {
+            Some(e) => Err(TestFail::Data(e)),
+            None => Ok(report),
+        }
+    })
+}

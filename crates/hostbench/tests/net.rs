@@ -1,0 +1,484 @@
+//! `hostbench net` end to end: loopback in every mode (IPv4 and IPv6), a real two-host run
+//! between network namespaces joined by a veth pair, authentication through the CLI, and the
+//! bad-input rule (one line, exit 2).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command as StdCommand, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{
+    assert_record_contract, assert_run_contract, assert_usage_error, hostbench, json_of, run_ok,
+};
+use serde_json::Value;
+
+fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
+    doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["benchmark"] == bench)
+        .collect()
+}
+
+const SHORT: &str = "--duration 200ms --repeat 1 --warmup 0 --json -";
+
+#[test]
+fn loopback_runs_every_protocol_direction_and_latency() {
+    let out = run_ok(
+        &format!("net loopback --proto tcp,udp --direction send,recv,bidir --streams 1,2 --block 8KB --rate 100M {SHORT}"),
+        &[],
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    assert!(
+        doc["skipped"].as_array().is_none_or(|s| s.is_empty()),
+        "{}",
+        doc["skipped"]
+    );
+    let tp = records(&doc, "net.throughput");
+    assert_eq!(tp.len(), 2 * 3 * 2, "{tp:?}");
+    for r in &tp {
+        assert_record_contract(r);
+        assert_eq!(r["unit"], "bit/s");
+        assert_eq!(r["params"]["target"], "loopback");
+        assert_eq!(r["params"]["block_bytes"], 8000);
+        assert_eq!(r["extra"]["counted_at"], "receiver");
+        assert!(r["peak"].is_null() && r["efficiency"].is_null());
+        let w = r["warnings"].to_string();
+        assert!(w.contains("no wire"), "{w}");
+        if r["params"]["proto"] == "udp" {
+            assert_eq!(r["params"]["rate_bps"], 1e8);
+            for k in [
+                "lost_fraction",
+                "jitter_s",
+                "out_of_order",
+                "duplicates",
+                "datagrams_sent",
+            ] {
+                assert!(r["extra"][k].is_number(), "{k} missing: {r}");
+            }
+            // Paced at 100 Mbit/s per stream: goodput cannot exceed the offered load by much.
+            let streams = r["params"]["streams"].as_f64().expect("streams");
+            let dirs = if r["params"]["direction"] == "bidir" {
+                2.0
+            } else {
+                1.0
+            };
+            assert!(
+                r["value"].as_f64().expect("v") < 1.2e8 * streams * dirs,
+                "{r}"
+            );
+        }
+        if r["params"]["direction"] == "bidir" {
+            let (s, v) = (
+                r["extra"]["send_bps"].as_f64().expect("send"),
+                r["extra"]["recv_bps"].as_f64().expect("recv"),
+            );
+            assert!(s > 0.0 && v > 0.0, "{r}");
+        }
+    }
+    let lat = records(&doc, "net.latency");
+    assert_eq!(lat.len(), 2);
+    for r in &lat {
+        assert_record_contract(r);
+        assert_eq!(r["unit"], "s");
+        assert_eq!(r["params"]["block_bytes"], 1);
+        for k in ["p50", "p99", "p999"] {
+            assert!(r["stats"][k].as_f64().expect(k) > 0.0, "{r}");
+        }
+        let rtt = &r["extra"]["rtt"];
+        assert!(
+            rtt["min"].as_f64() <= rtt["p50"].as_f64()
+                && rtt["p50"].as_f64() <= rtt["max"].as_f64(),
+            "{rtt}"
+        );
+        let one_way = r["extra"]["one_way_estimate_s"].as_f64().expect("one way");
+        assert!((one_way * 2.0 - r["value"].as_f64().expect("v")).abs() < 1e-12);
+        assert!(r["extra"]["measures"]
+            .as_str()
+            .expect("measures")
+            .contains("round-trip"));
+    }
+}
+
+#[test]
+fn amount_and_count_based_runs_and_ipv6() {
+    let out = run_ok("net loopback --proto tcp --streams 2 --bytes 3MB --count 2000 --pairs 2 --repeat 1 --warmup 0 --json -", &[]);
+    let doc = json_of(&out);
+    let tp = records(&doc, "net.throughput");
+    assert_eq!(tp.len(), 1);
+    assert_eq!(tp[0]["extra"]["bytes_per_sample"], 3_000_000);
+    let lat = records(&doc, "net.latency");
+    assert_eq!(lat[0]["extra"]["round_trips_per_pair"], 2000);
+    assert_eq!(lat[0]["params"]["streams"], 2);
+
+    let has_v6 = std::fs::read_to_string("/proc/net/if_inet6")
+        .is_ok_and(|s| s.lines().any(|l| l.ends_with(" lo")));
+    if has_v6 {
+        let out = run_ok(
+            &format!("net loopback --ipv6 --proto tcp,udp --streams 1 {SHORT}"),
+            &[],
+        );
+        let doc = json_of(&out);
+        let tp = records(&doc, "net.throughput");
+        assert_eq!(tp.len(), 2);
+        assert!(tp.iter().all(|r| r["params"]["target"] == "loopback6"));
+    } else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI machines have IPv6 loopback"
+        );
+    }
+}
+
+/// Two network namespaces joined by a veth pair, removed on drop.
+struct TwoHosts {
+    names: [String; 2],
+}
+
+impl TwoHosts {
+    const A: &'static str = "10.203.0.1";
+    const B: &'static str = "10.203.0.2";
+
+    fn create() -> Option<Self> {
+        let root = unsafe_free_is_root();
+        if !root {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root: network namespaces must work"
+            );
+            return None;
+        }
+        let tag = std::process::id();
+        let names = [format!("hbA{tag}"), format!("hbB{tag}")];
+        let me = Self { names };
+        let [a, b] = &me.names;
+        let (va, vb) = (format!("hbva{tag}"), format!("hbvb{tag}"));
+        let (ha, hb) = (Self::A, Self::B);
+        let steps = [
+            format!("netns add {a}"),
+            format!("netns add {b}"),
+            format!("link add {va} netns {a} type veth peer name {vb} netns {b}"),
+            format!("-n {a} addr add {ha}/24 dev {va}"),
+            format!("-n {b} addr add {hb}/24 dev {vb}"),
+            format!("-n {a} link set {va} up"),
+            format!("-n {b} link set {vb} up"),
+            format!("-n {a} link set lo up"),
+            format!("-n {b} link set lo up"),
+        ];
+        for s in steps {
+            let ok = StdCommand::new("ip")
+                .args(s.split_whitespace())
+                .status()
+                .expect("ip (iproute2) runs")
+                .success();
+            assert!(ok, "ip {s:?} failed");
+        }
+        Some(me)
+    }
+
+    fn exec(&self, which: usize) -> StdCommand {
+        let mut c = StdCommand::new("ip");
+        c.args(["netns", "exec", &self.names[which]]);
+        c.arg(assert_cmd::cargo::cargo_bin("hostbench"));
+        c
+    }
+}
+
+impl Drop for TwoHosts {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = StdCommand::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+fn unsafe_free_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Start a server and wait for its "listening" line.
+fn start_server(mut cmd: StdCommand) -> Child {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("server starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("listening on") => break,
+            Some(Ok(_)) => {}
+            _ => panic!("server did not start"),
+        }
+        assert!(Instant::now() < deadline, "server start timed out");
+    }
+    // Keep draining its log so it never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+impl TwoHosts {
+    /// `hostbench net client` in host B with `args`, the short-run flags and `extra` (paths);
+    /// must succeed; returns its JSON.
+    fn client_ok(&self, args: &[&str], extra: &[&std::ffi::OsStr]) -> Value {
+        let out = self
+            .exec(1)
+            .args(["net", "client"])
+            .args(args)
+            .args(SHORT.split_whitespace())
+            .args(extra)
+            .output()
+            .expect("client");
+        assert!(
+            out.status.success(),
+            "client {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_of(&out)
+    }
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn two_hosts_over_veth_with_a_token() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let tok = dir.path().join("token");
+    std::fs::write(&tok, "veth-test-token-123\n").expect("token");
+    let mut srv = hosts.exec(0);
+    srv.args([
+        "net",
+        "server",
+        "--bind",
+        TwoHosts::A,
+        "--port",
+        "5301",
+        "--token-file",
+    ])
+    .arg(&tok);
+    let _server = Killed(start_server(srv));
+
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(&spec, "[network]\nlink_bps = 10e9\nbase_latency_s = 5e-6\n").expect("spec");
+    let doc = hosts.client_ok(
+        &[
+            &format!("{}:5301", TwoHosts::A),
+            "--proto",
+            "tcp,udp",
+            "--direction",
+            "send,recv",
+            "--streams",
+            "1,2",
+            "--rate",
+            "200M",
+        ],
+        &[
+            "--token-file".as_ref(),
+            tok.as_os_str(),
+            "--spec".as_ref(),
+            spec.as_os_str(),
+        ],
+    );
+    let tp = records(&doc, "net.throughput");
+    assert_eq!(tp.len(), 2 * 2 * 2);
+    for r in &tp {
+        assert_record_contract(r);
+        assert_eq!(r["params"]["target"], TwoHosts::A);
+        let iface = r["extra"]["interface"]["name"].as_str().expect("interface");
+        assert!(iface.starts_with("hbvb"), "{iface}");
+        assert_eq!(r["extra"]["interface"]["virtual_if"], true);
+        // The spec's link speed gives a goodput ceiling and an efficiency.
+        let peak = r["peak"]["value"].as_f64().expect("peak");
+        assert!(peak < 10e9 && peak > 9e9, "{peak}");
+        assert!(r["peak"]["basis"]
+            .as_str()
+            .expect("basis")
+            .contains("spec file"));
+        assert!(r["efficiency"].as_f64().expect("eff") > 0.0);
+    }
+    let lat = records(&doc, "net.latency");
+    assert_eq!(lat.len(), 2);
+    assert!(lat
+        .iter()
+        .all(|r| r["peak"]["value"] == 5e-6 && r["efficiency"].is_number()));
+
+    // Without the spec the veth is named as virtual, with no peak.
+    let doc = hosts.client_ok(
+        &[
+            TwoHosts::A,
+            "--port",
+            "5301",
+            "--proto",
+            "tcp",
+            "--streams",
+            "1",
+            "--throughput",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    let r = records(&doc, "net.throughput")[0];
+    assert!(r["peak"].is_null());
+    assert!(
+        r["warnings"].to_string().contains("virtual interface"),
+        "{}",
+        r["warnings"]
+    );
+
+    // A wrong token is refused in one line, exit 2.
+    let bad = dir.path().join("bad");
+    std::fs::write(&bad, "not-the-right-token").expect("bad token");
+    let out = hosts
+        .exec(1)
+        .args([
+            "net",
+            "client",
+            TwoHosts::A,
+            "--port",
+            "5301",
+            "--token-file",
+        ])
+        .arg(&bad)
+        .output()
+        .expect("client");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("wrong token") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn net_bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(
+        &[
+            "net",
+            "client",
+            "no-such-host.invalid",
+            "--duration",
+            "100ms",
+        ],
+        "cannot resolve host",
+    );
+    assert_usage_error(&["net", "loopback", "--block", "0"], "--block");
+    assert_usage_error(
+        &["net", "loopback", "--proto", "udp", "--block", "70000"],
+        "65507",
+    );
+    assert_usage_error(&["net", "loopback", "--proto", "sctp"], "unknown protocol");
+    assert_usage_error(
+        &["net", "loopback", "--direction", "up"],
+        "unknown direction",
+    );
+    assert_usage_error(&["net", "loopback", "--streams", "0"], "--streams");
+    assert_usage_error(&["net", "loopback", "--rate", "fast"], "--rate");
+    assert_usage_error(&["net", "server", "--bind", "not-an-ip"], "--bind");
+    assert_usage_error(&["net", "server", "--port", "70000"], "--port");
+    // A port in use.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = held.local_addr().expect("addr").port().to_string();
+    assert_usage_error(
+        &["net", "server", "--bind", "127.0.0.1", "--port", &port],
+        "cannot listen",
+    );
+    // Nobody listening: the peer is the bad input.
+    drop(held);
+    assert_usage_error(
+        &["net", "client", &format!("127.0.0.1:{port}")],
+        "cannot connect",
+    );
+    // A token file that is missing or too short.
+    assert_usage_error(
+        &["net", "server", "--token-file", "/nonexistent/token"],
+        "--token-file",
+    );
+}
+
+#[test]
+fn a_server_serves_a_client_over_the_cli_and_once_exits() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let mut cmd = StdCommand::new(assert_cmd::cargo::cargo_bin("hostbench"));
+    cmd.args([
+        "net",
+        "server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        &port.to_string(),
+        "--once",
+    ]);
+    let mut server = start_server(cmd);
+    let out = hostbench()
+        .args([
+            "net",
+            "client",
+            &format!("127.0.0.1:{port}"),
+            "--proto",
+            "udp",
+            "--latency",
+            "--msg-size",
+            "64",
+        ])
+        .args(SHORT.split_whitespace())
+        .output()
+        .expect("client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_eq!(records(&doc, "net.throughput").len(), 0);
+    assert_eq!(records(&doc, "net.latency")[0]["params"]["block_bytes"], 64);
+    // --once: the server exits by itself after the session.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(st) = server.try_wait().expect("wait") {
+            assert!(st.success());
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after --once"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn run_quick_includes_loopback_network() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok(
+        "run --only net --profile quick --repeat 1 --warmup 0 --quiet --out",
+        &[dir.path().as_ref()],
+    );
+    let doc = common::only_run_json(dir.path());
+    for (bench, n) in [("net.throughput", 2), ("net.latency", 2)] {
+        assert_eq!(records(&doc, bench).len(), n, "{bench}");
+    }
+}

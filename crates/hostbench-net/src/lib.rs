@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod client;
 pub mod limit;
+pub mod reference;
 pub mod server;
 pub mod tcp;
 pub mod udp;
@@ -106,6 +107,8 @@ pub struct NetConfig {
     pub sockbuf: Option<u32>,
     /// Pin stream threads (client and in-process server).
     pub pin: bool,
+    /// Run iperf3 / sockperf on each case too (loopback only) and fill `reference`.
+    pub reference: bool,
 }
 
 impl Default for NetConfig {
@@ -134,6 +137,7 @@ impl Default for NetConfig {
             count: None,
             sockbuf: None,
             pin: true,
+            reference: false,
         }
     }
 }
@@ -207,6 +211,9 @@ impl NetConfig {
             if !(4096..=(512 << 20)).contains(&b) {
                 return bad(format!("--sockbuf {b}: must be 4 KiB..512 MiB"));
             }
+        }
+        if self.reference && self.target != (Target::Loopback { v6: false }) {
+            return bad("--reference starts iperf3 and sockperf on 127.0.0.1: use it with `net loopback` (IPv4)".into());
         }
         Ok(())
     }
@@ -491,6 +498,23 @@ fn throughput_case(
         |rec| {
             ctx.common(rec);
             rec.extra.insert("counted_at".into(), json!("receiver"));
+            if cfg.reference {
+                let case = reference::Iperf3Case {
+                    proto,
+                    direction: dir,
+                    block,
+                    streams,
+                    rate_bps: rate,
+                    seconds: cfg.duration.as_secs_f64().ceil() as u64,
+                    bytes: cfg.bytes,
+                    sockbuf: match (cfg.sockbuf, proto) {
+                        (Some(b), _) => Some(u64::from(b)),
+                        (None, Proto::Udp) => Some(udp::DEFAULT_RCVBUF as u64),
+                        (None, Proto::Tcp) => None,
+                    },
+                };
+                attach(rec, reference::iperf3(&case, rec.value));
+            }
             match limit::throughput_peak(
                 ctx.iface.as_ref(),
                 ctx.spec,
@@ -508,7 +532,11 @@ fn throughput_case(
                         "unpaced UDP: the sender ran flat out, so this measures the sender and the receive path; goodput is what arrived and lost_fraction what did not".into(),
                     );
                 }
-                let loss = rec.extra.get("lost_fraction").and_then(|v| v.as_f64()).unwrap_or(0.0);
+                let loss = rec
+                    .extra
+                    .get("lost_fraction")
+                    .and_then(|v| v.as_f64())
+                    .unwrap_or(0.0);
                 if loss > 0.01 {
                     rec.warnings.push(format!(
                         "UDP loss {:.1} % (median of samples): the receiver or the path cannot keep up at this rate",
@@ -587,6 +615,14 @@ fn latency_case(
                     if proto == Proto::Tcp { " with TCP_NODELAY" } else { "" }
                 )),
             );
+            if cfg.reference {
+                let secs = cfg.duration.as_secs_f64().ceil() as u64;
+                if pairs == 1 {
+                    attach(rec, reference::sockperf(proto, msg, secs, rec.value));
+                } else {
+                    rec.warnings.push("reference: sockperf runs one ping-pong pair per process; none for several pairs".into());
+                }
+            }
             rec.set_peak(limit::latency_peak(ctx.spec));
             if rec.peak.is_none() {
                 rec.warnings.push(
@@ -595,6 +631,21 @@ fn latency_case(
             }
         },
     )
+}
+
+/// Put a reference measurement (or why there is none) on a record.
+fn attach(rec: &mut Record, m: Result<reference::Measured, BenchError>) {
+    match m {
+        Ok(m) => {
+            rec.extra
+                .insert("reference_command".into(), json!(m.command));
+            if let Some(n) = m.note {
+                rec.extra.insert("reference_note".into(), json!(n));
+            }
+            rec.reference = Some(m.reference);
+        }
+        Err(e) => rec.warnings.push(format!("reference: {e}")),
+    }
 }
 
 /// Serve until stopped (the `net server` command).

@@ -345,6 +345,10 @@ pub struct NetTestArgs {
     /// Leave stream threads to the scheduler instead of pinning them.
     #[arg(long)]
     pub no_pin: bool,
+    /// Also run iperf3 (throughput) and sockperf (ping-pong) on each case with the same
+    /// parameters and record their figures and the ratio (loopback only).
+    #[arg(long)]
+    pub reference: bool,
     /// The classic matrix: TCP and UDP x 1 KB, 32 KB x 1, 2, 4, 8 streams, plus 1-byte ping-pong.
     #[arg(long)]
     pub classic: bool,

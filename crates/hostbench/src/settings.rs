@@ -566,6 +566,7 @@ fn net_tests(
         cfg.latency = args.latency;
     }
     cfg.pin = !args.no_pin;
+    cfg.reference = args.reference;
     if let Some(d) = common.duration {
         cfg.duration = d;
     }

@@ -482,3 +482,39 @@ fn run_quick_includes_loopback_network() {
         assert_eq!(records(&doc, bench).len(), n, "{bench}");
     }
 }
+
+#[test]
+fn reference_runs_iperf3_and_sockperf_side_by_side() {
+    let have = |tool: &str| StdCommand::new(tool).arg("--version").output().is_ok();
+    if !(have("iperf3") && have("sockperf")) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs iperf3 and sockperf"
+        );
+        return;
+    }
+    let out = run_ok(
+        "net loopback --reference --streams 1 --rate 200M --duration 1s --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    let recs = doc["records"].as_array().expect("records");
+    assert_eq!(recs.len(), 4);
+    for r in recs {
+        let tool = if r["benchmark"] == "net.throughput" {
+            "iperf3"
+        } else {
+            "sockperf"
+        };
+        let rf = &r["reference"];
+        assert_eq!(rf["tool"], tool, "{r}");
+        assert!(rf["value"].as_f64().expect("value") > 0.0, "{r}");
+        assert!(rf["ratio"].as_f64().expect("ratio") > 0.0, "{r}");
+        let cmd = r["extra"]["reference_command"].as_str().expect("command");
+        assert!(cmd.starts_with(tool), "{cmd}");
+        if tool == "sockperf" {
+            assert!(cmd.contains("--full-rtt"), "{cmd}");
+        }
+    }
+    assert_usage_error(&["net", "loopback", "--ipv6", "--reference"], "--reference");
+}

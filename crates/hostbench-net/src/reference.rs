@@ -1,0 +1,293 @@
+//! `--reference` on loopback: the same case measured by iperf3 (throughput) or sockperf
+//! (ping-pong), started here with matching parameters, so each record carries the reference
+//! tool's figure and the ratio.
+//!
+//! iperf3 runs with `-P streams -l block` (`-u -b rate`, `-R`, `--bidir`) and whole seconds
+//! (`-t` takes an integer); its receiver-side sum is the figure, as ours is. UDP gets `-w` with
+//! the receive buffer hostbench asked for, so both receivers have the same room for bursts. sockperf reports
+//! RTT/2 unless `--full-rtt` is given, so it is given; its smallest message is 14 bytes and it
+//! runs one pair per process, which the record notes.
+
+use std::io::Read;
+use std::net::{TcpListener, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hostbench_core::model::Reference;
+use hostbench_core::BenchError;
+
+use crate::wire::{Direction, Proto};
+
+/// A throughput case as iperf3 should run it.
+#[derive(Debug, Clone, Copy)]
+pub struct Iperf3Case {
+    pub proto: Proto,
+    pub direction: Direction,
+    pub block: u64,
+    pub streams: u32,
+    pub rate_bps: Option<f64>,
+    pub seconds: u64,
+    pub bytes: Option<u64>,
+    /// Socket buffer hostbench used (`-w`): asked for explicitly, or UDP's enlarged default.
+    pub sockbuf: Option<u64>,
+}
+
+/// A reference figure with the command that produced it.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    pub reference: Reference,
+    pub command: String,
+    pub note: Option<String>,
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> Result<u16, BenchError> {
+    // Free for TCP and UDP at the moment of asking; the tool binds it right after.
+    for _ in 0..20 {
+        let t = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(|e| BenchError::Failed(format!("no free port: {e}")))?;
+        if UdpSocket::bind(("127.0.0.1", t.port())).is_ok() {
+            return Ok(t.port());
+        }
+    }
+    Err(BenchError::Failed(
+        "no port free for both TCP and UDP".into(),
+    ))
+}
+
+fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Killed, BenchError> {
+    let io = || if piped { Stdio::piped() } else { Stdio::null() };
+    Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(io())
+        .stderr(io())
+        .spawn()
+        .map(Killed)
+        .map_err(|e| {
+            BenchError::unsupported(format!(
+                "{tool} not runnable ({e}); install it for --reference"
+            ))
+        })
+}
+
+/// Run `tool` to completion within `limit`; its stdout and stderr, read while it runs (a long
+/// iperf3 -J document would fill the pipe and stall it otherwise).
+fn output(tool: &str, args: &[String], limit: Duration) -> Result<String, BenchError> {
+    let mut child = spawn(tool, args, true)?;
+    let drain = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut t = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut t);
+            }
+            t
+        })
+    };
+    let out = drain(
+        child
+            .0
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .0
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + limit;
+    let finished = loop {
+        match child.0.try_wait() {
+            Ok(Some(_)) => break true,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => break false,
+        }
+    };
+    drop(child);
+    let text = out.join().unwrap_or_default() + &err.join().unwrap_or_default();
+    if !finished {
+        return Err(BenchError::Failed(format!(
+            "{tool} did not finish in {limit:?}"
+        )));
+    }
+    Ok(text)
+}
+
+/// The first line of `tool --version` (both tools print their name and version there).
+fn version(tool: &str, pick: impl Fn(&str) -> Option<String>) -> String {
+    output(tool, &["--version".into()], Duration::from_secs(5))
+        .ok()
+        .and_then(|t| t.lines().find_map(&pick))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Run the client until the freshly started server answers (it takes a moment to listen).
+fn client_retrying(
+    tool: &str,
+    args: &[String],
+    limit: Duration,
+    ready: impl Fn(&str) -> bool,
+) -> Result<String, BenchError> {
+    let mut last = String::new();
+    for _ in 0..20 {
+        last = output(tool, args, limit)?;
+        if ready(&last) {
+            return Ok(last);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let line = last
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output");
+    Err(BenchError::Failed(format!(
+        "{tool} failed: {}",
+        line.trim()
+    )))
+}
+
+/// iperf3's receiver-side goodput for `case`, bit/s.
+pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
+    let port = free_port()?.to_string();
+    let _server = spawn(
+        "iperf3",
+        &[
+            "-s".into(),
+            "-B".into(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            port.clone(),
+        ],
+        false,
+    )?;
+    let mut args: Vec<String> = vec!["-c", "127.0.0.1", "-p", &port, "-J", "-P"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    args.push(case.streams.to_string());
+    args.extend(["-l".into(), case.block.to_string()]);
+    match case.bytes {
+        Some(b) => args.extend(["-n".into(), b.to_string()]),
+        None => args.extend(["-t".into(), case.seconds.max(1).to_string()]),
+    }
+    if let Some(w) = case.sockbuf {
+        args.extend(["-w".into(), w.to_string()]);
+    }
+    if case.proto == Proto::Udp {
+        args.push("-u".into());
+        args.extend([
+            "-b".into(),
+            case.rate_bps
+                .map(|r| format!("{r}"))
+                .unwrap_or_else(|| "0".into()),
+        ]);
+    }
+    match case.direction {
+        Direction::Send => {}
+        Direction::Recv => args.push("-R".into()),
+        Direction::Bidir => args.push("--bidir".into()),
+    }
+    let limit = Duration::from_secs(case.seconds.max(1) + 60);
+    let text = client_retrying("iperf3", &args, limit, |t| {
+        !t.contains("unable to connect") && !t.contains("Connection refused")
+    })?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| BenchError::Failed(format!("iperf3 -J output is not JSON: {e}")))?;
+    if let Some(err) = doc.get("error").and_then(|e| e.as_str()) {
+        return Err(BenchError::Failed(format!("iperf3: {err}")));
+    }
+    let end = &doc["end"];
+    let bps = |k: &str| end[k]["bits_per_second"].as_f64();
+    let value = match case.direction {
+        Direction::Bidir => bps("sum_received")
+            .zip(bps("sum_received_bidir_reverse"))
+            .map(|(a, b)| a + b),
+        _ => bps("sum_received"),
+    }
+    .ok_or_else(|| BenchError::Failed("iperf3 JSON lacks end.sum_received".into()))?;
+    let note = (case.proto == Proto::Udp)
+        .then(|| end["sum"]["lost_percent"].as_f64())
+        .flatten()
+        .map(|l| format!("iperf3 lost {l:.3} %"));
+    Ok(Measured {
+        reference: Reference {
+            tool: "iperf3".into(),
+            version: version("iperf3", |l| {
+                l.strip_prefix("iperf ")
+                    .map(|v| v.split_whitespace().next().unwrap_or(v).to_string())
+            }),
+            value,
+            ratio: ours / value,
+        },
+        command: format!("iperf3 {}", args.join(" ")),
+        note,
+    })
+}
+
+/// sockperf ping-pong p50 round trip, seconds (one pair).
+pub fn sockperf(proto: Proto, msg: u64, seconds: u64, ours: f64) -> Result<Measured, BenchError> {
+    let port = free_port()?.to_string();
+    let mut server: Vec<String> = vec![
+        "sr".into(),
+        "-i".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port.clone(),
+    ];
+    let mut args: Vec<String> = vec![
+        "pp".into(),
+        "-i".into(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port,
+    ];
+    if proto == Proto::Tcp {
+        server.push("--tcp".into());
+        args.push("--tcp".into());
+    }
+    let size = msg.max(14);
+    args.extend([
+        "-m".into(),
+        size.to_string(),
+        "-t".into(),
+        seconds.max(1).to_string(),
+        "--full-rtt".into(),
+    ]);
+    let _server = spawn("sockperf", &server, false)?;
+    let limit = Duration::from_secs(seconds.max(1) + 30);
+    let text = client_retrying("sockperf", &args, limit, |t| {
+        t.contains("percentile 50.000")
+    })?;
+    let p50_us = text
+        .lines()
+        .find_map(|l| l.split("percentile 50.000 =").nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| BenchError::Failed("sockperf printed no p50".into()))?;
+    let value = p50_us * 1e-6;
+    Ok(Measured {
+        reference: Reference {
+            tool: "sockperf".into(),
+            version: version("sockperf", |l| {
+                l.split("version ").nth(1).map(|v| v.trim().to_string())
+            }),
+            value,
+            ratio: value / ours,
+        },
+        command: format!("sockperf {}", args.join(" ")),
+        note: (size != msg).then(|| {
+            format!("sockperf's smallest message is 14 B; it ran {size} B against our {msg} B")
+        }),
+    })
+}

@@ -141,6 +141,8 @@ struct TwoHosts {
 impl TwoHosts {
     const A: &'static str = "10.203.0.1";
     const B: &'static str = "10.203.0.2";
+    const A6: &'static str = "fd77:203::1";
+    const B6: &'static str = "fd77:203::2";
 
     fn create() -> Option<Self> {
         let root = unsafe_free_is_root();
@@ -163,6 +165,8 @@ impl TwoHosts {
             format!("link add {va} netns {a} type veth peer name {vb} netns {b}"),
             format!("-n {a} addr add {ha}/24 dev {va}"),
             format!("-n {b} addr add {hb}/24 dev {vb}"),
+            format!("-n {a} addr add {}/64 dev {va} nodad", Self::A6),
+            format!("-n {b} addr add {}/64 dev {vb} nodad", Self::B6),
             format!("-n {a} link set {va} up"),
             format!("-n {b} link set {vb} up"),
             format!("-n {a} link set lo up"),
@@ -268,16 +272,8 @@ fn two_hosts_over_veth_with_a_token() {
     let tok = dir.path().join("token");
     std::fs::write(&tok, "veth-test-token-123\n").expect("token");
     let mut srv = hosts.exec(0);
-    srv.args([
-        "net",
-        "server",
-        "--bind",
-        TwoHosts::A,
-        "--port",
-        "5301",
-        "--token-file",
-    ])
-    .arg(&tok);
+    srv.args(["net", "server", "--port", "5301", "--token-file"])
+        .arg(&tok);
     let _server = Killed(start_server(srv));
 
     let spec = dir.path().join("spec.toml");
@@ -345,6 +341,25 @@ fn two_hosts_over_veth_with_a_token() {
         "{}",
         r["warnings"]
     );
+
+    // The same server (bound to `::`) over IPv6.
+    let doc = hosts.client_ok(
+        &[
+            &format!("[{}]:5301", TwoHosts::A6),
+            "--proto",
+            "tcp,udp",
+            "--streams",
+            "1",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    assert_eq!(records(&doc, "net.throughput").len(), 2);
+    assert_eq!(records(&doc, "net.latency").len(), 2);
+    assert!(doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .all(|r| r["params"]["target"] == TwoHosts::A6));
 
     // A wrong token is refused in one line, exit 2.
     let bad = dir.path().join("bad");

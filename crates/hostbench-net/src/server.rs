@@ -239,6 +239,10 @@ fn handle(shared: Arc<Shared>, mut stream: TcpStream) {
         .unwrap_or_else(|_| "?".into());
     let mut pending = Pending(&shared.pending, false);
     let _ = stream.set_nodelay(true);
+    // A peer that stops reading must not park a server thread in write() either.
+    let _ = stream.set_write_timeout(Some(
+        shared.cfg.handshake_timeout.max(Duration::from_secs(5)),
+    ));
     let local_ip = match stream.local_addr() {
         Ok(a) => a.ip(),
         Err(_) => return,

@@ -615,8 +615,10 @@ fn run_tcp<S: Read + Write + Deadlined>(
             .enumerate()
             .map(|(i, s)| {
                 let stop = stop_for(spec, n, i as u32);
+                // Same CPU as the client's receiver of this stream (see `Client::run_tcp`).
+                let cpu_slot = i + inbound as usize;
                 sc.spawn(move || {
-                    pin(order, i);
+                    pin(order, cpu_slot);
                     tcp::send(&s, block, stop)
                 })
             })
@@ -711,7 +713,8 @@ fn run_udp<S: Read + Write + Deadlined>(
                 let hello_tx = hello_tx.clone();
                 let stream_i = i % n;
                 sc.spawn(move || -> io::Result<UdpDone> {
-                    pin(order, stream_i);
+                    // Socket i pairs with the client's socket i, pinned to the same CPU slot.
+                    pin(order, i);
                     let ok = udp::accept_hello(sock, tag, hs).map(|_| ());
                     let _ = hello_tx.send(ok.as_ref().map(|_| ()).map_err(|e| e.to_string()));
                     ok?;

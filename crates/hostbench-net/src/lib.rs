@@ -269,14 +269,33 @@ struct Link {
     token: Option<Token>,
     order: Vec<usize>,
     client: Option<Client>,
+    /// Set once the first session was made: later connects are reconnects.
+    reconnecting: bool,
 }
 
 impl Link {
     fn connect(&mut self) -> Result<&mut Client, ClientError> {
         if self.client.is_none() {
-            let mut c = Client::connect(self.addr, self.token.as_ref(), Duration::from_secs(5))?;
+            // After a failed test the server may still be winding down the old session (it
+            // notices the closed control connection at its next read): a "busy" then is
+            // expected for a few seconds.
+            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            let c = loop {
+                match Client::connect(self.addr, self.token.as_ref(), Duration::from_secs(5)) {
+                    Err(ClientError::Peer(m))
+                        if self.reconnecting
+                            && m.contains("busy")
+                            && std::time::Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                    other => break other?,
+                }
+            };
+            let mut c = c;
             c.order = self.order.clone();
             self.client = Some(c);
+            self.reconnecting = true;
         }
         self.client
             .as_mut()
@@ -285,9 +304,12 @@ impl Link {
 
     fn run(&mut self, spec: &TestSpec) -> Result<Outcome, BenchError> {
         let r = self.connect().and_then(|c| c.run(spec));
-        if let Err(ClientError::Session(_) | ClientError::Peer(_)) = &r {
-            // The control connection is out of step or gone: start afresh next time.
-            self.client = None;
+        if let Err(e) = &r {
+            if !matches!(e, ClientError::Validation(_)) {
+                // After a failed test the two sides may be out of step (a late "failed" reply
+                // would answer the next request): start a fresh session for the next one.
+                self.client = None;
+            }
         }
         r.map_err(|e| match e {
             // A peer that vanished mid-run fails this case; only the first connect is an
@@ -333,6 +355,7 @@ pub fn run_net(
         token,
         order,
         client: None,
+        reconnecting: false,
     };
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;

@@ -3,9 +3,11 @@
 
 mod cpu;
 mod disk;
+mod history;
 mod info;
 mod linpack;
 mod mem;
+mod report;
 mod run;
 
 use std::io::Write;
@@ -18,9 +20,9 @@ use hostbench_core::spec::Spec;
 use hostbench_core::{clock, host};
 
 use crate::cli::{Cli, Command};
-use crate::output::{Exporter, JsonExporter, TableExporter};
 use crate::settings::{Common, JsonTarget};
 use crate::Exit;
+use hostbench_report::{Exporter, JsonExporter, TerminalExporter};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
@@ -30,6 +32,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Linpack(args) => linpack::run(&args),
         Command::Mem(args) => mem::run(&args),
         Command::Disk(args) => disk::run(&args),
+        Command::Report(args) => report::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }
 
@@ -45,7 +49,7 @@ pub fn host_inventory(spec: &Spec) -> Host {
 /// exit code: 3 when some cases were skipped while others ran, 1 when nothing could be measured.
 pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
     if !common.quiet {
-        let table = TableExporter.render(run)?;
+        let table = TerminalExporter.render(run)?;
         if common.json == Some(JsonTarget::Stdout) {
             eprint!("{table}");
         } else {

@@ -1,0 +1,48 @@
+//! `hostbench report FILE.json`: re-render any saved run in every format, without measuring.
+
+use hostbench_report::chart::write_pngs;
+use hostbench_report::export::write_atomic;
+use hostbench_report::load::load_run;
+use hostbench_report::{CsvExporter, Exporter, HtmlExporter, MarkdownExporter, TerminalExporter};
+
+use crate::cli::ReportArgs;
+use crate::settings::{self, JsonTarget};
+use crate::Exit;
+
+pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
+    let run = load_run(&args.file)?;
+    let outputs: [(&str, &Option<String>, &dyn Exporter); 3] = [
+        ("html", &args.html, &HtmlExporter),
+        ("md", &args.md, &MarkdownExporter),
+        ("csv", &args.csv, &CsvExporter),
+    ];
+    // Resolve every target before writing anything, so a bad one writes nothing.
+    let mut targets = Vec::new();
+    for (name, value, exporter) in outputs {
+        if let Some(v) = value {
+            targets.push((settings::out_target(name, v)?, exporter));
+        }
+    }
+    let mut to_stdout = false;
+    for (target, exporter) in targets {
+        let text = exporter.render(&run)?;
+        match target {
+            JsonTarget::Stdout => {
+                print!("{text}");
+                to_stdout = true;
+            }
+            JsonTarget::File(path) => {
+                write_atomic(&path, &text)?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+    }
+    if let Some(dir) = &args.png {
+        let files = write_pngs(&run, dir)?;
+        eprintln!("wrote {} chart(s) to {}", files.len(), dir.display());
+    }
+    if !args.quiet && !to_stdout {
+        print!("{}", TerminalExporter.render(&run)?);
+    }
+    Ok(Exit::Ok)
+}

@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::error::ReportError;
 use crate::table::{
-    concurrency_key, group_by, reference_efficiency, row_label, short_name, subsystem,
+    concurrency_key, group_by, label_part, reference_efficiency, row_label, short_name, subsystem,
     subsystem_title, value_text, varying_keys,
 };
 use crate::units::{self, Scale};
@@ -150,33 +150,56 @@ fn depends_on(recs: &[&Record], x_key: &str, key: &str) -> bool {
     })
 }
 
-/// Series of `value against x_key`, split by every other varying key.
+/// Series of `value against x_key`. Records are split by the keys in `line_keys` (in order) only
+/// where needed: a group whose remaining varying keys are all functions of x within the group
+/// (a cache level, a per-thread block of a working set) is one curve already. Series with fewer
+/// than two points are dropped: a lone point is no line.
 fn series_of(recs: &[&Record], x_key: &str, line_keys: &[String]) -> Vec<Series> {
-    let label = |r: &Record| -> String {
-        let parts: Vec<String> = line_keys
-            .iter()
-            .filter_map(|k| r.params.get(k).map(|v| value_text(k, v)))
-            .collect();
-        if parts.is_empty() {
-            short_name(&r.benchmark).to_string()
-        } else {
-            parts.join(" ")
-        }
-    };
-    let mut series: Vec<Series> = Vec::new();
-    for (name, rs) in group_by(recs.iter().copied(), label) {
-        let mut points: Vec<(f64, f64, f64)> = rs
-            .iter()
-            .filter_map(|r| Some((num(r, x_key)?, r.stats.mean, r.stats.stddev)))
-            .filter(|p| p.1.is_finite() && p.1 > 0.0)
-            .collect();
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        points.dedup_by(|a, b| a.0 == b.0);
-        if points.len() >= 2 {
-            series.push(Series { name, points });
-        }
-    }
+    let mut series = Vec::new();
+    split_series(recs, x_key, line_keys, &mut Vec::new(), &mut series);
     series
+}
+
+fn split_series(
+    recs: &[&Record],
+    x_key: &str,
+    keys: &[String],
+    path: &mut Vec<String>,
+    out: &mut Vec<Series>,
+) {
+    let varies = |k: &String| {
+        recs.iter()
+            .any(|r| r.params.get(k) != recs[0].params.get(k))
+    };
+    // Concurrency always splits: points of different thread counts are never one curve.
+    let split = keys.iter().position(|k| {
+        varies(k)
+            && (crate::table::CONCURRENCY_KEYS.contains(&k.as_str()) || !depends_on(recs, x_key, k))
+    });
+    if let Some(i) = split {
+        let key = &keys[i];
+        for (v, rs) in group_by(recs.iter().copied(), |r| r.params.get(key).cloned()) {
+            path.push(v.map_or("—".into(), |v| label_part(key, &v)));
+            split_series(&rs, x_key, &keys[i + 1..], path, out);
+            path.pop();
+        }
+        return;
+    }
+    let mut points: Vec<(f64, f64, f64)> = recs
+        .iter()
+        .filter_map(|r| Some((num(r, x_key)?, r.stats.mean, r.stats.stddev)))
+        .filter(|p| p.1.is_finite() && p.1 > 0.0)
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points.dedup_by(|a, b| a.0 == b.0);
+    if points.len() >= 2 {
+        let name = if path.is_empty() {
+            short_name(&recs[0].benchmark).to_string()
+        } else {
+            path.join(" ")
+        };
+        out.push(Series { name, points });
+    }
 }
 
 fn x_title(key: &str) -> String {
@@ -205,11 +228,7 @@ fn scaling_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Cha
     if !varying.iter().any(|k| k == ck) {
         return;
     }
-    let line_keys: Vec<String> = varying
-        .iter()
-        .filter(|k| *k != ck && !depends_on(&recs, ck, k))
-        .cloned()
-        .collect();
+    let line_keys: Vec<String> = varying.iter().filter(|k| *k != ck).cloned().collect();
     let (unit, metric) = (recs[0].unit.clone(), recs[0].metric);
     let title = format!(
         "{bench}: {} vs {}",
@@ -276,7 +295,7 @@ fn working_set_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<
     }
     let line_keys: Vec<String> = varying_keys(&recs)
         .into_iter()
-        .filter(|k| k != WS_KEY && !depends_on(&recs, WS_KEY, k))
+        .filter(|k| k != WS_KEY)
         .collect();
     let series = series_of(&recs, WS_KEY, &line_keys);
     if series.is_empty() {
@@ -837,6 +856,60 @@ mod tests {
         let mut unique = ids.clone();
         unique.dedup();
         assert_eq!(ids.len(), unique.len());
+    }
+
+    #[test]
+    fn a_classic_disk_matrix_gets_one_scaling_chart_per_op_with_lines_per_block() {
+        use crate::testdata::record;
+        use serde_json::json;
+        let mut run = synthetic_run();
+        run.records.clear();
+        let mib = 1u64 << 20;
+        for op in ["read", "write", "randread", "randwrite"] {
+            for (blocks, threads) in [
+                (vec![mib, 10 * mib, 100 * mib], vec![1, 2, 4]),
+                (vec![1024], vec![1, 2, 4, 8, 16, 32, 64, 128]),
+            ] {
+                if blocks[0] == 1024 && !op.starts_with("rand") {
+                    continue;
+                }
+                for &b in &blocks {
+                    for &t in &threads {
+                        run.records.push(record(
+                            "disk.throughput",
+                            Metric::Throughput,
+                            "B/s",
+                            json!({"op": op, "block_bytes": b, "threads": t, "iodepth": 1,
+                                   "engine": "io_uring", "direct": true}),
+                            &[1e8 * t as f64, 1.1e8 * t as f64],
+                        ));
+                    }
+                }
+            }
+        }
+        let cs = charts(&run);
+        let scaling: Vec<&Chart> = cs
+            .iter()
+            .filter(|c| c.title.contains("vs threads"))
+            .collect();
+        assert_eq!(
+            scaling.len(),
+            4,
+            "{:#?}",
+            cs.iter().map(|c| &c.title).collect::<Vec<_>>()
+        );
+        for c in scaling {
+            let Kind::Lines(l) = &c.kind else {
+                panic!("lines")
+            };
+            let want = if c.title.contains("(rand") { 4 } else { 3 };
+            assert_eq!(l.series.len(), want, "{}", c.title);
+            assert!(
+                l.series.iter().any(|s| s.name.contains("MiB")),
+                "{:?}",
+                l.series
+            );
+        }
     }
 
     #[test]

@@ -11,13 +11,10 @@ pub enum ReportError {
     /// A bad input file, database or argument; the message names it.
     #[error("{0}")]
     BadInput(String),
-    /// Reading or writing a file failed.
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// Reading or writing a file failed. (The I/O error is part of the message, not a source,
+    /// so `{:#}` does not print it twice.)
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
     /// The history database failed at run time (locked, disk full, …).
     #[error("history database {path}: {message}")]
     Db { path: PathBuf, message: String },
@@ -34,7 +31,7 @@ impl ReportError {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.into(),
-            source,
+            err: source,
         }
     }
 

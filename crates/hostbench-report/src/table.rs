@@ -158,6 +158,18 @@ pub fn group_by<'a, K: PartialEq>(
     out
 }
 
+/// String values that need their key beside them to mean anything.
+const VAGUE: [&str; 8] = ["none", "auto", "on", "off", "yes", "no", "default", ""];
+
+/// A parameter in a label: a name says what it is (`seq`, `avx2`, `tcp`) and stands alone;
+/// numbers and vague words (`none`, `auto`) keep their key.
+pub fn label_part(k: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) if !VAGUE.contains(&s.as_str()) => s.clone(),
+        _ => param_text(k, v),
+    }
+}
+
 /// The workload label: the short benchmark name and the varying parameters that have no column.
 pub fn workload(r: &Record, varying: &[String]) -> String {
     let mut parts = vec![short_name(&r.benchmark).to_string()];
@@ -166,10 +178,7 @@ pub fn workload(r: &Record, varying: &[String]) -> String {
         if is_column || !varying.contains(k) {
             continue;
         }
-        parts.push(match v {
-            Value::String(s) => s.clone(),
-            _ => param_text(k, v),
-        });
+        parts.push(label_part(k, v));
     }
     parts.join(" ")
 }

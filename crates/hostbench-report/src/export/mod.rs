@@ -43,7 +43,7 @@ impl Exporter for JsonExporter {
 /// Write `text` to `path` atomically (temporary file + rename), so a reader never sees half.
 pub fn write_atomic(path: &Path, text: &str) -> Result<(), ReportError> {
     hostbench_core::runner::write_bytes_atomic(path, text.as_bytes()).map_err(|e| match e {
-        hostbench_core::BenchError::Io { path, source } => ReportError::Io { path, source },
+        hostbench_core::BenchError::Io { path, source } => ReportError::io(path, source),
         other => ReportError::bad(other.to_string()),
     })
 }

@@ -3,7 +3,9 @@
 use hostbench_report::chart::write_pngs;
 use hostbench_report::export::write_atomic;
 use hostbench_report::load::load_run;
-use hostbench_report::{CsvExporter, Exporter, HtmlExporter, MarkdownExporter, TerminalExporter};
+use hostbench_report::{
+    CsvExporter, Exporter, HtmlExporter, MarkdownExporter, ReportError, TerminalExporter,
+};
 
 use crate::cli::ReportArgs;
 use crate::settings::{self, JsonTarget};
@@ -20,11 +22,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
     let mut targets = Vec::new();
     for (name, value, exporter) in outputs {
         if let Some(v) = value {
-            targets.push((settings::out_target(name, v)?, exporter));
+            targets.push((name, settings::out_target(name, v)?, exporter));
         }
     }
     let mut to_stdout = false;
-    for (target, exporter) in targets {
+    for (name, target, exporter) in targets {
         let text = exporter.render(&run)?;
         match target {
             JsonTarget::Stdout => {
@@ -32,13 +34,18 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
                 to_stdout = true;
             }
             JsonTarget::File(path) => {
-                write_atomic(&path, &text)?;
+                // An output the user named that cannot be written is a bad argument (exit 2).
+                write_atomic(&path, &text)
+                    .map_err(|e| ReportError::bad(format!("--{name}: {e}")))?;
                 eprintln!("wrote {}", path.display());
             }
         }
     }
     if let Some(dir) = &args.png {
-        let files = write_pngs(&run, dir)?;
+        let files = write_pngs(&run, dir).map_err(|e| match e {
+            ReportError::Io { .. } => ReportError::bad(format!("--png: {e}")),
+            other => other,
+        })?;
         eprintln!("wrote {} chart(s) to {}", files.len(), dir.display());
     }
     if !args.quiet && !to_stdout {

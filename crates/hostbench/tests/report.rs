@@ -414,6 +414,11 @@ fn bad_input_is_one_line_and_exit_2() {
         &["report", "/nonexistent/run.json"],
         "/nonexistent/run.json",
     );
+    let good = write_json(tmp.path(), "good.json", &synthetic_run());
+    assert_usage_error(
+        &["report", s(&good), "--md", "/nonexistent/r.md"],
+        "--md: /nonexistent/r.md",
+    );
 
     let db = tmp.path().join("h.sqlite");
     let run = write_json(tmp.path(), "run.json", &synthetic_run());

@@ -20,4 +20,4 @@ pub mod units;
 
 pub use error::BenchError;
 pub use model::{Params, Peak, Record, Reference, RunResult, Stats};
-pub use runner::{Case, Runner, RunnerConfig, Sample};
+pub use runner::{Case, Phase, Runner, RunnerConfig, Sample};

@@ -6,6 +6,13 @@
 //! progress bar on stderr (only when stderr is a terminal), the time budget, and an atomic
 //! rewrite of the partial result file after every case, so Ctrl-C or a crash keeps what was
 //! already measured. Failures of one case become `skipped` entries and the run goes on.
+//!
+//! Progress is one bar for everything the runner does. A whole run (`hostbench run`) announces
+//! its phases (subsystems) up front with estimated case counts and sample lengths, so the bar's
+//! length and ETA cover the whole run from the first case; when a phase starts, the cases its
+//! subsystem actually `plan`s replace the estimate. The bar counts estimated milliseconds, not
+//! cases, so a 2-second disk sample and a 50 ms CPU sample weigh what they take; a case that
+//! ends early (skipped, or a companion record committed without samples) jumps past its share.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -120,12 +127,55 @@ impl Sample {
     }
 }
 
+/// One phase of a whole run (a subsystem), announced before anything runs.
+#[derive(Debug, Clone)]
+pub struct Phase {
+    pub name: String,
+    /// Estimated cases (records or skips) the phase will produce.
+    pub cases: usize,
+    /// Estimated seconds per sample (warm-up or measured) of its cases.
+    pub sample_secs: f64,
+}
+
+impl Phase {
+    pub fn new(name: &str, cases: usize, sample_secs: f64) -> Self {
+        Self {
+            name: name.to_string(),
+            cases,
+            sample_secs,
+        }
+    }
+}
+
+/// Progress bookkeeping behind the one bar.
+#[derive(Debug, Default)]
+struct Progress {
+    phases: Vec<PhaseState>,
+    current: Option<usize>,
+    /// Bar units per sample in the current phase (estimated ms; 1 outside announced phases).
+    weight: u64,
+    /// Units the current case has advanced so far.
+    slot_used: u64,
+    cases_done: usize,
+    cases_total: usize,
+}
+
+#[derive(Debug)]
+struct PhaseState {
+    name: String,
+    weight: u64,
+    /// Estimated cases and bar units not yet claimed by `plan`.
+    cases_left: usize,
+    units_left: u64,
+}
+
 /// Runs cases and owns the growing result.
 pub struct Runner {
     config: RunnerConfig,
     result: RunResult,
     started: Instant,
     bar: ProgressBar,
+    progress: Progress,
 }
 
 impl Runner {
@@ -133,19 +183,24 @@ impl Runner {
         let bar = if config.progress {
             let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             let style = ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} ETA {eta} {wide_msg}",
+                "{spinner} [{elapsed_precise}] {bar:30} {percent:>3}% ETA {eta} {wide_msg}",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar());
             bar.set_style(style);
             bar
         } else {
-            ProgressBar::hidden()
+            // Hidden, but with a length, so the bookkeeping is the same (and testable).
+            ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden())
         };
         Self {
             config,
             result: RunResult::new(host),
             started: Instant::now(),
             bar,
+            progress: Progress {
+                weight: 1,
+                ..Progress::default()
+            },
         }
     }
 
@@ -153,10 +208,90 @@ impl Runner {
         &self.config
     }
 
-    /// Announce `cases` more cases so the progress bar's length and ETA are right.
+    fn samples_per_case(&self) -> u64 {
+        (self.config.warmup + self.config.repeat.max(1)) as u64
+    }
+
+    /// Announce the phases of a whole run with estimates, before the first case, so the one
+    /// progress bar shows the whole run's length and ETA. Enter each with [`Runner::begin_phase`].
+    pub fn announce(&mut self, phases: &[Phase]) {
+        let per_case = self.samples_per_case();
+        for p in phases {
+            let weight = ((p.sample_secs * 1000.0).round() as u64).max(1);
+            let units = p.cases as u64 * per_case * weight;
+            self.bar.inc_length(units);
+            self.progress.cases_total += p.cases;
+            self.progress.phases.push(PhaseState {
+                name: p.name.clone(),
+                weight,
+                cases_left: p.cases,
+                units_left: units,
+            });
+        }
+    }
+
+    /// Enter an announced phase: the cases its subsystem `plan`s now replace the estimate, and
+    /// whatever estimate the previous phase did not use is dropped from the bar.
+    pub fn begin_phase(&mut self, name: &str) {
+        self.end_phase();
+        let progress = &mut self.progress;
+        progress.current = progress.phases.iter().position(|p| p.name == name);
+        progress.weight = progress.current.map_or(1, |i| progress.phases[i].weight);
+    }
+
+    fn end_phase(&mut self) {
+        let Some(i) = self.progress.current.take() else {
+            return;
+        };
+        let phase = &mut self.progress.phases[i];
+        let (units, cases) = (phase.units_left, phase.cases_left);
+        phase.units_left = 0;
+        phase.cases_left = 0;
+        self.progress.cases_total -= cases.min(self.progress.cases_total);
+        if let Some(len) = self.bar.length() {
+            self.bar.set_length(len.saturating_sub(units));
+        }
+    }
+
+    /// Announce `cases` more cases so the progress bar's length and ETA are right. Inside an
+    /// announced phase they are first taken from its estimate.
     pub fn plan(&mut self, cases: usize) {
-        let per_case = (self.config.warmup + self.config.repeat) as u64;
-        self.bar.inc_length(cases as u64 * per_case);
+        let units = cases as u64 * self.samples_per_case() * self.progress.weight;
+        let (mut extra_units, mut extra_cases) = (units, cases);
+        if let Some(i) = self.progress.current {
+            let phase = &mut self.progress.phases[i];
+            let take = units.min(phase.units_left);
+            phase.units_left -= take;
+            extra_units -= take;
+            let take = cases.min(phase.cases_left);
+            phase.cases_left -= take;
+            extra_cases -= take;
+        }
+        self.bar.inc_length(extra_units);
+        self.progress.cases_total += extra_cases;
+    }
+
+    /// Advance the bar by one sample of the current case.
+    fn tick(&mut self) {
+        self.bar.inc(self.progress.weight);
+        self.progress.slot_used += self.progress.weight;
+    }
+
+    /// A case is done (committed or skipped): move the bar to the end of its share.
+    fn case_done(&mut self) {
+        let slot = self.samples_per_case() * self.progress.weight;
+        self.bar.inc(slot.saturating_sub(self.progress.slot_used));
+        self.progress.slot_used = 0;
+        self.progress.cases_done += 1;
+    }
+
+    fn case_message(&self, case: &Case) -> String {
+        let p = &self.progress;
+        let total = p.cases_total.max(p.cases_done + 1);
+        let phase = p
+            .current
+            .map_or(String::new(), |i| format!("{}: ", p.phases[i].name));
+        format!("{phase}case {}/{total} {}", p.cases_done + 1, case.label())
     }
 
     /// Print a line above the progress bar (or plainly when there is none).
@@ -180,10 +315,10 @@ impl Runner {
         case: &Case,
         mut sample: impl FnMut() -> Result<Sample, BenchError>,
     ) -> Result<Record, BenchError> {
-        self.bar.set_message(case.label());
+        self.bar.set_message(self.case_message(case));
         for _ in 0..self.config.warmup {
             sample()?;
-            self.bar.inc(1);
+            self.tick();
         }
         let mut values = Vec::with_capacity(self.config.repeat);
         let mut extras: Vec<(String, Vec<f64>)> = Vec::new();
@@ -203,7 +338,7 @@ impl Runner {
                     None => extras.push((k, vec![v])),
                 }
             }
-            self.bar.inc(1);
+            self.tick();
         }
         Ok(build_record(case, values, extras))
     }
@@ -211,6 +346,7 @@ impl Runner {
     /// Add a finished record to the result and rewrite the partial file.
     pub fn commit(&mut self, record: Record) -> Result<(), BenchError> {
         self.result.records.push(record);
+        self.case_done();
         self.save_partial()
     }
 
@@ -228,8 +364,7 @@ impl Runner {
     /// skip the companions of a case for the same reason.
     pub fn skip_with(&mut self, case: &Case, kind: &str, reason: &str) -> Result<(), BenchError> {
         // Jump the bar past the samples this case will not take.
-        self.bar
-            .inc((self.config.warmup + self.config.repeat) as u64);
+        self.case_done();
         self.note(&format!("skipped {}: {reason}", case.label()));
         self.result.skipped.push(Skipped {
             benchmark: case.benchmark.clone(),
@@ -267,6 +402,7 @@ impl Runner {
 
     /// Stamp the end time, write the final partial file, and hand the result over.
     pub fn finish(mut self) -> Result<RunResult, BenchError> {
+        self.end_phase();
         self.bar.finish_and_clear();
         self.result.finished_at = Some(now_rfc3339());
         self.save_partial()?;
@@ -323,6 +459,15 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
 
 /// Write JSON to `path` atomically: a temporary file in the same directory, fsync, rename.
 pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> Result<(), BenchError> {
+    let mut body = serde_json::to_vec_pretty(value)
+        .map_err(|e| BenchError::Failed(format!("serialising results: {e}")))?;
+    body.push(b'\n');
+    write_bytes_atomic(path, &body)
+}
+
+/// Write `body` to `path` atomically: a temporary file in the same directory, fsync, rename, so
+/// a reader (or a crash) never sees half a file.
+pub fn write_bytes_atomic(path: &Path, body: &[u8]) -> Result<(), BenchError> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -332,12 +477,9 @@ pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> Result<(
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "result.json".to_string());
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let body = serde_json::to_vec_pretty(value)
-        .map_err(|e| BenchError::Failed(format!("serialising results: {e}")))?;
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&body)?;
-        f.write_all(b"\n")?;
+        f.write_all(body)?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     };
@@ -416,6 +558,36 @@ mod tests {
         // No temporary file is left beside the result.
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn phases_estimate_the_whole_run_and_plans_replace_estimates() {
+        let mut cfg = quiet(None);
+        cfg.warmup = 1; // 4 samples per case
+        let mut r = Runner::new(cfg, Host::default());
+        r.announce(&[Phase::new("a", 2, 0.010), Phase::new("b", 5, 0.002)]);
+        // a: 2 cases x 4 samples x 10 ms; b: 5 x 4 x 2 ms.
+        assert_eq!(r.bar.length(), Some(80 + 40));
+        assert_eq!(r.progress.cases_total, 7);
+        r.begin_phase("a");
+        r.plan(3); // one more case than estimated
+        assert_eq!(r.bar.length(), Some(120 + 40));
+        let case = Case::new("test.x", Metric::Throughput, "OP/s");
+        for _ in 0..3 {
+            r.run_case(&case, || Ok(Sample::new(1.0)), |_| {}).unwrap();
+        }
+        assert_eq!(r.bar.position(), 120);
+        r.begin_phase("b");
+        r.plan(2); // three fewer than estimated: dropped when the phase ends
+        r.run_case(&case, || Ok(Sample::new(1.0)), |_| {}).unwrap();
+        // A companion record without samples and a skip each take a whole case's share.
+        let rec = record_from_samples(&case, vec![1.0]);
+        r.commit(rec).unwrap();
+        assert_eq!(r.bar.position(), 120 + 16);
+        assert_eq!(r.progress.cases_done, 5);
+        r.end_phase();
+        assert_eq!(r.bar.length(), Some(120 + 16));
+        assert_eq!(r.progress.cases_total, 5);
     }
 
     #[test]

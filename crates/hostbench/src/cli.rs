@@ -36,6 +36,10 @@ pub enum Command {
     Disk(Box<DiskArgs>),
     /// Network TCP/UDP throughput and ping-pong latency: server, client, or loopback.
     Net(Box<NetArgs>),
+    /// Re-render a saved run.json as tables, Markdown, CSV, HTML with charts, or PNG charts.
+    Report(ReportArgs),
+    /// The runs stored in the history database: list, show, compare, import.
+    History(HistoryArgs),
 }
 
 /// Options every measuring command takes.
@@ -377,11 +381,96 @@ pub struct RunArgs {
     /// Directory the disk benchmark writes its scratch files in (default: the current one).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub disk_dir: PathBuf,
-    /// Directory that receives `<UTC timestamp>-<host>/run.json`.
+    /// Directory that receives `<UTC timestamp>-<host>/` with run.json, records.csv, report.md
+    /// and report.html.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub out: PathBuf,
+    /// Shrink (or grow) every workload proportionally: sample durations and the linpack
+    /// matrix's work are multiplied by F (e.g. 0.1 for a tenth of the time).
+    #[arg(long, value_name = "F", default_value = "1")]
+    pub scale: String,
+    /// Also write every chart as a PNG image into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    #[command(flatten)]
+    pub history: HistoryDbArgs,
+    /// Do not store this run in the history database.
+    #[arg(long)]
+    pub no_history: bool,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+/// Where the history database is.
+#[derive(Debug, Args, Clone)]
+pub struct HistoryDbArgs {
+    /// History database (SQLite). Default: $HOSTBENCH_DB, else hostbench/history.sqlite in the
+    /// user's data directory ($XDG_DATA_HOME or ~/.local/share).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A saved result (run.json of a results directory, or any --json output).
+    #[arg(value_name = "FILE.json")]
+    pub file: PathBuf,
+    /// Write the HTML report (self-contained, with charts) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub html: Option<String>,
+    /// Write the Markdown report to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub md: Option<String>,
+    /// Write one CSV row per record to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub csv: Option<String>,
+    /// Write every chart as a PNG image into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+    /// No terminal table.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    #[command(subcommand)]
+    pub command: HistoryCommand,
+    #[command(flatten)]
+    pub db: HistoryDbArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// List the stored runs (id, time, host, profile, records).
+    List,
+    /// Show one run's tables. RUN: an id from `list`, `latest`, `latest~N`, or the run's
+    /// results directory name.
+    Show {
+        #[arg(value_name = "RUN")]
+        run: String,
+    },
+    /// Compare two runs record by record: improved, regressed or within noise. Exit code 4 when
+    /// a regression exceeds --threshold.
+    Compare {
+        /// The baseline run.
+        #[arg(value_name = "RUN_A")]
+        a: String,
+        /// The run compared with it.
+        #[arg(value_name = "RUN_B")]
+        b: String,
+        /// Regression (in %) that fails the comparison with exit code 4.
+        #[arg(long, value_name = "PCT", default_value = "5")]
+        threshold: String,
+        /// Changes below this (in %) are noise even when statistically significant.
+        #[arg(long, value_name = "PCT", default_value = "2")]
+        noise: String,
+    },
+    /// Store a saved run.json (e.g. of an interrupted run, or from another machine).
+    Import {
+        #[arg(value_name = "FILE.json")]
+        file: PathBuf,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

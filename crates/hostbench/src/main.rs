@@ -2,13 +2,13 @@
 
 mod cli;
 mod commands;
-mod output;
 mod settings;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use hostbench_core::BenchError;
+use hostbench_report::ReportError;
 
 /// Exit codes (DESIGN.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum Exit {
     Usage = 2,
     /// Some benchmarks were skipped or failed while others ran.
     Partial = 3,
+    /// `history compare` found a regression beyond the threshold.
+    Regressed = 4,
 }
 
 fn main() -> ExitCode {
@@ -30,7 +32,9 @@ fn main() -> ExitCode {
                 matches!(
                     e.downcast_ref::<BenchError>(),
                     Some(BenchError::InvalidInput(_))
-                )
+                ) || e
+                    .downcast_ref::<ReportError>()
+                    .is_some_and(ReportError::is_bad_input)
             });
             ExitCode::from(if usage { Exit::Usage } else { Exit::Failure } as u8)
         }

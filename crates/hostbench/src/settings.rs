@@ -573,3 +573,44 @@ fn net_tests(
     cfg.validate()?;
     Ok(cfg)
 }
+
+/// `--scale F`: a factor in (0, 100] applied to every workload of `run`.
+pub fn scale(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 100.0 => Ok(f),
+        _ => Err(BenchError::invalid(format!(
+            "--scale: invalid factor '{text}' (expected a number above 0 and at most 100, e.g. 0.1)"
+        ))),
+    }
+}
+
+/// A percentage such as `5` or `5%`, as a fraction.
+pub fn percent(name: &str, text: &str) -> Result<f64, BenchError> {
+    let t = text.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(p) if p.is_finite() && (0.0..=1000.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(BenchError::invalid(format!(
+            "--{name}: invalid percentage '{text}' (expected e.g. 5 or 5%)"
+        ))),
+    }
+}
+
+/// An output file of `report`, or `-` for stdout.
+pub fn out_target(name: &str, text: &str) -> Result<JsonTarget, BenchError> {
+    match text {
+        "-" => Ok(JsonTarget::Stdout),
+        "" => Err(BenchError::invalid(format!("--{name}: empty file name"))),
+        path => Ok(JsonTarget::File(PathBuf::from(path))),
+    }
+}
+
+/// The history database: `--db`, else `$HOSTBENCH_DB`, else the user's data directory.
+pub fn db_path(args: &crate::cli::HistoryDbArgs) -> Result<PathBuf, hostbench_report::ReportError> {
+    match &args.db {
+        Some(p) if p.as_os_str().is_empty() => {
+            Err(hostbench_report::ReportError::bad("--db: empty file name"))
+        }
+        Some(p) => Ok(p.clone()),
+        None => hostbench_report::history::default_path(),
+    }
+}

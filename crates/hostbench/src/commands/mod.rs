@@ -3,10 +3,12 @@
 
 mod cpu;
 mod disk;
+mod history;
 mod info;
 mod linpack;
 mod mem;
 mod net;
+mod report;
 mod run;
 
 use std::io::Write;
@@ -19,9 +21,9 @@ use hostbench_core::spec::Spec;
 use hostbench_core::{clock, host};
 
 use crate::cli::{Cli, Command};
-use crate::output::{Exporter, JsonExporter, TableExporter};
 use crate::settings::{Common, JsonTarget};
 use crate::Exit;
+use hostbench_report::{Exporter, JsonExporter, TerminalExporter};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
@@ -32,6 +34,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Mem(args) => mem::run(&args),
         Command::Disk(args) => disk::run(&args),
         Command::Net(args) => net::run(&args),
+        Command::Report(args) => report::run(&args),
+        Command::History(args) => history::run(&args),
     }
 }
 
@@ -47,7 +51,7 @@ pub fn host_inventory(spec: &Spec) -> Host {
 /// exit code: 3 when some cases were skipped while others ran, 1 when nothing could be measured.
 pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
     if !common.quiet {
-        let table = TableExporter.render(run)?;
+        let table = TerminalExporter.render(run)?;
         if common.json == Some(JsonTarget::Stdout) {
             eprint!("{table}");
         } else {

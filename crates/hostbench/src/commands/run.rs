@@ -1,19 +1,24 @@
 //! `hostbench run`: every benchmark this binary has, with a profile's defaults, written to
 //! `<out>/<UTC timestamp>-<host>/run.json` (rewritten after every case, so an interrupted run
-//! keeps what it measured).
+//! keeps what it measured), then records.csv, report.md and report.html beside it, and the run
+//! stored in the history database.
+//!
+//! One progress bar covers the whole run: every selected subsystem is announced to the runner
+//! with an estimate (`estimate`) before the first case, and replaced by its real plan when it
+//! starts. `--scale F` multiplies every subsystem's workload (`scaled_*`).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use hostbench_core::model::Host;
 use hostbench_core::units::parse_list;
-use hostbench_core::{BenchError, Runner};
+use hostbench_core::{BenchError, Phase, Runner};
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
 use hostbench_disk::DiskConfig;
 use hostbench_mem::MemConfig;
 
 use crate::cli::{Profile, RunArgs};
-use crate::settings;
+use crate::settings::{self, Common};
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
@@ -209,8 +214,146 @@ fn net_config(profile: Profile, duration: Option<Duration>) -> hostbench_net::Ne
     cfg
 }
 
+/// The profile's name as stored in the history.
+fn profile_name(profile: Profile) -> &'static str {
+    match profile {
+        Profile::Quick => "quick",
+        Profile::Standard => "standard",
+        Profile::Full => "full",
+        Profile::Classic => "classic",
+    }
+}
+
+fn scale_duration(d: &mut Duration, scale: f64) {
+    *d = d.mul_f64(scale).max(Duration::from_millis(1));
+}
+
+fn scaled_cpu(args: &RunArgs, common: &Common, scale: f64) -> CpuConfig {
+    let mut cfg = cpu_config(args.profile, common.duration);
+    scale_duration(&mut cfg.duration, scale);
+    cfg.ops = cfg.ops.map(|o| o * scale);
+    cfg
+}
+
+/// The linpack order: the work (n³) follows the scale.
+fn scaled_linpack_n(profile: Profile, scale: f64) -> Option<usize> {
+    if scale == 1.0 {
+        return linpack_n(profile);
+    }
+    let n = linpack_n(profile).unwrap_or_else(|| {
+        hostbench_cpu::linpack::default_n(hostbench_core::host::available_memory_bytes())
+    });
+    Some(((n as f64 * scale.cbrt()).round() as usize).max(64))
+}
+
+fn scaled_mem(args: &RunArgs, common: &Common, host: &Host, scale: f64) -> MemConfig {
+    let mut cfg = mem_config(args.profile, common.duration, host);
+    scale_duration(&mut cfg.duration, scale);
+    cfg.passes = cfg.passes.map(|p| p * scale);
+    if let Some(s) = &mut cfg.sweep {
+        scale_duration(&mut s.duration, scale);
+    }
+    if let Some(l) = &mut cfg.latency {
+        scale_duration(&mut l.duration, scale);
+    }
+    cfg
+}
+
+fn scaled_disk(args: &RunArgs, common: &Common, scale: f64) -> DiskConfig {
+    let mut cfg = disk_config(args.profile, common.duration, &args.disk_dir);
+    scale_duration(&mut cfg.duration, scale);
+    if !cfg.ramp.is_zero() {
+        scale_duration(&mut cfg.ramp, scale);
+    }
+    cfg.io_bytes = cfg.io_bytes.map(|b| ((b as f64 * scale) as u64).max(1));
+    cfg
+}
+
+fn scaled_net(args: &RunArgs, common: &Common, scale: f64) -> hostbench_net::NetConfig {
+    let mut cfg = net_config(args.profile, common.duration);
+    scale_duration(&mut cfg.duration, scale);
+    cfg.bytes = cfg.bytes.map(|b| ((b as f64 * scale) as u64).max(1));
+    cfg.count = cfg.count.map(|c| ((c as f64 * scale) as u64).max(1));
+    cfg
+}
+
+/// A subsystem's expected cases and sample length, for the whole-run progress bar. Subsystems
+/// without an estimate here get a rough one, corrected when they `plan` their cases.
+fn estimate(subsystem: &str, args: &RunArgs, common: &Common, host: &Host, scale: f64) -> Phase {
+    match subsystem {
+        "cpu" => {
+            let cfg = scaled_cpu(args, common, scale);
+            let isas = cfg.resolve_isas().map_or(1, |v| v.len());
+            let cases = isas * cfg.dtypes.len() * cfg.threads.len();
+            Phase::new(subsystem, cases, cfg.duration.as_secs_f64())
+        }
+        "linpack" => {
+            let n = scaled_linpack_n(args.profile, scale).unwrap_or(8000) as f64;
+            // 2/3 n³ FLOP at a modest 20 GFLOP/s.
+            Phase::new(subsystem, 1, 2.0 / 3.0 * n.powi(3) / 20e9)
+        }
+        "mem" => {
+            let cfg = scaled_mem(args, common, host, scale);
+            let bw: usize = cfg
+                .bandwidth
+                .iter()
+                .chain(cfg.classic.iter())
+                .map(|b| b.points(host).len())
+                .sum();
+            let sweep = cfg.sweep.as_ref().map_or(0, |s| s.points().len());
+            let lat = cfg.latency.as_ref().map_or(0, |l| {
+                l.patterns.len()
+                    * l.pages.len()
+                    * l.threads.len()
+                    * l.working_sets.len()
+                    * l.chains.len()
+            });
+            let secs = bw as f64 * cfg.duration.as_secs_f64()
+                + sweep as f64 * cfg.sweep.as_ref().map_or(0.0, |s| s.duration.as_secs_f64())
+                + lat as f64
+                    * cfg
+                        .latency
+                        .as_ref()
+                        .map_or(0.0, |l| l.duration.as_secs_f64());
+            let cases = bw + sweep + lat;
+            Phase::new(subsystem, cases, secs / cases.max(1) as f64)
+        }
+        "disk" => {
+            let cfg = scaled_disk(args, common, scale);
+            let engines = match &cfg.engines {
+                hostbench_disk::EngineChoice::List(v) => v.len(),
+                _ => 1,
+            };
+            // Three records (throughput, IOPS, latency) per measured case, one sample length.
+            let cases = cfg.cases.len() * engines * 3;
+            Phase::new(subsystem, cases, cfg.duration.as_secs_f64() / 3.0)
+        }
+        "net" => {
+            let cfg = scaled_net(args, common, scale);
+            let blocks = cfg
+                .tcp_blocks
+                .len()
+                .max(cfg.udp_blocks.as_ref().map_or(1, Vec::len));
+            let tp = cfg.protos.len() * cfg.directions.len() * blocks * cfg.streams.len();
+            let lat = cfg.protos.len() * cfg.msg_sizes.len() * cfg.pairs.len();
+            let cases = usize::from(cfg.throughput) * tp + usize::from(cfg.latency) * lat;
+            // Each sample also sets up its connections (a few ms on loopback).
+            Phase::new(subsystem, cases, cfg.duration.as_secs_f64() + 0.02)
+        }
+        _ => Phase::new(subsystem, 10, 1.0),
+    }
+}
+
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let mut common = settings::common(&args.common)?;
+    let scale = settings::scale(&args.scale)?;
+    // Open the history first: a bad --db fails before minutes of measuring, not after.
+    let mut store = if args.no_history {
+        None
+    } else {
+        let path = settings::db_path(&args.history)?;
+        Some(hostbench_report::history::Store::open(&path)?)
+    };
     let mut selected: Vec<String> = match &args.only {
         Some(list) => subsystem_list(list, "only")?,
         None => SUBSYSTEMS.iter().map(|s| s.to_string()).collect(),
@@ -243,32 +386,38 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     common.runner.partial_path = Some(run_json.clone());
 
     let mut runner = Runner::new(common.runner.clone(), host.clone());
+    let phases: Vec<Phase> = selected
+        .iter()
+        .map(|s| estimate(s, args, &common, &host, scale))
+        .collect();
+    runner.announce(&phases);
     for subsystem in &selected {
+        runner.begin_phase(subsystem);
         match subsystem.as_str() {
             "cpu" => {
-                let cfg = cpu_config(args.profile, common.duration);
+                let cfg = scaled_cpu(args, &common, scale);
                 hostbench_cpu::run_compute(&mut runner, &cfg, &host, &common.spec)?;
             }
             "linpack" => {
                 let threads = hostbench_core::affinity::allowed_cpus().len().max(1);
                 hostbench_cpu::run_linpack(
                     &mut runner,
-                    linpack_n(args.profile),
+                    scaled_linpack_n(args.profile, scale),
                     threads,
                     &host,
                     &common.spec,
                 )?;
             }
             "mem" => {
-                let cfg = mem_config(args.profile, common.duration, &host);
+                let cfg = scaled_mem(args, &common, &host, scale);
                 hostbench_mem::run_mem(&mut runner, &cfg, &host, &common.spec)?;
             }
             "disk" => {
-                let cfg = disk_config(args.profile, common.duration, &args.disk_dir);
+                let cfg = scaled_disk(args, &common, scale);
                 hostbench_disk::run_disk(&mut runner, &cfg, &host, &common.spec)?;
             }
             "net" => {
-                let cfg = net_config(args.profile, common.duration);
+                let cfg = scaled_net(args, &common, scale);
                 hostbench_net::run_net(&mut runner, &cfg, &host, &common.spec)?;
             }
             _ => {}
@@ -278,8 +427,89 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
     let exit = super::emit(&result, &common)?;
+    let written = hostbench_report::write_results_dir(&result, &dir)?;
+    if let Some(png) = &args.png {
+        hostbench_report::chart::write_pngs(&result, png)?;
+    }
+    let stored = match &mut store {
+        Some(s) => Some((
+            s.insert(&result, Some(profile_name(args.profile)), Some(&dir))?,
+            s.path().to_path_buf(),
+        )),
+        None => None,
+    };
     if !common.quiet {
-        eprintln!("\nResults written to {}", run_json.display());
+        eprintln!("\nResults written to {}", dir.display());
+        for f in std::iter::once(&run_json).chain(&written) {
+            eprintln!("  {}", f.display());
+        }
+        if let Some(png) = &args.png {
+            eprintln!("  {}/*.png (charts)", png.display());
+        }
+        if let Some((id, path)) = stored {
+            eprintln!("Stored as run #{id} in {}", path.display());
+        }
     }
     Ok(exit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostbench_disk::Op;
+
+    #[test]
+    fn classic_profile_is_the_assignments_matrix() {
+        // CPU: QP, HP, SP, DP x 1, 2, 4, 8 threads.
+        let cpu = cpu_config(Profile::Classic, None);
+        assert_eq!(cpu.dtypes, [Dtype::I8, Dtype::I16, Dtype::F32, Dtype::F64]);
+        assert_eq!(cpu.threads, [1, 2, 4, 8]);
+        // Memory: rw seq/random x 1 B, 1 KB, 1 MB, 10 MB x 1, 2, 4, 8 threads, plus latency.
+        let host = hostbench_core::host::inventory();
+        let mem = mem_config(Profile::Classic, None, &host);
+        let rw = mem.classic.expect("classic matrix");
+        assert_eq!(rw.kernels, [hostbench_mem::Kernel::Rw]);
+        assert_eq!(
+            rw.patterns,
+            [hostbench_mem::Pattern::Seq, hostbench_mem::Pattern::Random]
+        );
+        let mib = 1 << 20;
+        assert_eq!(
+            rw.blocks,
+            [1, 1024, mib, 10 * mib].map(hostbench_mem::Block::Bytes)
+        );
+        assert_eq!(rw.threads, [1, 2, 4, 8]);
+        assert_eq!(mem.latency.expect("latency").threads, [1, 2, 4, 8]);
+        // Disk: four ops x 1, 10, 100 MB x 1, 2, 4 threads, and 1 KB random x 1-128 threads.
+        let disk = disk_config(Profile::Classic, None, std::path::Path::new("."));
+        for op in [Op::Read, Op::Write, Op::RandRead, Op::RandWrite] {
+            for block in [mib, 10 * mib, 100 * mib] {
+                for threads in [1, 2, 4] {
+                    assert!(disk
+                        .cases
+                        .iter()
+                        .any(|c| c.op == op && c.block == block && c.threads == threads));
+                }
+            }
+        }
+        for op in [Op::RandRead, Op::RandWrite] {
+            for threads in [1, 2, 4, 8, 16, 32, 64, 128] {
+                assert!(disk
+                    .cases
+                    .iter()
+                    .any(|c| c.op == op && c.block == 1024 && c.threads == threads));
+            }
+        }
+        assert_eq!(disk.cases.len(), 4 * 3 * 3 + 2 * 8);
+    }
+
+    #[test]
+    fn scale_multiplies_durations() {
+        let mut d = Duration::from_millis(100);
+        scale_duration(&mut d, 0.1);
+        assert_eq!(d, Duration::from_millis(10));
+        scale_duration(&mut d, 1e-9);
+        assert_eq!(d, Duration::from_millis(1));
+        assert_eq!(scaled_linpack_n(Profile::Quick, 0.125), Some(1000));
+    }
 }

@@ -7,8 +7,15 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// The binary, with the history database pointed away from the user's data directory (a test
+/// that cares about the database passes its own `--db`).
 pub fn hostbench() -> Command {
-    Command::cargo_bin("hostbench").expect("binary built")
+    let mut cmd = Command::cargo_bin("hostbench").expect("binary built");
+    cmd.env(
+        "HOSTBENCH_DB",
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-history.sqlite"),
+    );
+    cmd
 }
 
 /// Run `hostbench` with whitespace-separated `args` plus `extra`, require success.

@@ -1,0 +1,946 @@
+//! Charts, derived generically from the records and drawn with plotters as SVG (inlined in
+//! report.html) or PNG (`--png DIR`), from the same drawing code.
+//!
+//! Which charts a run gets follows from its parameters, never from a subsystem's name:
+//!
+//! - *scaling*: a benchmark whose records vary in `threads` or `streams` gets value against
+//!   concurrency, one line per remaining workload and block size (throughput vs threads per
+//!   block size; latency vs threads);
+//! - *working-set curve*: one whose records take three or more `working_set_bytes` gets value
+//!   against working-set size on a log axis (the memory latency curve, the cache sweep);
+//! - *measured vs theoretical*: one with peaks or reference figures gets horizontal bars of
+//!   measured, theoretical and reference per record;
+//! - *efficiency*: each subsystem gets bars of its records' efficiency (and the reference's).
+//!
+//! Text is measured and, in PNGs, drawn with an embedded DejaVu Sans, so a machine without fonts
+//! draws the same picture.
+
+use std::path::Path;
+use std::sync::Once;
+
+use hostbench_core::model::{Metric, Record, RunResult};
+use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use serde_json::Value;
+
+use crate::error::ReportError;
+use crate::table::{
+    concurrency_key, group_by, label_part, reference_efficiency, row_label, short_name, subsystem,
+    subsystem_title, value_text, varying_keys,
+};
+use crate::units::{self, Scale};
+
+const WS_KEY: &str = "working_set_bytes";
+/// Lines per chart before a chart is split by workload.
+const MAX_SERIES: usize = 8;
+/// Bars (categories) per chart before it is continued in another.
+const MAX_CATEGORIES: usize = 24;
+const WIDTH: u32 = 960;
+const FONT: &str = "sans-serif";
+
+/// One chart, ready to draw.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Unique within a run; used for file names and HTML anchors.
+    pub id: String,
+    pub title: String,
+    pub subsystem: String,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Lines(Lines),
+    Bars(Bars),
+}
+
+/// Value against a numeric parameter, one line per series.
+#[derive(Debug, Clone)]
+pub struct Lines {
+    pub x_label: String,
+    /// The x values are byte sizes (log axis, binary units).
+    pub x_bytes: bool,
+    pub unit: String,
+    pub metric: Metric,
+    pub series: Vec<Series>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub name: String,
+    /// (x, mean, standard deviation).
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// Horizontal bars: one band per category, one bar per series.
+#[derive(Debug, Clone)]
+pub struct Bars {
+    /// Unit of the values; `%` for efficiency.
+    pub unit: String,
+    pub quantity: String,
+    pub categories: Vec<String>,
+    pub series: Vec<BarSeries>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BarSeries {
+    pub name: String,
+    pub values: Vec<Option<f64>>,
+}
+
+/// Every chart of a run, in table order (per subsystem).
+pub fn charts(run: &RunResult) -> Vec<Chart> {
+    let mut out: Vec<Chart> = Vec::new();
+    for (prefix, recs) in group_by(&run.records, |r| subsystem(&r.benchmark).to_string()) {
+        for (bench, brecs) in group_by(recs.iter().copied(), |r| r.benchmark.clone()) {
+            scaling_charts(&prefix, &bench, &brecs, &mut out);
+            working_set_chart(&prefix, &bench, &brecs, &mut out);
+            versus_peak_charts(&prefix, &bench, &brecs, &mut out);
+        }
+        efficiency_charts(&prefix, &recs, &mut out);
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for c in &mut out {
+        let base = slug(&c.title);
+        let mut id = base.clone();
+        let mut n = 2;
+        while seen.contains(&id) {
+            id = format!("{base}-{n}");
+            n += 1;
+        }
+        seen.push(id.clone());
+        c.id = id;
+    }
+    out
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+fn num(r: &Record, key: &str) -> Option<f64> {
+    r.params.get(key).and_then(Value::as_f64)
+}
+
+/// Whether `key`'s value is a function of `x_key`'s (like a cache level of a working-set size):
+/// such a key only relabels the x axis and must not split lines. With fewer than three x values
+/// any key looks like a function of x, so then nothing counts as one.
+fn depends_on(recs: &[&Record], x_key: &str, key: &str) -> bool {
+    let mut xs: Vec<&Value> = recs.iter().filter_map(|r| r.params.get(x_key)).collect();
+    xs.dedup();
+    xs.sort_by_key(|v| v.to_string());
+    xs.dedup();
+    if xs.len() < 3 {
+        return false;
+    }
+    recs.iter().all(|a| {
+        recs.iter()
+            .filter(|b| b.params.get(x_key) == a.params.get(x_key))
+            .all(|b| b.params.get(key) == a.params.get(key))
+    })
+}
+
+/// Series of `value against x_key`. Records are split by the keys in `line_keys` (in order) only
+/// where needed: a group whose remaining varying keys are all functions of x within the group
+/// (a cache level, a per-thread block of a working set) is one curve already. Series with fewer
+/// than two points are dropped: a lone point is no line.
+fn series_of(recs: &[&Record], x_key: &str, line_keys: &[String]) -> Vec<Series> {
+    let mut series = Vec::new();
+    split_series(recs, x_key, line_keys, &mut Vec::new(), &mut series);
+    series
+}
+
+fn split_series(
+    recs: &[&Record],
+    x_key: &str,
+    keys: &[String],
+    path: &mut Vec<String>,
+    out: &mut Vec<Series>,
+) {
+    let varies = |k: &String| {
+        recs.iter()
+            .any(|r| r.params.get(k) != recs[0].params.get(k))
+    };
+    // Concurrency always splits: points of different thread counts are never one curve.
+    let split = keys.iter().position(|k| {
+        varies(k)
+            && (crate::table::CONCURRENCY_KEYS.contains(&k.as_str()) || !depends_on(recs, x_key, k))
+    });
+    if let Some(i) = split {
+        let key = &keys[i];
+        for (v, rs) in group_by(recs.iter().copied(), |r| r.params.get(key).cloned()) {
+            path.push(v.map_or("—".into(), |v| label_part(key, &v)));
+            split_series(&rs, x_key, &keys[i + 1..], path, out);
+            path.pop();
+        }
+        return;
+    }
+    let mut points: Vec<(f64, f64, f64)> = recs
+        .iter()
+        .filter_map(|r| Some((num(r, x_key)?, r.stats.mean, r.stats.stddev)))
+        .filter(|p| p.1.is_finite() && p.1 > 0.0)
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points.dedup_by(|a, b| a.0 == b.0);
+    if points.len() >= 2 {
+        let name = if path.is_empty() {
+            short_name(&recs[0].benchmark).to_string()
+        } else {
+            path.join(" ")
+        };
+        out.push(Series { name, points });
+    }
+}
+
+fn x_title(key: &str) -> String {
+    match key {
+        "threads" => "Threads".into(),
+        "streams" => "Streams".into(),
+        WS_KEY => "Working-set size".into(),
+        other => other.to_string(),
+    }
+}
+
+fn what(metric: Metric, unit: &str) -> &'static str {
+    units::quantity(unit, metric == Metric::Latency)
+}
+
+fn scaling_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let Some(ck) = concurrency_key(recs[0]) else {
+        return;
+    };
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| num(r, ck).is_some())
+        .collect();
+    let varying = varying_keys(&recs);
+    if !varying.iter().any(|k| k == ck) {
+        return;
+    }
+    let line_keys: Vec<String> = varying.iter().filter(|k| *k != ck).cloned().collect();
+    let (unit, metric) = (recs[0].unit.clone(), recs[0].metric);
+    let title = format!(
+        "{bench}: {} vs {}",
+        what(metric, &unit),
+        x_title(ck).to_lowercase()
+    );
+    let all = series_of(&recs, ck, &line_keys);
+    // Too many lines: one chart per workload, lines per block size (the classic plots).
+    let split_keys: Vec<String> = line_keys
+        .iter()
+        .filter(|k| *k != crate::table::BLOCK_KEY)
+        .cloned()
+        .collect();
+    let parts: Vec<(String, Vec<Series>)> = if all.len() > MAX_SERIES && !split_keys.is_empty() {
+        let key = |r: &Record| -> String {
+            split_keys
+                .iter()
+                .filter_map(|k| r.params.get(k).map(|v| value_text(k, v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let inner: Vec<String> = line_keys
+            .iter()
+            .filter(|k| !split_keys.contains(k))
+            .cloned()
+            .collect();
+        group_by(recs.iter().copied(), key)
+            .into_iter()
+            .map(|(w, rs)| (format!("{title} ({w})"), series_of(&rs, ck, &inner)))
+            .collect()
+    } else {
+        vec![(title, all)]
+    };
+    for (title, series) in parts {
+        if series.is_empty() {
+            continue;
+        }
+        out.push(Chart {
+            id: String::new(),
+            title,
+            subsystem: prefix.to_string(),
+            kind: Kind::Lines(Lines {
+                x_label: x_title(ck),
+                x_bytes: false,
+                unit: unit.clone(),
+                metric,
+                series,
+            }),
+        });
+    }
+}
+
+fn working_set_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| num(r, WS_KEY).is_some())
+        .collect();
+    let mut sizes: Vec<f64> = recs.iter().filter_map(|r| num(r, WS_KEY)).collect();
+    sizes.sort_by(f64::total_cmp);
+    sizes.dedup();
+    if sizes.len() < 3 {
+        return;
+    }
+    let line_keys: Vec<String> = varying_keys(&recs)
+        .into_iter()
+        .filter(|k| k != WS_KEY)
+        .collect();
+    let series = series_of(&recs, WS_KEY, &line_keys);
+    if series.is_empty() {
+        return;
+    }
+    let (unit, metric) = (recs[0].unit.clone(), recs[0].metric);
+    out.push(Chart {
+        id: String::new(),
+        title: format!("{bench}: {} vs working-set size", what(metric, &unit)),
+        subsystem: prefix.to_string(),
+        kind: Kind::Lines(Lines {
+            x_label: x_title(WS_KEY),
+            x_bytes: true,
+            unit,
+            metric,
+            series: series.into_iter().take(MAX_SERIES * 2).collect(),
+        }),
+    });
+}
+
+fn versus_peak_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.peak.is_some() || r.reference.is_some())
+        .collect();
+    if recs.is_empty() {
+        return;
+    }
+    let varying = varying_keys(&recs);
+    let has_peak = recs.iter().any(|r| r.peak.is_some());
+    let tools: Vec<String> = recs
+        .iter()
+        .filter_map(|r| r.reference.as_ref().map(|x| x.tool.clone()))
+        .fold(Vec::new(), |mut v, t| {
+            if !v.contains(&t) {
+                v.push(t);
+            }
+            v
+        });
+    let title = match (has_peak, tools.is_empty()) {
+        (true, true) => format!("{bench}: measured vs theoretical"),
+        (true, false) => format!("{bench}: measured vs theoretical vs reference"),
+        _ => format!("{bench}: measured vs reference"),
+    };
+    let chunks: Vec<&[&Record]> = recs.chunks(MAX_CATEGORIES).collect();
+    let n = chunks.len();
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        let mut series = vec![BarSeries {
+            name: "Measured (mean)".into(),
+            values: chunk.iter().map(|r| Some(r.stats.mean)).collect(),
+        }];
+        if has_peak {
+            series.push(BarSeries {
+                name: "Theoretical".into(),
+                values: chunk
+                    .iter()
+                    .map(|r| r.peak.as_ref().map(|p| p.value))
+                    .collect(),
+            });
+        }
+        if !tools.is_empty() {
+            series.push(BarSeries {
+                name: format!("Reference ({})", tools.join(", ")),
+                values: chunk
+                    .iter()
+                    .map(|r| r.reference.as_ref().map(|x| x.value))
+                    .collect(),
+            });
+        }
+        let bars = Bars {
+            unit: recs[0].unit.clone(),
+            quantity: what(recs[0].metric, &recs[0].unit).to_string(),
+            categories: chunk.iter().map(|r| row_label(r, &varying)).collect(),
+            series,
+        };
+        push_part(out, prefix, &title, (i, n), bars);
+    }
+}
+
+/// Part `i` of `n` of a bar chart split for length.
+fn push_part(out: &mut Vec<Chart>, prefix: &str, title: &str, (i, n): (usize, usize), bars: Bars) {
+    out.push(Chart {
+        id: String::new(),
+        title: if n > 1 {
+            format!("{title} ({}/{n})", i + 1)
+        } else {
+            title.to_string()
+        },
+        subsystem: prefix.to_string(),
+        kind: Kind::Bars(bars),
+    });
+}
+
+fn efficiency_charts(prefix: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.efficiency.is_some())
+        .collect();
+    if recs.is_empty() {
+        return;
+    }
+    let any_ref = recs.iter().any(|r| reference_efficiency(r).is_some());
+    let labels: Vec<String> = group_by(recs.iter().copied(), |r| r.benchmark.clone())
+        .into_iter()
+        .flat_map(|(_, rs)| {
+            let varying = varying_keys(&rs);
+            rs.iter()
+                .map(|r| row_label(r, &varying))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let ordered: Vec<&Record> = group_by(recs.iter().copied(), |r| r.benchmark.clone())
+        .into_iter()
+        .flat_map(|(_, rs)| rs)
+        .collect();
+    let title = format!("{}: efficiency (% of theoretical)", subsystem_title(prefix));
+    let n = ordered.len().div_ceil(MAX_CATEGORIES);
+    for (i, (chunk, names)) in ordered
+        .chunks(MAX_CATEGORIES)
+        .zip(labels.chunks(MAX_CATEGORIES))
+        .enumerate()
+    {
+        let mut series = vec![BarSeries {
+            name: "hostbench".into(),
+            values: chunk
+                .iter()
+                .map(|r| r.efficiency.map(|e| e * 100.0))
+                .collect(),
+        }];
+        if any_ref {
+            series.push(BarSeries {
+                name: "Reference tool".into(),
+                values: chunk
+                    .iter()
+                    .map(|r| reference_efficiency(r).map(|e| e * 100.0))
+                    .collect(),
+            });
+        }
+        let bars = Bars {
+            unit: "%".into(),
+            quantity: "Efficiency".into(),
+            categories: names.to_vec(),
+            series,
+        };
+        push_part(out, prefix, &title, (i, n), bars);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Drawing
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The embedded font is valid TrueType; if registration failed anyway, drawing reports
+        // the missing font as a chart error instead of panicking here.
+        let _ = plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+/// Pixel size of a chart.
+pub fn size(chart: &Chart) -> (u32, u32) {
+    match &chart.kind {
+        Kind::Lines(_) => (WIDTH, 460),
+        Kind::Bars(b) => {
+            let band = (b.series.len() as u32 * 9 + 8).max(20);
+            (
+                WIDTH,
+                110 + band * b.categories.len() as u32 + 24 * b.series.len() as u32,
+            )
+        }
+    }
+}
+
+/// The chart as an SVG document.
+pub fn svg(chart: &Chart) -> Result<String, ReportError> {
+    register_font();
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, size(chart)).into_drawing_area();
+        draw(&root, chart).map_err(|message| ReportError::Chart {
+            chart: chart.title.clone(),
+            message,
+        })?;
+    }
+    Ok(s)
+}
+
+/// The chart as a PNG file.
+pub fn png(chart: &Chart, path: &Path) -> Result<(), ReportError> {
+    register_font();
+    let root = BitMapBackend::new(path, size(chart)).into_drawing_area();
+    draw(&root, chart).map_err(|message| ReportError::Chart {
+        chart: chart.title.clone(),
+        message,
+    })
+}
+
+/// Every chart of a run as `DIR/<id>.png`; returns the files written.
+pub fn write_pngs(run: &RunResult, dir: &Path) -> Result<Vec<std::path::PathBuf>, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|e| ReportError::io(dir, e))?;
+    let mut written = Vec::new();
+    for c in charts(run) {
+        let path = dir.join(format!("{}.png", c.id));
+        png(&c, &path)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+    root.fill(&WHITE).map_err(err)?;
+    match &chart.kind {
+        Kind::Lines(l) => draw_lines(root, &chart.title, l)?,
+        Kind::Bars(b) => draw_bars(root, &chart.title, b)?,
+    }
+    root.present().map_err(err)
+}
+
+/// A tick label with at most three significant digits.
+fn tick(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return "0".into();
+    }
+    let p = 10f64.powf(2.0 - v.abs().log10().floor());
+    let r = (v * p).round() / p;
+    format!("{r}")
+}
+
+fn draw_lines<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    l: &Lines,
+) -> Result<(), String> {
+    let xs: Vec<f64> = l
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = l
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .collect();
+    let (xmin, xmax) = bounds(&xs);
+    let (ymin, ymax) = bounds(&ys);
+    let scale = units::scale_for(ymax, &l.unit);
+    let x_log = l.x_bytes || (xmin > 0.0 && xmax / xmin >= 8.0);
+    let y_log = ymin > 0.0 && ymax / ymin > 100.0;
+    let y_desc = format!("{} ({})", what(l.metric, &l.unit), scale.label);
+    let (ylo, yhi) = (ymin / scale.factor, ymax / scale.factor);
+    let x_fmt = |v: &f64| -> String {
+        if l.x_bytes {
+            units::bytes(*v)
+        } else if (v - v.round()).abs() < 1e-6 {
+            format!("{v:.0}")
+        } else {
+            String::new()
+        }
+    };
+    let xr_log = (xmin / 1.25)..(xmax * 1.25);
+    let pad = ((xmax - xmin) * 0.05).max(0.25);
+    let xr_lin = (xmin - pad).max(0.0)..(xmax + pad);
+    let yr_log = (ylo / 1.5)..(yhi * 1.5);
+    let yr_lin = 0.0..(yhi * 1.15);
+    // Thread counts and byte sizes both double from point to point.
+    let base = 2.0;
+    match (x_log, y_log) {
+        (true, true) => lines_in(
+            root,
+            title,
+            l,
+            &scale,
+            &y_desc,
+            xr_log.log_scale().base(base),
+            yr_log.log_scale(),
+            &x_fmt,
+        ),
+        (true, false) => lines_in(
+            root,
+            title,
+            l,
+            &scale,
+            &y_desc,
+            xr_log.log_scale().base(base),
+            yr_lin,
+            &x_fmt,
+        ),
+        (false, true) => lines_in(
+            root,
+            title,
+            l,
+            &scale,
+            &y_desc,
+            xr_lin,
+            yr_log.log_scale(),
+            &x_fmt,
+        ),
+        (false, false) => lines_in(root, title, l, &scale, &y_desc, xr_lin, yr_lin, &x_fmt),
+    }
+}
+
+fn bounds(v: &[f64]) -> (f64, f64) {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if lo.is_finite() && hi.is_finite() {
+        if hi > lo {
+            (lo, hi)
+        } else {
+            (lo * 0.5, hi * 1.5 + 1e-300)
+        }
+    } else {
+        (1.0, 2.0)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lines_in<DB, X, Y>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    l: &Lines,
+    scale: &Scale,
+    y_desc: &str,
+    xr: X,
+    yr: Y,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Result<(), String>
+where
+    DB: DrawingBackend,
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(70)
+        .build_cartesian_2d(xr, yr)
+        .map_err(err)?;
+    let y_fmt = |v: &f64| tick(*v);
+    chart
+        .configure_mesh()
+        .x_desc(l.x_label.as_str())
+        .y_desc(y_desc)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(&y_fmt)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in l.series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1 / scale.factor)).collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart
+            .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
+            .map_err(err)?;
+        // Error bars: ± one standard deviation.
+        chart
+            .draw_series(s.points.iter().filter(|p| p.2 > 0.0).map(|p| {
+                let lo = ((p.1 - p.2) / scale.factor).max(p.1 / scale.factor * 0.01);
+                let hi = (p.1 + p.2) / scale.factor;
+                PathElement::new(vec![(p.0, lo), (p.0, hi)], c.stroke_width(1))
+            }))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font((FONT, 12))
+        .draw()
+        .map_err(err)
+}
+
+fn draw_bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    b: &Bars,
+) -> Result<(), String> {
+    let max = b
+        .series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .fold(0.0f64, f64::max);
+    let (scale, x_desc) = if b.unit == "%" {
+        (
+            Scale {
+                factor: 1.0,
+                label: "%".into(),
+            },
+            "Efficiency (% of theoretical)".to_string(),
+        )
+    } else {
+        let s = units::scale_for(max, &b.unit);
+        let d = format!("{} ({})", b.quantity, s.label);
+        (s, d)
+    };
+    let xmax = if b.unit == "%" {
+        (max * 1.12).max(110.0)
+    } else {
+        (max / scale.factor * 1.12).max(1e-9)
+    };
+    let n = b.categories.len();
+    // Room for the legend above the first band.
+    let legend_rows = b.series.len() as f64 * 0.9 + 0.4;
+    let longest = b
+        .categories
+        .iter()
+        .map(|c| c.chars().count())
+        .max()
+        .unwrap_or(4);
+    let label_px = (longest as u32 * 7 + 16).clamp(60, 420);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(48)
+        .y_label_area_size(label_px)
+        .build_cartesian_2d(0.0..xmax, 0.0..(n as f64 + legend_rows))
+        .map_err(err)?;
+    let x_fmt = |v: &f64| tick(*v);
+    chart
+        .configure_mesh()
+        .x_desc(x_desc.as_str())
+        .x_label_formatter(&x_fmt)
+        .y_labels(0)
+        .disable_y_mesh()
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    let m = b.series.len().max(1) as f64;
+    let bar_h = 0.8 / m;
+    // Category i's band is [n-1-i, n-i) so the first category is on top.
+    for (si, s) in b.series.iter().enumerate() {
+        let c = color(si);
+        let rects = s.values.iter().enumerate().filter_map(|(i, v)| {
+            let v = (*v)? / scale.factor;
+            let top = (n - i) as f64 - 0.1 - si as f64 * bar_h;
+            Some(Rectangle::new(
+                [(0.0, top - bar_h * 0.92), (v, top)],
+                c.filled(),
+            ))
+        });
+        chart
+            .draw_series(rects)
+            .map_err(err)?
+            .label(s.name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+    }
+    if b.unit == "%" {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(100.0, 0.0), (100.0, n as f64)],
+                RGBColor(120, 120, 120).stroke_width(1),
+            )))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font((FONT, 12))
+        .draw()
+        .map_err(err)?;
+    let style = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    for (i, cat) in b.categories.iter().enumerate() {
+        let (px, py) = chart.backend_coord(&(0.0, (n - i) as f64 - 0.5));
+        let text: String = if cat.chars().count() > 58 {
+            cat.chars().take(57).chain(std::iter::once('…')).collect()
+        } else {
+            cat.clone()
+        };
+        root.draw(&Text::new(text, (px - 6, py), style.clone()))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::synthetic_run;
+
+    #[test]
+    fn charts_follow_from_params_for_every_subsystem() {
+        let run = synthetic_run();
+        let cs = charts(&run);
+        let titles: Vec<&str> = cs.iter().map(|c| c.title.as_str()).collect();
+        for want in [
+            "cpu.flops: Throughput vs threads",
+            "cpu.flops: measured vs theoretical vs reference",
+            "CPU: efficiency (% of theoretical)",
+            "mem.bandwidth: Bandwidth vs threads",
+            "mem.latency: Latency vs working-set size",
+            "net.throughput: Bandwidth vs streams",
+            "net.throughput: measured vs reference",
+            "disk.throughput: measured vs theoretical",
+            "gpu.flops: measured vs theoretical",
+        ] {
+            assert!(titles.contains(&want), "{want} not in {titles:#?}");
+        }
+        // The level follows from the working set: it must not split the latency curve.
+        let curve = cs
+            .iter()
+            .find(|c| c.title == "mem.latency: Latency vs working-set size")
+            .unwrap();
+        match &curve.kind {
+            Kind::Lines(l) => {
+                assert_eq!(l.series.len(), 1);
+                assert_eq!(l.series[0].points.len(), 5);
+            }
+            Kind::Bars(_) => panic!("a curve"),
+        }
+        // Per block size: tcp and udp × 1 KiB and 32 KiB.
+        let net = cs
+            .iter()
+            .find(|c| c.title == "net.throughput: Bandwidth vs streams")
+            .unwrap();
+        match &net.kind {
+            Kind::Lines(l) => assert_eq!(l.series.len(), 4),
+            Kind::Bars(_) => panic!("lines"),
+        }
+        let ids: Vec<&str> = cs.iter().map(|c| c.id.as_str()).collect();
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids.len(), unique.len());
+    }
+
+    #[test]
+    fn a_classic_disk_matrix_gets_one_scaling_chart_per_op_with_lines_per_block() {
+        use crate::testdata::record;
+        use serde_json::json;
+        let mut run = synthetic_run();
+        run.records.clear();
+        let mib = 1u64 << 20;
+        for op in ["read", "write", "randread", "randwrite"] {
+            for (blocks, threads) in [
+                (vec![mib, 10 * mib, 100 * mib], vec![1, 2, 4]),
+                (vec![1024], vec![1, 2, 4, 8, 16, 32, 64, 128]),
+            ] {
+                if blocks[0] == 1024 && !op.starts_with("rand") {
+                    continue;
+                }
+                for &b in &blocks {
+                    for &t in &threads {
+                        run.records.push(record(
+                            "disk.throughput",
+                            Metric::Throughput,
+                            "B/s",
+                            json!({"op": op, "block_bytes": b, "threads": t, "iodepth": 1,
+                                   "engine": "io_uring", "direct": true}),
+                            &[1e8 * t as f64, 1.1e8 * t as f64],
+                        ));
+                    }
+                }
+            }
+        }
+        let cs = charts(&run);
+        let scaling: Vec<&Chart> = cs
+            .iter()
+            .filter(|c| c.title.contains("vs threads"))
+            .collect();
+        assert_eq!(
+            scaling.len(),
+            4,
+            "{:#?}",
+            cs.iter().map(|c| &c.title).collect::<Vec<_>>()
+        );
+        for c in scaling {
+            let Kind::Lines(l) = &c.kind else {
+                panic!("lines")
+            };
+            let want = if c.title.contains("(rand") { 4 } else { 3 };
+            assert_eq!(l.series.len(), want, "{}", c.title);
+            assert!(
+                l.series.iter().any(|s| s.name.contains("MiB")),
+                "{:?}",
+                l.series
+            );
+        }
+    }
+
+    #[test]
+    fn svg_has_axes_labels_and_data() {
+        let run = synthetic_run();
+        for c in charts(&run) {
+            let s = svg(&c).unwrap();
+            assert!(s.starts_with("<svg"), "{}", &s[..40]);
+            assert!(s.contains(&c.title.replace('&', "&amp;")), "{}", c.title);
+            match &c.kind {
+                Kind::Lines(l) => {
+                    assert!(s.contains(&l.x_label), "{}", c.title);
+                    assert!(
+                        s.contains("<polyline") || s.contains("<path"),
+                        "{}",
+                        c.title
+                    );
+                }
+                Kind::Bars(_) => assert!(s.contains("<rect"), "{}", c.title),
+            }
+        }
+    }
+
+    #[test]
+    fn png_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_pngs(&synthetic_run(), dir.path()).unwrap();
+        assert!(!files.is_empty());
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            assert_eq!(&bytes[1..4], b"PNG", "{}", f.display());
+        }
+    }
+}

@@ -1,0 +1,210 @@
+//! `report.html`: one self-contained file (inline CSS and SVG, no script, no network) with the
+//! charts and the classic tables of every subsystem.
+
+use std::fmt::Write as _;
+
+use hostbench_core::model::RunResult;
+
+use super::{group_heading, host_line, skipped_line, Exporter};
+use crate::chart;
+use crate::error::ReportError;
+use crate::table::{Report, HEADER};
+
+pub struct HtmlExporter;
+
+const STYLE: &str = "
+body { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
+       color: #222; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+h3 { font-size: 1.05em; margin-bottom: 0.3em; }
+.meta { color: #555; }
+.common { color: #555; font-size: 0.9em; margin: 0.2em 0 0.5em; }
+table.results { border-collapse: collapse; font-size: 0.88em; margin-bottom: 1em; }
+table.results th, table.results td { border: 1px solid #ddd; padding: 3px 8px; }
+table.results th { background: #f2f2f2; text-align: left; }
+table.results td.num { text-align: right; white-space: nowrap; }
+figure.chart { margin: 1em 0; }
+figure.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+ol.bases, ul.notes { font-size: 0.9em; color: #444; }
+";
+
+/// Text for HTML element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Exporter for HtmlExporter {
+    fn file_name(&self) -> &'static str {
+        "report.html"
+    }
+
+    fn render(&self, run: &RunResult) -> Result<String, ReportError> {
+        let charts = chart::charts(run);
+        let mut svgs = Vec::with_capacity(charts.len());
+        for c in &charts {
+            svgs.push(chart::svg(c)?);
+        }
+        render(run, &charts, &svgs).map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
+    }
+}
+
+fn render(
+    run: &RunResult,
+    charts: &[chart::Chart],
+    svgs: &[String],
+) -> Result<String, std::fmt::Error> {
+    let rep = Report::build(run);
+    let mut o = String::new();
+    let title = format!("hostbench report: {}", run.host.hostname);
+    writeln!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">"
+    )?;
+    writeln!(
+        o,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    )?;
+    writeln!(
+        o,
+        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
+        esc(&title)
+    )?;
+    writeln!(o, "<h1>{}</h1>", esc(&title))?;
+    writeln!(o, "<p class=\"meta\">{}<br>", esc(&host_line(run)))?;
+    writeln!(
+        o,
+        "Run {} to {} with {} {}. Rates in decimal prefixes (1 GB/s = 10<sup>9</sup> B/s), sizes in binary (1 MiB = 2<sup>20</sup> B).</p>",
+        esc(&run.started_at),
+        esc(run.finished_at.as_deref().unwrap_or("unfinished")),
+        esc(&run.tool.name),
+        esc(&run.tool.version)
+    )?;
+    if !rep.sections.is_empty() {
+        writeln!(o, "<nav><ul>")?;
+        for s in &rep.sections {
+            writeln!(
+                o,
+                "<li><a href=\"#sec-{0}\">{1}</a></li>",
+                esc(&s.subsystem),
+                esc(&s.title)
+            )?;
+        }
+        writeln!(o, "</ul></nav>")?;
+    }
+    for s in &rep.sections {
+        writeln!(
+            o,
+            "<section id=\"sec-{}\">\n<h2>{}</h2>",
+            esc(&s.subsystem),
+            esc(&s.title)
+        )?;
+        for (c, svg) in charts
+            .iter()
+            .zip(svgs)
+            .filter(|(c, _)| c.subsystem == s.subsystem)
+        {
+            writeln!(
+                o,
+                "<figure class=\"chart\" id=\"chart-{}\" aria-label=\"{}\">\n{svg}\n</figure>",
+                esc(&c.id),
+                esc(&c.title)
+            )?;
+        }
+        for g in &s.groups {
+            writeln!(o, "<h3>{}</h3>", esc(&group_heading(g)))?;
+            if !g.common.is_empty() {
+                writeln!(o, "<p class=\"common\">{}</p>", esc(&g.common.join(", ")))?;
+            }
+            writeln!(
+                o,
+                "<table class=\"results\" data-benchmark=\"{}\">\n<thead><tr>",
+                esc(&g.benchmark)
+            )?;
+            for h in HEADER {
+                write!(o, "<th>{}</th>", esc(h))?;
+            }
+            writeln!(o, "</tr></thead>\n<tbody>")?;
+            for r in &g.rows {
+                write!(o, "<tr>")?;
+                for (i, c) in r.cells.iter().enumerate() {
+                    let title = match (i, &r.record.peak) {
+                        (5, Some(p)) => format!(" title=\"{}\"", esc(&p.basis)),
+                        _ => String::new(),
+                    };
+                    let class = if i >= 3 { " class=\"num\"" } else { "" };
+                    write!(o, "<td{class}{title}>{}</td>", esc(c))?;
+                }
+                writeln!(o, "</tr>")?;
+            }
+            writeln!(o, "</tbody>\n</table>")?;
+        }
+        if !s.notes.is_empty() {
+            writeln!(o, "<h3>Notes</h3>\n<ul class=\"notes\">")?;
+            for n in &s.notes {
+                writeln!(o, "<li>{}</li>", esc(n))?;
+            }
+            writeln!(o, "</ul>")?;
+        }
+        writeln!(o, "</section>")?;
+    }
+    if !rep.bases.is_empty() {
+        writeln!(o, "<h2>Theoretical peaks</h2>\n<ol class=\"bases\">")?;
+        for b in &rep.bases {
+            writeln!(o, "<li>{}</li>", esc(b))?;
+        }
+        writeln!(o, "</ol>")?;
+    }
+    if !rep.skipped.is_empty() {
+        writeln!(o, "<h2>Skipped</h2>\n<ul class=\"notes\">")?;
+        for s in rep.skipped {
+            writeln!(o, "<li>{}</li>", esc(&skipped_line(s)))?;
+        }
+        writeln!(o, "</ul>")?;
+    }
+    writeln!(o, "</body>\n</html>")?;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::synthetic_run;
+
+    #[test]
+    fn html_is_self_contained_with_charts_and_tables() {
+        let run = synthetic_run();
+        let html = HtmlExporter.render(&run).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
+        // No external resources: no scripts, links or remote URLs.
+        for banned in ["<script", "<link", "src=\"http", "href=\"http", "url(http"] {
+            assert!(!html.contains(banned), "{banned}");
+        }
+        let charts = chart::charts(&run).len();
+        assert_eq!(html.matches("<figure class=\"chart\"").count(), charts);
+        assert_eq!(html.matches("<svg").count(), charts);
+        for bench in [
+            "cpu.flops",
+            "net.throughput",
+            "net.latency",
+            "gpu.transfer",
+            "fpga.kernels",
+        ] {
+            assert!(
+                html.contains(&format!("data-benchmark=\"{bench}\"")),
+                "{bench}"
+            );
+        }
+        assert!(html.contains("Reference efficiency %"));
+    }
+}

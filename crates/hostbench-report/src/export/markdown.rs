@@ -1,0 +1,92 @@
+//! Markdown report (`report.md`): the classic tables per subsystem, readable as text and on any
+//! forge.
+
+use std::fmt::Write as _;
+
+use hostbench_core::model::RunResult;
+
+use super::{group_heading, host_line, skipped_line, Exporter};
+use crate::error::ReportError;
+use crate::table::{Report, HEADER};
+
+pub struct MarkdownExporter;
+
+impl Exporter for MarkdownExporter {
+    fn file_name(&self) -> &'static str {
+        "report.md"
+    }
+
+    fn render(&self, run: &RunResult) -> Result<String, ReportError> {
+        render(run).map_err(|e| ReportError::bad(format!("formatting Markdown: {e}")))
+    }
+}
+
+/// A table cell: pipes escaped, no line breaks.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
+    let rep = Report::build(run);
+    let mut out = String::new();
+    writeln!(out, "# hostbench report: {}", cell(&run.host.hostname))?;
+    writeln!(out)?;
+    writeln!(out, "- Host: {}", cell(&host_line(run)))?;
+    writeln!(
+        out,
+        "- Run: {} to {} ({} {})",
+        run.started_at,
+        run.finished_at.as_deref().unwrap_or("unfinished"),
+        run.tool.name,
+        run.tool.version
+    )?;
+    writeln!(
+        out,
+        "- Units: rates in decimal prefixes (1 GB/s = 10^9 B/s), sizes in binary (1 MiB = 2^20 B)"
+    )?;
+    for s in &rep.sections {
+        writeln!(out, "\n## {}", s.title)?;
+        for g in &s.groups {
+            writeln!(out, "\n### {}\n", group_heading(g))?;
+            if !g.common.is_empty() {
+                writeln!(out, "Common parameters: {}\n", cell(&g.common.join(", ")))?;
+            }
+            writeln!(out, "| {} |", HEADER.join(" | "))?;
+            writeln!(out, "|{}", "---|".repeat(HEADER.len()))?;
+            for r in &g.rows {
+                let cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
+                writeln!(out, "| {} |", cells.join(" | "))?;
+            }
+        }
+        if !s.notes.is_empty() {
+            writeln!(out, "\nNotes:\n")?;
+            for n in &s.notes {
+                writeln!(out, "- {}", cell(n))?;
+            }
+        }
+    }
+    if !rep.bases.is_empty() {
+        writeln!(out, "\n## Theoretical peaks\n")?;
+        for (i, b) in rep.bases.iter().enumerate() {
+            writeln!(out, "{}. {}", i + 1, cell(b))?;
+        }
+    }
+    if !rep.skipped.is_empty() {
+        writeln!(out, "\n## Skipped\n")?;
+        for s in rep.skipped {
+            writeln!(out, "- {}", cell(&skipped_line(s)))?;
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::synthetic_run;
+
+    #[test]
+    fn markdown_snapshot() {
+        insta::assert_snapshot!(MarkdownExporter.render(&synthetic_run()).unwrap());
+    }
+}

@@ -1,0 +1,137 @@
+//! Output formats behind one trait (as hyperfine's exporters): terminal table, Markdown, CSV,
+//! HTML with charts, and the JSON document itself. All render the same `RunResult` (the tables
+//! through one `table::Report`), so no two formats can disagree about a number.
+
+mod csv;
+mod html;
+mod markdown;
+mod terminal;
+
+use std::path::{Path, PathBuf};
+
+use hostbench_core::model::RunResult;
+
+use crate::error::ReportError;
+
+pub use self::csv::CsvExporter;
+pub use self::html::HtmlExporter;
+pub use self::markdown::MarkdownExporter;
+pub use self::terminal::TerminalExporter;
+
+/// Turns a run into the text of one format.
+pub trait Exporter {
+    /// The file name this format gets in a results directory.
+    fn file_name(&self) -> &'static str;
+    fn render(&self, run: &RunResult) -> Result<String, ReportError>;
+}
+
+/// The `hostbench/result/v1` JSON document.
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn file_name(&self) -> &'static str {
+        "run.json"
+    }
+
+    fn render(&self, run: &RunResult) -> Result<String, ReportError> {
+        serde_json::to_string_pretty(run)
+            .map(|s| s + "\n")
+            .map_err(|e| ReportError::bad(format!("serialising the run: {e}")))
+    }
+}
+
+/// Write `text` to `path` atomically (temporary file + rename), so a reader never sees half.
+pub fn write_atomic(path: &Path, text: &str) -> Result<(), ReportError> {
+    hostbench_core::runner::write_bytes_atomic(path, text.as_bytes()).map_err(|e| match e {
+        hostbench_core::BenchError::Io { path, source } => ReportError::io(path, source),
+        other => ReportError::bad(other.to_string()),
+    })
+}
+
+/// The report files of a results directory beside its `run.json`: records.csv, report.md and
+/// report.html. Returns the paths written.
+pub fn write_results_dir(run: &RunResult, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let exporters: [&dyn Exporter; 3] = [&CsvExporter, &MarkdownExporter, &HtmlExporter];
+    let mut written = Vec::new();
+    for e in exporters {
+        let path = dir.join(e.file_name());
+        write_atomic(&path, &e.render(run)?)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Rows as left-aligned columns separated by two spaces (terminal tables).
+pub fn aligned<R: AsRef<[String]>>(rows: &[R]) -> String {
+    let cols = rows.iter().map(|r| r.as_ref().len()).max().unwrap_or(0);
+    let mut widths = vec![0usize; cols];
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r.as_ref()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for r in rows {
+        let r = r.as_ref();
+        let mut line = String::new();
+        for (i, c) in r.iter().enumerate() {
+            line.push_str(c);
+            if i + 1 < r.len() {
+                line.push_str(&" ".repeat(widths[i] - c.chars().count() + 2));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One line about the host, for report headers.
+pub(crate) fn host_line(run: &RunResult) -> String {
+    let h = &run.host;
+    let mut parts = vec![h.hostname.clone()];
+    if !h.cpu.model.is_empty() {
+        parts.push(h.cpu.model.clone());
+    }
+    if h.cpu.threads > 0 {
+        parts.push(format!("{} cores / {} threads", h.cpu.cores, h.cpu.threads));
+    }
+    if h.memory.total_bytes > 0 {
+        parts.push(format!(
+            "{} RAM",
+            crate::units::bytes(h.memory.total_bytes as f64)
+        ));
+    }
+    if !h.os.is_empty() {
+        parts.push(format!("{} ({})", h.os, h.kernel));
+    }
+    if !h.virtualization.is_empty() && h.virtualization != "none" {
+        parts.push(format!("virtualization: {}", h.virtualization));
+    }
+    parts.join(", ")
+}
+
+/// `cpu.flops (FLOP/s, higher is better)`.
+pub(crate) fn group_heading(g: &crate::table::Group<'_>) -> String {
+    let better = match g.metric {
+        hostbench_core::model::Metric::Throughput => "higher is better",
+        hostbench_core::model::Metric::Latency => "lower is better",
+    };
+    format!("{} ({}, {better})", g.benchmark, g.unit)
+}
+
+/// `cpu.flops isa=avx512 threads=1 (unsupported): reason`.
+pub(crate) fn skipped_line(s: &hostbench_core::model::Skipped) -> String {
+    let params: Vec<String> = s
+        .params
+        .iter()
+        .map(|(k, v)| crate::table::param_text(k, v))
+        .collect();
+    format!(
+        "{} {} ({}): {}",
+        s.benchmark,
+        params.join(" "),
+        s.kind,
+        s.reason
+    )
+}

@@ -1,0 +1,30 @@
+//! hostbench-report: everything that turns results into something a person or a pipeline reads.
+//!
+//! - `table`: the classic table (Workload | Concurrency | Block size | Measured | Reference |
+//!   Theoretical | Efficiency | Reference efficiency), derived from records generically;
+//! - `export`: the output formats behind one `Exporter` trait (terminal, Markdown, CSV, HTML,
+//!   JSON) and the report files of a results directory;
+//! - `chart`: charts derived from the parameters, drawn as SVG or PNG;
+//! - `history`: the SQLite store of every run, versioned and migrated;
+//! - `compare`: two runs record by record, with a statistical verdict per change;
+//! - `load`: reading a saved `run.json` back with errors a person can act on.
+//!
+//! Nothing here names a subsystem's parameters beyond the roles in `table`, so a new subsystem's
+//! records appear in every table, chart and comparison without a change.
+
+pub mod chart;
+pub mod compare;
+pub mod error;
+pub mod export;
+pub mod history;
+pub mod load;
+pub mod table;
+#[doc(hidden)]
+pub mod testdata;
+pub mod units;
+
+pub use error::ReportError;
+pub use export::{
+    write_results_dir, CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter,
+    TerminalExporter,
+};

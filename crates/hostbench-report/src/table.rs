@@ -1,0 +1,435 @@
+//! The classic report table, derived generically from the records.
+//!
+//! Nothing here knows a subsystem. Records are grouped by the prefix of their benchmark id
+//! (`cpu.`, `mem.`, `disk.`, `net.`, `gpu.`, or any future one) and then by benchmark id; the
+//! columns come from the parameters by role:
+//!
+//! - *Concurrency*: `threads` or `streams`, with `iodepth` appended when it is above 1;
+//! - *Block size*: `block_bytes`;
+//! - *Workload*: the benchmark's short name and every other parameter that varies within it;
+//!   parameters equal in all of a benchmark's records are said once above its table instead.
+//!
+//! So a new subsystem's records appear in every format without a change here. Every exporter
+//! (terminal, Markdown, HTML) renders this one model, so they cannot disagree.
+
+use std::collections::BTreeMap;
+
+use hostbench_core::model::{Metric, Record, RunResult, Skipped};
+use serde_json::Value;
+
+use crate::units;
+
+/// The classic layout's columns.
+pub const HEADER: [&str; 8] = [
+    "Workload",
+    "Concurrency",
+    "Block size",
+    "Measured (mean ± stddev)",
+    "Reference tool measured",
+    "Theoretical",
+    "Efficiency %",
+    "Reference efficiency %",
+];
+
+/// Parameters that say how many workers ran, in order of preference.
+pub const CONCURRENCY_KEYS: [&str; 2] = ["threads", "streams"];
+/// The parameter that is the block (transfer) size.
+pub const BLOCK_KEY: &str = "block_bytes";
+/// Queue depth: shown in the concurrency cell when above 1.
+pub const DEPTH_KEY: &str = "iodepth";
+
+/// The whole report: sections per subsystem, peak bases as numbered footnotes, skipped cases.
+#[derive(Debug)]
+pub struct Report<'a> {
+    pub sections: Vec<Section<'a>>,
+    /// Footnotes `[1]`, `[2]`, … of the Theoretical column.
+    pub bases: Vec<String>,
+    pub skipped: &'a [Skipped],
+}
+
+/// One subsystem (`cpu`, `mem`, …).
+#[derive(Debug)]
+pub struct Section<'a> {
+    pub subsystem: String,
+    pub title: String,
+    pub groups: Vec<Group<'a>>,
+    /// Record warnings (one shared by several records of a benchmark is said once) and
+    /// benchmark-specific facts such as linpack's residual verdict.
+    pub notes: Vec<String>,
+}
+
+/// One benchmark id's records.
+#[derive(Debug)]
+pub struct Group<'a> {
+    pub benchmark: String,
+    pub unit: String,
+    pub metric: Metric,
+    /// Parameters equal in every record, as `key=value`.
+    pub common: Vec<String>,
+    pub rows: Vec<Row<'a>>,
+}
+
+/// One record in the classic columns (cells already formatted for humans).
+#[derive(Debug)]
+pub struct Row<'a> {
+    pub record: &'a Record,
+    pub cells: [String; 8],
+    /// Footnote number of the peak's basis (1-based), if there is a peak.
+    pub basis: Option<usize>,
+}
+
+/// The subsystem of a benchmark id: everything before the first dot.
+pub fn subsystem(benchmark: &str) -> &str {
+    benchmark.split('.').next().unwrap_or(benchmark)
+}
+
+/// A subsystem's heading; unknown prefixes are shown as they are, so new ones need no change.
+pub fn subsystem_title(prefix: &str) -> String {
+    match prefix {
+        "cpu" => "CPU".to_string(),
+        "mem" => "Memory".to_string(),
+        "disk" => "Disk".to_string(),
+        "net" => "Network".to_string(),
+        "gpu" => "GPU".to_string(),
+        other => other.to_uppercase(),
+    }
+}
+
+/// The benchmark id without its subsystem prefix (`cpu.flops` → `flops`).
+pub fn short_name(benchmark: &str) -> &str {
+    benchmark
+        .split_once('.')
+        .map_or(benchmark, |(_, rest)| rest)
+}
+
+/// A parameter's value as text: sizes (`*_bytes`) in binary units, strings unquoted.
+pub fn value_text(key: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) if key.ends_with("_bytes") => {
+            n.as_f64().map_or_else(|| n.to_string(), units::bytes)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `key=value` with the `_bytes` suffix dropped (the value says the unit).
+pub fn param_text(key: &str, v: &Value) -> String {
+    format!("{}={}", key.trim_end_matches("_bytes"), value_text(key, v))
+}
+
+/// The concurrency parameter of a record, if it has one.
+pub fn concurrency_key(r: &Record) -> Option<&'static str> {
+    CONCURRENCY_KEYS
+        .into_iter()
+        .find(|k| r.params.contains_key(*k))
+}
+
+/// Keys whose value differs between the records (in first-seen order).
+pub fn varying_keys(records: &[&Record]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for r in records {
+        for k in r.params.keys() {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    keys.retain(|k| {
+        let first = records[0].params.get(k);
+        records.iter().any(|r| r.params.get(k) != first)
+    });
+    keys
+}
+
+/// Group records by key in first-seen order.
+pub fn group_by<'a, K: PartialEq>(
+    records: impl IntoIterator<Item = &'a Record>,
+    key: impl Fn(&Record) -> K,
+) -> Vec<(K, Vec<&'a Record>)> {
+    let mut out: Vec<(K, Vec<&'a Record>)> = Vec::new();
+    for r in records {
+        let k = key(r);
+        match out.iter_mut().find(|(g, _)| *g == k) {
+            Some((_, v)) => v.push(r),
+            None => out.push((k, vec![r])),
+        }
+    }
+    out
+}
+
+/// String values that need their key beside them to mean anything.
+const VAGUE: [&str; 8] = ["none", "auto", "on", "off", "yes", "no", "default", ""];
+
+/// A parameter in a label: a name says what it is (`seq`, `avx2`, `tcp`) and stands alone;
+/// numbers and vague words (`none`, `auto`) keep their key.
+pub fn label_part(k: &str, v: &Value) -> String {
+    match v {
+        Value::String(s) if !VAGUE.contains(&s.as_str()) => s.clone(),
+        _ => param_text(k, v),
+    }
+}
+
+/// The workload label: the short benchmark name and the varying parameters that have no column.
+pub fn workload(r: &Record, varying: &[String]) -> String {
+    let mut parts = vec![short_name(&r.benchmark).to_string()];
+    for (k, v) in &r.params {
+        let is_column = CONCURRENCY_KEYS.contains(&k.as_str()) || k == BLOCK_KEY || k == DEPTH_KEY;
+        if is_column || !varying.contains(k) {
+            continue;
+        }
+        parts.push(label_part(k, v));
+    }
+    parts.join(" ")
+}
+
+/// The concurrency cell: `4`, or `4 × QD32` when the queue depth is above 1.
+pub fn concurrency(r: &Record) -> String {
+    let mut s = concurrency_key(r)
+        .and_then(|k| r.params.get(k))
+        .map_or(String::new(), |v| value_text("", v));
+    if let Some(d) = r.params.get(DEPTH_KEY).and_then(Value::as_u64) {
+        if d > 1 {
+            if s.is_empty() {
+                s = format!("QD{d}");
+            } else {
+                s = format!("{s} × QD{d}");
+            }
+        }
+    }
+    s
+}
+
+/// The block-size cell.
+pub fn block(r: &Record) -> String {
+    r.params
+        .get(BLOCK_KEY)
+        .map_or(String::new(), |v| value_text(BLOCK_KEY, v))
+}
+
+/// The reference tool's figure as a fraction of the peak, like `efficiency` for hostbench's.
+pub fn reference_efficiency(r: &Record) -> Option<f64> {
+    let peak = r.peak.as_ref()?;
+    let rf = r.reference.as_ref()?;
+    if peak.value <= 0.0 || rf.value <= 0.0 {
+        return None;
+    }
+    Some(match r.metric {
+        Metric::Throughput => rf.value / peak.value,
+        Metric::Latency => peak.value / rf.value,
+    })
+}
+
+/// A short label of a record for notes and chart categories: `bandwidth rw, 4 threads, 1 KiB`.
+pub fn row_label(r: &Record, varying: &[String]) -> String {
+    let mut s = workload(r, varying);
+    let c = concurrency(r);
+    if !c.is_empty() {
+        let key = concurrency_key(r).unwrap_or("threads");
+        s.push_str(&format!(", {c} {key}"));
+    }
+    let b = block(r);
+    if !b.is_empty() {
+        s.push_str(&format!(", {b}"));
+    }
+    s
+}
+
+const DASH: &str = "—";
+
+impl<'a> Report<'a> {
+    pub fn build(run: &'a RunResult) -> Self {
+        let mut bases: Vec<String> = Vec::new();
+        let mut sections: Vec<Section<'a>> = Vec::new();
+        for (prefix, records) in group_by(&run.records, |r| subsystem(&r.benchmark).to_string()) {
+            let mut groups = Vec::new();
+            let mut notes = Vec::new();
+            for (bench, recs) in group_by(records.iter().copied(), |r| r.benchmark.clone()) {
+                let varying = varying_keys(&recs);
+                let common: Vec<String> = if recs.len() > 1 {
+                    recs[0]
+                        .params
+                        .iter()
+                        .filter(|(k, _)| !varying.contains(k))
+                        .map(|(k, v)| param_text(k, v))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                // A lone record has nothing varying: show all its parameters in the workload.
+                let shown: Vec<String> = if recs.len() > 1 {
+                    varying.clone()
+                } else {
+                    recs[0].params.keys().cloned().collect()
+                };
+                let rows = recs
+                    .iter()
+                    .map(|r| build_row(r, &shown, &mut bases))
+                    .collect();
+                notes.extend(group_notes(&recs, &shown));
+                groups.push(Group {
+                    benchmark: bench,
+                    unit: recs[0].unit.clone(),
+                    metric: recs[0].metric,
+                    common,
+                    rows,
+                });
+            }
+            notes.extend(records.iter().filter_map(|r| extra_line(r)));
+            sections.push(Section {
+                title: subsystem_title(&prefix),
+                subsystem: prefix,
+                groups,
+                notes,
+            });
+        }
+        Report {
+            sections,
+            bases,
+            skipped: &run.skipped,
+        }
+    }
+}
+
+fn build_row<'a>(r: &'a Record, shown: &[String], bases: &mut Vec<String>) -> Row<'a> {
+    let unit = r.unit.as_str();
+    let basis = r
+        .peak
+        .as_ref()
+        .map(|p| match bases.iter().position(|b| *b == p.basis) {
+            Some(i) => i + 1,
+            None => {
+                bases.push(p.basis.clone());
+                bases.len()
+            }
+        });
+    let measured = if r.stats.n > 0 {
+        units::mean_sd(r.stats.mean, r.stats.stddev, unit)
+    } else {
+        units::human(r.value, unit)
+    };
+    let reference = r.reference.as_ref().map_or(DASH.to_string(), |rf| {
+        format!("{} ({})", units::human(rf.value, unit), rf.tool)
+    });
+    let theoretical = r.peak.as_ref().map_or(DASH.to_string(), |p| {
+        format!("{} [{}]", units::human(p.value, unit), basis.unwrap_or(0))
+    });
+    let pct = |v: Option<f64>| v.map_or(DASH.to_string(), units::percent);
+    let or_dash = |s: String| if s.is_empty() { DASH.to_string() } else { s };
+    Row {
+        record: r,
+        cells: [
+            workload(r, shown),
+            or_dash(concurrency(r)),
+            or_dash(block(r)),
+            measured,
+            reference,
+            theoretical,
+            pct(r.efficiency),
+            pct(reference_efficiency(r)),
+        ],
+        basis,
+    }
+}
+
+/// Benchmark-specific facts worth a line (linpack's residual verdict).
+pub fn extra_line(r: &Record) -> Option<String> {
+    let residual = r.extra.get("residual")?.as_f64()?;
+    let passed = r
+        .extra
+        .get("passed")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let params: Vec<String> = r.params.iter().map(|(k, v)| param_text(k, v)).collect();
+    Some(format!(
+        "{} {}: scaled residual {residual:.3e} ({}, threshold 16); HPL-style, not HPL",
+        r.benchmark,
+        params.join(" "),
+        if passed { "PASSED" } else { "FAILED" }
+    ))
+}
+
+/// Warnings of a benchmark's records; one carried by several records is said once, with a count.
+fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in recs {
+        for w in &r.warnings {
+            *counts.entry(w.as_str()).or_default() += 1;
+        }
+    }
+    let mut notes = Vec::new();
+    let mut said: Vec<&str> = Vec::new();
+    for r in recs {
+        for w in &r.warnings {
+            match counts.get(w.as_str()) {
+                Some(&n) if n > 1 => {
+                    if !said.contains(&w.as_str()) {
+                        said.push(w);
+                        notes.push(format!("{} ({n} records): {w}", r.benchmark));
+                    }
+                }
+                _ => notes.push(format!("{} {}: {w}", r.benchmark, row_label(r, shown))),
+            }
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::synthetic_run;
+
+    #[test]
+    fn every_subsystem_prefix_gets_a_section_in_first_seen_order() {
+        let run = synthetic_run();
+        let rep = Report::build(&run);
+        let subs: Vec<&str> = rep.sections.iter().map(|s| s.subsystem.as_str()).collect();
+        assert_eq!(subs, ["cpu", "mem", "disk", "net", "gpu", "fpga"]);
+        assert_eq!(rep.sections[5].title, "FPGA");
+    }
+
+    #[test]
+    fn columns_come_from_params_by_role() {
+        let run = synthetic_run();
+        let rep = Report::build(&run);
+        let net = &rep.sections[3];
+        let tput = &net.groups[0];
+        assert_eq!(tput.benchmark, "net.throughput");
+        // direction and target are equal in all records: said once above the table.
+        assert!(
+            tput.common.contains(&"direction=send".to_string()),
+            "{:?}",
+            tput.common
+        );
+        let row = &tput.rows[0].cells;
+        assert_eq!(row[0], "throughput tcp");
+        assert_eq!(row[1], "1");
+        assert_eq!(row[2], "1 KiB");
+        assert!(row[3].contains("Gbit/s"), "{row:?}");
+        let disk = &rep.sections[2].groups[0];
+        assert_eq!(disk.rows[1].cells[1], "4 × QD32");
+        let gpu = &rep.sections[4].groups[0];
+        assert_eq!(gpu.rows[0].cells[1], "—");
+        let cpu = &rep.sections[0].groups[0];
+        assert_eq!(cpu.rows[0].cells[4], "95.0 GFLOP/s (likwid-bench)");
+        assert_eq!(cpu.rows[0].cells[6], "98.0 %");
+        assert_eq!(cpu.rows[0].cells[7], "95.0 %");
+        assert_eq!(cpu.rows[0].cells[5], "100 GFLOP/s [1]");
+        assert_eq!(rep.bases[0], "2 cores x 3.0 GHz x 16 FLOP/cycle");
+    }
+
+    #[test]
+    fn shared_warnings_are_said_once() {
+        let run = synthetic_run();
+        let rep = Report::build(&run);
+        let mem = &rep.sections[1];
+        let shared: Vec<&String> = mem
+            .notes
+            .iter()
+            .filter(|n| n.contains("no DRAM peak"))
+            .collect();
+        assert_eq!(shared.len(), 1, "{:?}", mem.notes);
+        assert!(shared[0].contains("records)"));
+    }
+}

@@ -1,0 +1,248 @@
+//! A hand-made run with every subsystem's benchmark ids and parameters (DESIGN.md's table) and
+//! one unknown prefix: the fixture of unit, snapshot and integration tests, so reports are tested
+//! on `net.*` and `gpu.*` records before those subsystems exist, and with exact numbers.
+
+use hostbench_core::model::{Host, Metric, Peak, Record, Reference, RunResult, Skipped};
+use hostbench_core::stats::summarize;
+use serde_json::{json, Map, Value};
+
+/// A record with the runner's statistics over `samples`.
+pub fn record(bench: &str, metric: Metric, unit: &str, params: Value, samples: &[f64]) -> Record {
+    let stats = summarize(samples);
+    let params: Map<String, Value> = match params {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Record {
+        benchmark: bench.to_string(),
+        params,
+        metric,
+        unit: unit.to_string(),
+        value: stats.median,
+        stats,
+        samples: samples.to_vec(),
+        peak: None,
+        efficiency: None,
+        reference: None,
+        warnings: Vec::new(),
+        extra: Map::new(),
+    }
+}
+
+fn peak(r: &mut Record, value: f64, basis: &str) {
+    r.set_peak(Some(Peak {
+        value,
+        basis: basis.to_string(),
+    }));
+}
+
+/// Samples around `v` with a ±1 % spread.
+fn around(v: f64) -> [f64; 3] {
+    [v * 0.99, v, v * 1.01]
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+
+pub fn synthetic_run() -> RunResult {
+    use Metric::{Latency, Throughput};
+    let host = Host {
+        hostname: "testhost".into(),
+        os: "Debian GNU/Linux 12".into(),
+        kernel: "6.1.0".into(),
+        virtualization: "kvm".into(),
+        ..Host::default()
+    };
+    let mut run = RunResult::new(host);
+    run.started_at = "2025-01-02T03:04:05Z".into();
+    run.finished_at = Some("2025-01-02T03:09:05Z".into());
+    run.tool.version = "0.1.0".into();
+    let rs = &mut run.records;
+
+    let cpu_basis = "2 cores x 3.0 GHz x 16 FLOP/cycle";
+    for (threads, v, pk) in [(2, 98e9, 100e9), (1, 49e9, 50e9)] {
+        let mut r = record(
+            "cpu.flops",
+            Throughput,
+            "FLOP/s",
+            json!({"dtype": "f64", "isa": "avx2-fma", "threads": threads, "scaling": "strong"}),
+            &[v - 1e9, v, v + 1e9],
+        );
+        peak(
+            &mut r,
+            pk,
+            if threads == 2 {
+                cpu_basis
+            } else {
+                "1 core x 3.0 GHz x 16 FLOP/cycle"
+            },
+        );
+        if threads == 2 {
+            r.reference = Some(Reference {
+                tool: "likwid-bench".into(),
+                version: "5.2.2".into(),
+                value: 95e9,
+                ratio: 98e9 / 95e9,
+            });
+        }
+        rs.push(r);
+    }
+    rs.push(record(
+        "cpu.iops",
+        Throughput,
+        "OP/s",
+        json!({"dtype": "i8", "isa": "avx2-fma", "threads": 1, "scaling": "strong"}),
+        &around(3.9e11),
+    ));
+
+    for pattern in ["seq", "random"] {
+        for block in [1, KIB] {
+            for threads in [1, 2] {
+                let base = if block == 1 { 0.4e9 } else { 9e9 } * threads as f64;
+                let base = if pattern == "random" {
+                    base * 0.5
+                } else {
+                    base
+                };
+                let mut r = record(
+                    "mem.bandwidth",
+                    Throughput,
+                    "B/s",
+                    json!({"kernel": "rw", "pattern": pattern, "block_bytes": block,
+                           "working_set_bytes": 64 * MIB, "threads": threads,
+                           "store": "temporal", "isa": "avx2", "level": "DRAM"}),
+                    &around(base),
+                );
+                r.warnings
+                    .push("no DRAM peak: DIMMs unreadable; give --spec memory.dimm_mts".into());
+                rs.push(r);
+            }
+        }
+    }
+    for (ws, ns, level) in [
+        (16 * KIB, 1.0, "L1"),
+        (256 * KIB, 3.5, "L2"),
+        (4 * MIB, 12.0, "L3"),
+        (64 * MIB, 85.0, "DRAM"),
+        (256 * MIB, 95.0, "DRAM"),
+    ] {
+        rs.push(record(
+            "mem.latency",
+            Latency,
+            "s",
+            json!({"pattern": "chase", "working_set_bytes": ws, "threads": 1,
+                   "pages": "4k", "chains": 1, "level": level}),
+            &around(ns * 1e-9),
+        ));
+    }
+
+    for (op, block, threads, depth, bps) in [
+        ("read", MIB, 1, 1, 1.9e9),
+        ("randread", 4 * KIB, 4, 32, 0.8e9),
+    ] {
+        let params = json!({"op": op, "block_bytes": block, "threads": threads,
+                            "iodepth": depth, "engine": "io_uring", "direct": true,
+                            "file_bytes": 1024 * MIB});
+        let mut r = record(
+            "disk.throughput",
+            Throughput,
+            "B/s",
+            params.clone(),
+            &around(bps),
+        );
+        peak(&mut r, 3.938e9, "PCIe 3.0 x4: 4 lanes x 8 GT/s x 128/130");
+        rs.push(r);
+        let mut l = record(
+            "disk.latency",
+            Latency,
+            "s",
+            params,
+            &around(80e-6 * threads as f64),
+        );
+        l.stats.p99 = Some(120e-6);
+        rs.push(l);
+    }
+
+    for proto in ["tcp", "udp"] {
+        for block in [KIB, 32 * KIB] {
+            for streams in [1, 2, 4] {
+                let gbit = if proto == "tcp" { 9.0 } else { 4.0 }
+                    * (block as f64 / 32768.0).sqrt()
+                    * streams as f64;
+                let mut r = record(
+                    "net.throughput",
+                    Throughput,
+                    "bit/s",
+                    json!({"proto": proto, "block_bytes": block, "streams": streams,
+                           "direction": "send", "target": "127.0.0.1"}),
+                    &around(gbit * 1e9),
+                );
+                if proto == "tcp" && block == 32 * KIB && streams == 1 {
+                    r.reference = Some(Reference {
+                        tool: "iperf3".into(),
+                        version: "3.12".into(),
+                        value: 9.5e9,
+                        ratio: 9.0 / 9.5,
+                    });
+                }
+                rs.push(r);
+            }
+        }
+    }
+    for (proto, us) in [("tcp", 18.0), ("udp", 15.0)] {
+        rs.push(record(
+            "net.latency",
+            Latency,
+            "s",
+            json!({"proto": proto, "block_bytes": 1, "streams": 1, "target": "127.0.0.1"}),
+            &around(us * 1e-6),
+        ));
+    }
+
+    let mut g = record(
+        "gpu.flops",
+        Throughput,
+        "FLOP/s",
+        json!({"backend": "opencl", "device": "pocl cpu", "dtype": "f32"}),
+        &around(2.1e11),
+    );
+    peak(&mut g, 4.0e11, "8 CUs x 1.5 GHz x 16 lanes x 2");
+    rs.push(g);
+    for (kind, block, v) in [
+        ("h2d", MIB, 6e9),
+        ("h2d", 64 * MIB, 11e9),
+        ("d2h", MIB, 5e9),
+    ] {
+        rs.push(record(
+            "gpu.transfer",
+            Throughput,
+            "B/s",
+            json!({"backend": "opencl", "device": "pocl cpu", "kind": kind, "block_bytes": block}),
+            &around(v),
+        ));
+    }
+    rs.push(record(
+        "gpu.launch",
+        Latency,
+        "s",
+        json!({"backend": "opencl", "device": "pocl cpu", "kind": "empty"}),
+        &around(7e-6),
+    ));
+    rs.push(record(
+        "fpga.kernels",
+        Throughput,
+        "OP/s",
+        json!({"board": "sim", "threads": 1}),
+        &around(1e6),
+    ));
+    run.skipped.push(Skipped {
+        benchmark: "cpu.flops".into(),
+        params: match json!({"dtype": "f64", "isa": "avx512", "threads": 1}) {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        },
+        kind: "unsupported".into(),
+        reason: "avx512 not supported by this CPU".into(),
+    });
+    run
+}

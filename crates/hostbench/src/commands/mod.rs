@@ -3,6 +3,7 @@
 
 mod cpu;
 mod disk;
+mod gpu;
 mod info;
 mod linpack;
 mod mem;
@@ -30,6 +31,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Linpack(args) => linpack::run(&args),
         Command::Mem(args) => mem::run(&args),
         Command::Disk(args) => disk::run(&args),
+        Command::Gpu(args) => gpu::run(&args),
     }
 }
 

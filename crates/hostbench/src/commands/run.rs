@@ -10,6 +10,7 @@ use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Runner};
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
 use hostbench_disk::DiskConfig;
+use hostbench_gpu::GpuConfig;
 use hostbench_mem::MemConfig;
 
 use crate::cli::{Profile, RunArgs};
@@ -17,7 +18,7 @@ use crate::settings;
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
-const SUBSYSTEMS: [&str; 4] = ["cpu", "linpack", "mem", "disk"];
+const SUBSYSTEMS: [&str; 5] = ["cpu", "linpack", "mem", "disk", "gpu"];
 
 fn subsystem_list(text: &str, flag: &str) -> Result<Vec<String>, BenchError> {
     parse_list(text, flag, |s| {
@@ -172,6 +173,50 @@ fn disk_config(profile: Profile, duration: Option<Duration>, dir: &std::path::Pa
     cfg
 }
 
+/// GPU per profile, on every OpenCL and CUDA device found (none: one skipped entry with the
+/// reason): `standard` runs every dtype, the three memory kernels at 1 B, 1 KiB, 1 MiB and
+/// 256 MiB, transfers of 1 MiB and 64 MiB and the launch latency; `quick` trims each; `full` is
+/// `hostbench gpu`'s default (blocks up to 1 GiB); `classic` the 1 B / 1 KiB / 1 MiB points.
+fn gpu_config(profile: Profile, duration: Option<Duration>) -> GpuConfig {
+    use hostbench_gpu::{Dtype, MemKernel};
+    let mut cfg = GpuConfig::default();
+    let (mem, xfer) = match profile {
+        Profile::Quick => {
+            if let Some(c) = cfg.compute.as_mut() {
+                c.dtypes = vec![Dtype::F64, Dtype::F32];
+                c.widths = vec![4, 16];
+            }
+            if let Some(m) = cfg.memory.as_mut() {
+                m.kernels = vec![MemKernel::Read, MemKernel::Copy];
+            }
+            cfg.duration = Duration::from_millis(50);
+            (vec![1 << 20, 64 << 20], vec![64 << 20])
+        }
+        Profile::Standard => {
+            cfg.duration = Duration::from_millis(100);
+            (
+                vec![1, 1 << 10, 1 << 20, 256 << 20],
+                vec![1 << 20, 64 << 20],
+            )
+        }
+        Profile::Full => (
+            hostbench_gpu::default_mem_blocks(),
+            hostbench_gpu::default_transfer_blocks(),
+        ),
+        Profile::Classic => (vec![1, 1 << 10, 1 << 20], vec![1 << 10, 1 << 20]),
+    };
+    if let Some(m) = cfg.memory.as_mut() {
+        m.blocks = mem;
+    }
+    if let Some(t) = cfg.transfer.as_mut() {
+        t.blocks = xfer;
+    }
+    if let Some(d) = duration {
+        cfg.duration = d;
+    }
+    cfg
+}
+
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let mut common = settings::common(&args.common)?;
     let mut selected: Vec<String> = match &args.only {
@@ -229,6 +274,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
             "disk" => {
                 let cfg = disk_config(args.profile, common.duration, &args.disk_dir);
                 hostbench_disk::run_disk(&mut runner, &cfg, &host, &common.spec)?;
+            }
+            "gpu" => {
+                let cfg = gpu_config(args.profile, common.duration);
+                hostbench_gpu::run_available(&mut runner, &cfg)?;
             }
             _ => {}
         }

@@ -98,3 +98,14 @@ pub fn assert_usage_error(args: &[&str], needle: &str) {
     assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// The `run.json` of the one run directory `hostbench run --out DIR` made in `dir`.
+pub fn run_json_in(dir: &std::path::Path) -> Value {
+    let run_dir = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .next()
+        .expect("a run directory");
+    serde_json::from_slice(&std::fs::read(run_dir.path().join("run.json")).expect("run.json"))
+        .expect("json")
+}

@@ -175,8 +175,28 @@ pub fn mem_geometry(n: u64, local: u64) -> (u64, u64, bool) {
     (lsz, groups * lsz, !n.is_multiple_of(lsz * FETCH))
 }
 
+/// Which vectors a work-item moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemOrder {
+    /// `FETCH` vectors `local_size` apart: neighbouring work-items touch neighbouring addresses
+    /// (coalesced on a GPU; clpeak's "local offset").
+    Strided,
+    /// `FETCH` consecutive vectors: one sequential stream per work-item, what a CPU's caches
+    /// and prefetchers want when the work-items of a group run one after another.
+    Contiguous,
+}
+
+impl MemOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemOrder::Strided => "strided (FETCH vectors local_size apart)",
+            MemOrder::Contiguous => "contiguous (FETCH consecutive vectors per work-item)",
+        }
+    }
+}
+
 /// `bw_read(src, out, n)`, `bw_write(dst, n, seed)` and `bw_copy(src, dst, n)` for one layout.
-pub fn memory_source(layout: MemLayout, checked: bool) -> String {
+pub fn memory_source(layout: MemLayout, order: MemOrder, checked: bool) -> String {
     let e = layout.c_elem();
     let w = layout.width;
     let ev = vec_type(e, w);
@@ -203,15 +223,20 @@ pub fn memory_source(layout: MemLayout, checked: bool) -> String {
             .join(" + ")
     };
     let guard = if checked { "if (i < n) " } else { "" };
+    let (start, step) = match order {
+        MemOrder::Strided => ("get_group_id(0) * lsz * FETCH + get_local_id(0)", "lsz"),
+        MemOrder::Contiguous => ("get_global_id(0) * FETCH", "1"),
+    };
     format!(
         "#define FETCH {FETCH}
+#define STEP {step}
 #define PROLOGUE const size_t lsz = get_local_size(0); \\
-  size_t i = get_group_id(0) * lsz * FETCH + get_local_id(0);
+  size_t i = {start};
 __kernel void bw_read(__global const {ev} *restrict src, __global uint *restrict out, ulong n) {{
   PROLOGUE
   {uv} acc = 0;
   #pragma unroll
-  for (int k = 0; k < FETCH; k++, i += lsz) {{
+  for (int k = 0; k < FETCH; k++, i += STEP) {{
     {guard}acc += {to_u}(src[i]);
   }}
   out[get_global_id(0)] = {sum_lanes};
@@ -219,14 +244,14 @@ __kernel void bw_read(__global const {ev} *restrict src, __global uint *restrict
 __kernel void bw_write(__global {ev} *restrict dst, ulong n, uint seed) {{
   PROLOGUE
   #pragma unroll
-  for (int k = 0; k < FETCH; k++, i += lsz) {{
+  for (int k = 0; k < FETCH; k++, i += STEP) {{
     {guard}dst[i] = ({ev})(({e})((uint)(i * {w}) + seed)){iota};
   }}
 }}
 __kernel void bw_copy(__global const {ev} *restrict src, __global {ev} *restrict dst, ulong n) {{
   PROLOGUE
   #pragma unroll
-  for (int k = 0; k < FETCH; k++, i += lsz) {{
+  for (int k = 0; k < FETCH; k++, i += STEP) {{
     {guard}dst[i] = src[i];
   }}
 }}
@@ -281,12 +306,14 @@ mod tests {
     #[test]
     fn memory_source_guards_only_ragged_blocks() {
         let l = MemLayout { elem: 1, width: 4 };
-        let s = memory_source(l, true);
+        let s = memory_source(l, MemOrder::Strided, true);
         assert!(s.contains("if (i < n) acc += convert_uint4(src[i]);"));
         assert!(
             s.contains("dst[i] = (uchar4)((uchar)((uint)(i * 4) + seed)) + (uchar4)(0, 1, 2, 3);")
         );
-        let u = memory_source(MemLayout { elem: 4, width: 1 }, false);
+        assert!(s.contains("#define STEP lsz"));
+        let u = memory_source(MemLayout { elem: 4, width: 1 }, MemOrder::Contiguous, false);
         assert!(u.contains("acc += (src[i]);") && !u.contains("if (i < n)"));
+        assert!(u.contains("size_t i = get_global_id(0) * FETCH;") && u.contains("#define STEP 1"));
     }
 }

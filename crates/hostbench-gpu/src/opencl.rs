@@ -31,7 +31,7 @@ use opencl3::program::Program;
 use opencl3::types::{cl_device_id, CL_BLOCKING, CL_NON_BLOCKING};
 use serde_json::{json, Value};
 
-use crate::kernels::{self, MemLayout, FETCH, UNROLL};
+use crate::kernels::{self, MemLayout, MemOrder, FETCH, UNROLL};
 use crate::replay::{self, FLOAT_B, INT_A, INT_B, STEPS};
 use crate::{
     peak, time_batch, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr,
@@ -209,6 +209,8 @@ fn describe(index: usize, platform: &str, id: cl_device_id) -> Result<DeviceInfo
 /// An open OpenCL device: context, in-order queue and the programs compiled so far.
 pub struct ClSession {
     info: DeviceInfo,
+    /// CL_DEVICE_MAX_WORK_GROUP_SIZE.
+    max_group: u64,
     context: Context,
     queue: CommandQueue,
     programs: Vec<(String, Program)>,
@@ -228,6 +230,7 @@ impl ClSession {
             .map_err(cl_err("clCreateCommandQueue"))?;
         Ok(Self {
             info: info.clone(),
+            max_group: device.max_work_group_size().unwrap_or(64) as u64,
             context,
             queue,
             programs: Vec::new(),
@@ -352,11 +355,26 @@ impl ClSession {
 
     /// Work-group size of the memory kernels: large on GPUs (occupancy); on a CPU device one
     /// work-group is a loop PoCL vectorises, and a few dozen items keep it in L1.
+    /// GPUs want neighbouring work-items on neighbouring addresses; a CPU device runs a group's
+    /// work-items one after another, so one sequential stream per work-item reads fastest there
+    /// (PoCL 3.1 on Zen 4, 1 GiB, work-groups of 4096: 1.1–1.8 x the strided order in three
+    /// interleaved rounds; BENCHMARKS.md).
+    fn mem_order(&self) -> MemOrder {
+        if self.is_cpu() {
+            MemOrder::Contiguous
+        } else {
+            MemOrder::Strided
+        }
+    }
+
+    /// Work-group size of the memory kernels: 256 on GPUs (occupancy); on a CPU device the
+    /// largest group (up to 4096, as clpeak uses), because each group is one task for a worker
+    /// thread and fewer, larger tasks cost less scheduling per byte.
     fn mem_local(&self) -> u64 {
         if self.is_cpu() {
-            64
+            self.max_group.clamp(1, 4096)
         } else {
-            256
+            256.min(self.max_group.max(1))
         }
     }
 }
@@ -732,7 +750,8 @@ impl Session for ClSession {
         let layout = MemLayout::for_block(block, 16);
         let n = layout.vectors(block);
         let (local, global, checked) = kernels::mem_geometry(n, self.mem_local());
-        let src = kernels::memory_source(layout, checked);
+        let order = self.mem_order();
+        let src = kernels::memory_source(layout, order, checked);
         let name = match kind {
             MemKernel::Read => "bw_read",
             MemKernel::Write => "bw_write",
@@ -784,6 +803,7 @@ impl Session for ClSession {
             ),
             ("vector_width".into(), json!(layout.width)),
             ("vectors_per_work_item".into(), json!(FETCH)),
+            ("order".into(), json!(order.name())),
             ("global_size".into(), json!(global)),
             ("local_size".into(), json!(local)),
         ];

@@ -36,6 +36,8 @@ pub enum Command {
     Disk(Box<DiskArgs>),
     /// Network TCP/UDP throughput and ping-pong latency: server, client, or loopback.
     Net(Box<NetArgs>),
+    /// GPU (any OpenCL or CUDA device): compute, device-memory bandwidth, transfers, launch latency.
+    Gpu(Box<GpuArgs>),
     /// Re-render a saved run.json as tables, Markdown, CSV, HTML with charts, or PNG charts.
     Report(ReportArgs),
     /// The runs stored in the history database: list, show, compare, import.
@@ -360,6 +362,56 @@ pub struct NetTestArgs {
     pub common: CommonArgs,
 }
 
+/// `hostbench gpu`. With no section flag it runs compute, memory, transfers and launch latency; a
+/// flag that belongs to one section (e.g. `--dtype`, `--kernel`) selects that section.
+#[derive(Debug, Args)]
+pub struct GpuArgs {
+    /// List every device of every backend and exit (exit code 3 when there is none).
+    #[arg(long)]
+    pub list: bool,
+    /// Backends: opencl (system ICD loader), cuda (driver API); both loaded at run time.
+    #[arg(long, value_name = "LIST", default_value = "opencl,cuda")]
+    pub backend: String,
+    /// Device numbers within each backend, as `--list` shows them (default: every device).
+    #[arg(long, value_name = "LIST")]
+    pub device: Option<String>,
+    /// Only the compute section (FLOP/s, OP/s per dtype, best vector width).
+    #[arg(long)]
+    pub compute: bool,
+    /// Only the device-memory bandwidth section.
+    #[arg(long)]
+    pub memory: bool,
+    /// Only the host<->device transfer section.
+    #[arg(long)]
+    pub transfer: bool,
+    /// Only the kernel launch latency.
+    #[arg(long)]
+    pub launch: bool,
+    /// Compute dtypes: f64, f32, f16, i32, i8 (aliases dp, sp, qp).
+    #[arg(long, value_name = "LIST")]
+    pub dtype: Option<String>,
+    /// Vector widths tried per dtype (1, 2, 4, 8, 16 as clpeak); the best is the record.
+    #[arg(long, value_name = "LIST")]
+    pub vector_width: Option<String>,
+    /// Memory kernels: read, write, copy.
+    #[arg(long, value_name = "LIST")]
+    pub kernel: Option<String>,
+    /// Memory block sizes (the kernel's working size), 1 B to 1 GiB, e.g. 1,1KiB,1MiB,1GiB.
+    #[arg(long, value_name = "LIST")]
+    pub block: Option<String>,
+    /// Transfer directions: h2d, d2h.
+    #[arg(long, value_name = "LIST")]
+    pub direction: Option<String>,
+    /// Host memory of the transfers: pageable, pinned.
+    #[arg(long, value_name = "LIST")]
+    pub host_memory: Option<String>,
+    /// Transfer sizes, e.g. 1KiB,1MiB,64MiB.
+    #[arg(long, value_name = "LIST")]
+    pub transfer_block: Option<String>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DirectArg {
     Auto,
@@ -373,6 +425,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "standard")]
     pub profile: Profile,
     /// Only these subsystems (comma-separated): cpu, linpack, mem, disk, net.
+    /// Only these subsystems (comma-separated): cpu, linpack, mem, disk, gpu.
     #[arg(long, value_name = "LIST")]
     pub only: Option<String>,
     /// Skip these subsystems (comma-separated).

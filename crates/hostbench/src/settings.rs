@@ -12,7 +12,9 @@ use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_posit
 use hostbench_core::{BenchError, RunnerConfig};
 use hostbench_cpu::{CpuConfig, Dtype, Isa, IsaChoice, Scaling};
 
-use crate::cli::{CommonArgs, CpuArgs, DirectArg, DiskArgs, LinpackArgs, MemArgs, ScalingArg};
+use crate::cli::{
+    CommonArgs, CpuArgs, DirectArg, DiskArgs, GpuArgs, LinpackArgs, MemArgs, ScalingArg,
+};
 
 /// Where the JSON result goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -613,4 +615,97 @@ pub fn db_path(args: &crate::cli::HistoryDbArgs) -> Result<PathBuf, hostbench_re
         Some(p) => Ok(p.clone()),
         None => hostbench_report::history::default_path(),
     }
+}
+/// `hostbench gpu`: backends, devices and the sections with their lists.
+pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, BenchError> {
+    use hostbench_gpu::{Backend, Direction, Dtype, GpuConfig, HostMemory, MemKernel};
+    let mut cfg = GpuConfig {
+        backends: flag(
+            "backend",
+            parse_list(&args.backend, "backend", Backend::parse),
+        )?,
+        ..GpuConfig::default()
+    };
+    if let Some(d) = &args.device {
+        cfg.devices = Some(flag(
+            "device",
+            parse_list(d, "device", |s| {
+                s.trim().parse::<usize>().map_err(|_| {
+                    BenchError::invalid(format!(
+                        "invalid device number '{s}' (expected 0, 1, ... as --list shows)"
+                    ))
+                })
+            }),
+        )?);
+    }
+    let compute_flags = args.dtype.is_some() || args.vector_width.is_some();
+    let memory_flags = args.kernel.is_some() || args.block.is_some();
+    let transfer_flags =
+        args.direction.is_some() || args.host_memory.is_some() || args.transfer_block.is_some();
+    let explicit = args.compute || args.memory || args.transfer || args.launch;
+    let any = explicit || compute_flags || memory_flags || transfer_flags;
+    let want = |section: bool, flags: bool| !any || section || flags;
+    if let Some(c) = cfg.compute.as_mut() {
+        if let Some(d) = &args.dtype {
+            c.dtypes = flag("dtype", parse_list(d, "dtype", Dtype::parse))?;
+        }
+        if let Some(w) = &args.vector_width {
+            c.widths = flag(
+                "vector-width",
+                parse_list(w, "vector width", |s| {
+                    s.trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|w| hostbench_gpu::VECTOR_WIDTHS.contains(w))
+                        .ok_or_else(|| {
+                            BenchError::invalid(format!(
+                                "invalid vector width '{s}' (expected 1, 2, 4, 8 or 16)"
+                            ))
+                        })
+                }),
+            )?;
+        }
+    }
+    if let Some(m) = cfg.memory.as_mut() {
+        if let Some(k) = &args.kernel {
+            m.kernels = flag("kernel", parse_list(k, "kernel", MemKernel::parse))?;
+        }
+        if let Some(b) = &args.block {
+            m.blocks = sizes_list("block", b)?;
+        }
+    }
+    if let Some(t) = cfg.transfer.as_mut() {
+        if let Some(d) = &args.direction {
+            t.directions = flag("direction", parse_list(d, "direction", Direction::parse))?;
+        }
+        if let Some(h) = &args.host_memory {
+            t.host = flag(
+                "host-memory",
+                parse_list(h, "host memory", HostMemory::parse),
+            )?;
+        }
+        if let Some(b) = &args.transfer_block {
+            t.blocks = sizes_list("transfer-block", b)?;
+        }
+    }
+    if !want(args.compute, compute_flags) {
+        cfg.compute = None;
+    }
+    if !want(args.memory, memory_flags) {
+        cfg.memory = None;
+    }
+    if !want(args.transfer, transfer_flags) {
+        cfg.transfer = None;
+    }
+    cfg.launch = want(args.launch, false);
+    if let Some(d) = common.duration {
+        cfg.duration = d;
+    }
+    cfg.validate().map_err(|e| match e {
+        BenchError::InvalidInput(m) if m.starts_with("block") => {
+            BenchError::invalid(format!("--block/--transfer-block: {m}"))
+        }
+        other => other,
+    })?;
+    Ok(cfg)
 }

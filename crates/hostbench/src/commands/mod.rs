@@ -3,6 +3,7 @@
 
 mod cpu;
 mod disk;
+mod gpu;
 mod history;
 mod info;
 mod linpack;
@@ -34,6 +35,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Mem(args) => mem::run(&args),
         Command::Disk(args) => disk::run(&args),
         Command::Net(args) => net::run(&args),
+        Command::Gpu(args) => gpu::run(&args),
         Command::Report(args) => report::run(&args),
         Command::History(args) => history::run(&args),
     }

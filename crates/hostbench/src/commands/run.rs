@@ -15,6 +15,7 @@ use hostbench_core::units::parse_list;
 use hostbench_core::{BenchError, Phase, Runner};
 use hostbench_cpu::{CpuConfig, Dtype, IsaChoice};
 use hostbench_disk::DiskConfig;
+use hostbench_gpu::GpuConfig;
 use hostbench_mem::MemConfig;
 
 use crate::cli::{Profile, RunArgs};
@@ -22,7 +23,7 @@ use crate::settings::{self, Common};
 use crate::Exit;
 
 /// Subsystems `run` knows, in the order it runs them.
-const SUBSYSTEMS: [&str; 5] = ["cpu", "linpack", "mem", "disk", "net"];
+const SUBSYSTEMS: [&str; 6] = ["cpu", "linpack", "mem", "disk", "net", "gpu"];
 
 fn subsystem_list(text: &str, flag: &str) -> Result<Vec<String>, BenchError> {
     parse_list(text, flag, |s| {
@@ -214,6 +215,50 @@ fn net_config(profile: Profile, duration: Option<Duration>) -> hostbench_net::Ne
     cfg
 }
 
+/// GPU per profile, on every OpenCL and CUDA device found (none: one skipped entry with the
+/// reason): `standard` runs every dtype, the three memory kernels at 1 B, 1 KiB, 1 MiB and
+/// 256 MiB, transfers of 1 MiB and 64 MiB and the launch latency; `quick` trims each; `full` is
+/// `hostbench gpu`'s default (blocks up to 1 GiB); `classic` the 1 B / 1 KiB / 1 MiB points.
+fn gpu_config(profile: Profile, duration: Option<Duration>) -> GpuConfig {
+    use hostbench_gpu::{Dtype, MemKernel};
+    let mut cfg = GpuConfig::default();
+    let (mem, xfer) = match profile {
+        Profile::Quick => {
+            if let Some(c) = cfg.compute.as_mut() {
+                c.dtypes = vec![Dtype::F64, Dtype::F32];
+                c.widths = vec![4, 16];
+            }
+            if let Some(m) = cfg.memory.as_mut() {
+                m.kernels = vec![MemKernel::Read, MemKernel::Copy];
+            }
+            cfg.duration = Duration::from_millis(50);
+            (vec![1 << 20, 64 << 20], vec![64 << 20])
+        }
+        Profile::Standard => {
+            cfg.duration = Duration::from_millis(100);
+            (
+                vec![1, 1 << 10, 1 << 20, 256 << 20],
+                vec![1 << 20, 64 << 20],
+            )
+        }
+        Profile::Full => (
+            hostbench_gpu::default_mem_blocks(),
+            hostbench_gpu::default_transfer_blocks(),
+        ),
+        Profile::Classic => (vec![1, 1 << 10, 1 << 20], vec![1 << 10, 1 << 20]),
+    };
+    if let Some(m) = cfg.memory.as_mut() {
+        m.blocks = mem;
+    }
+    if let Some(t) = cfg.transfer.as_mut() {
+        t.blocks = xfer;
+    }
+    if let Some(d) = duration {
+        cfg.duration = d;
+    }
+    cfg
+}
+
 /// The profile's name as stored in the history.
 fn profile_name(profile: Profile) -> &'static str {
     match profile {
@@ -274,6 +319,12 @@ fn scaled_net(args: &RunArgs, common: &Common, scale: f64) -> hostbench_net::Net
     scale_duration(&mut cfg.duration, scale);
     cfg.bytes = cfg.bytes.map(|b| ((b as f64 * scale) as u64).max(1));
     cfg.count = cfg.count.map(|c| ((c as f64 * scale) as u64).max(1));
+    cfg
+}
+
+fn scaled_gpu(args: &RunArgs, common: &Common, scale: f64) -> GpuConfig {
+    let mut cfg = gpu_config(args.profile, common.duration);
+    scale_duration(&mut cfg.duration, scale);
     cfg
 }
 
@@ -339,6 +390,18 @@ fn estimate(subsystem: &str, args: &RunArgs, common: &Common, host: &Host, scale
             let cases = usize::from(cfg.throughput) * tp + usize::from(cfg.latency) * lat;
             // Each sample also sets up its connections (a few ms on loopback).
             Phase::new(subsystem, cases, cfg.duration.as_secs_f64() + 0.02)
+        }
+        "gpu" => {
+            let cfg = scaled_gpu(args, common, scale);
+            // Devices are not known before probing: one device's worth, corrected by `plan`.
+            let compute = cfg.compute.as_ref().map_or(0, |c| c.dtypes.len());
+            let memory = cfg
+                .memory
+                .as_ref()
+                .map_or(0, |m| m.kernels.len() * m.blocks.len());
+            let transfer = cfg.transfer.as_ref().map_or(0, |t| t.blocks.len() * 4);
+            let cases = compute + memory + transfer + 1;
+            Phase::new(subsystem, cases, cfg.duration.as_secs_f64())
         }
         _ => Phase::new(subsystem, 10, 1.0),
     }
@@ -419,6 +482,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
             "net" => {
                 let cfg = scaled_net(args, &common, scale);
                 hostbench_net::run_net(&mut runner, &cfg, &host, &common.spec)?;
+            }
+            "gpu" => {
+                let cfg = scaled_gpu(args, &common, scale);
+                hostbench_gpu::run_available(&mut runner, &cfg)?;
             }
             _ => {}
         }

@@ -1,0 +1,712 @@
+//! The CUDA backend: the driver API (`libcuda.so`) loaded at run time through cudarc.
+//!
+//! cudarc's dynamic loading panics when the library is missing, so `probe` looks for it first
+//! (`is_culib_present`, a plain dlopen) and nothing else in this module runs without it; symbols
+//! are resolved lazily (cudarc ≥ 0.19.5), so an older driver only fails the call it lacks.
+//! Kernels are PTX text (`ptx`) that the driver JIT-compiles: no toolkit or NVRTC is needed.
+//! Timing is the host wall clock around a batch of launches or copies on one stream and a
+//! `cuStreamSynchronize`, as in the OpenCL backend.
+//!
+//! No NVIDIA GPU was available while this was written: this path is compiled in every build and
+//! unit-tested where it can be (the probe without a driver, the PTX text, the argument
+//! marshalling), not measured.
+
+use std::ffi::{c_void, CString};
+
+use cudarc::driver::result::{self, stream::StreamKind, DriverError};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
+use hostbench_core::BenchError;
+use serde_json::{json, Value};
+
+use crate::ptx::{self, Arg, KernelArgs};
+use crate::replay::{self, FLOAT_B, INT_A, INT_B, STEPS};
+use crate::{
+    peak, time_batch, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr,
+    Session, Timed,
+};
+
+/// Independent chains per thread (scalar SIMT lanes: latency 4 × 2 issue covers Volta–Hopper).
+pub const CHAINS: u32 = 8;
+
+/// Is the driver library loadable? (A dlopen, nothing more: safe to call anywhere.)
+pub fn driver_present() -> bool {
+    // SAFETY: only tries `dlopen` on the candidate library names and closes what it opened.
+    unsafe { sys::is_culib_present() }
+}
+
+fn cu_err(what: &str) -> impl Fn(DriverError) -> BenchError + '_ {
+    move |e| match e.0 {
+        CUresult::CUDA_ERROR_NO_DEVICE => {
+            BenchError::unsupported("the CUDA driver reports no device")
+        }
+        CUresult::CUDA_ERROR_NOT_INITIALIZED | CUresult::CUDA_ERROR_NOT_SUPPORTED => {
+            BenchError::unsupported(format!(
+                "{what}: {:?} (driver too old or not initialised)",
+                e.0
+            ))
+        }
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+            BenchError::unsupported(format!("{what}: out of device memory"))
+        }
+        code => BenchError::Failed(format!("{what}: {code:?}")),
+    }
+}
+
+/// Initialise the driver, or say why CUDA is unavailable.
+pub fn probe() -> Result<(), BenchError> {
+    if !driver_present() {
+        return Err(BenchError::unsupported(
+            "no CUDA driver: libcuda.so (the NVIDIA driver library) is not installed",
+        ));
+    }
+    result::init().map_err(cu_err("cuInit"))
+}
+
+pub fn list() -> Result<Vec<DeviceInfo>, BenchError> {
+    probe()?;
+    let n = result::device::get_count().map_err(cu_err("cuDeviceGetCount"))?;
+    (0..n.max(0)).map(|i| describe(i as usize)).collect()
+}
+
+fn attr(dev: sys::CUdevice, a: Attr) -> Result<i32, BenchError> {
+    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
+    unsafe { result::device::get_attribute(dev, a) }.map_err(cu_err("cuDeviceGetAttribute"))
+}
+
+fn describe(index: usize) -> Result<DeviceInfo, BenchError> {
+    let dev = result::device::get(index as i32).map_err(cu_err("cuDeviceGet"))?;
+    let sms = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(0) as u32;
+    let clock_khz = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).unwrap_or(0);
+    let mem_khz = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE).unwrap_or(0);
+    let bus = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH).unwrap_or(0);
+    let major = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?.max(0) as u32;
+    let minor = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?.max(0) as u32;
+    let clock_hz = (clock_khz > 0).then(|| f64::from(clock_khz) * 1e3);
+    // SAFETY: as for `attr`.
+    let total = unsafe { result::device::total_mem(dev) }.map_err(cu_err("cuDeviceTotalMem"))?;
+    let peak_for = |d: Dtype| -> PeakOr {
+        let clock =
+            clock_hz.ok_or("the driver reports no clock (CUDA 13 dropped the attribute)")?;
+        let lanes = peak::nv_lanes(major, minor, d)?;
+        Ok(peak::compute_peak(
+            sms,
+            "SM",
+            clock,
+            "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+            d,
+            &lanes,
+        ))
+    };
+    let mut dtypes = Vec::new();
+    let mut missing = Vec::new();
+    for d in Dtype::ALL {
+        if ptx::compute_ptx(d, 1).is_some() {
+            dtypes.push((d, peak_for(d)));
+        } else {
+            missing.push((
+                d,
+                format!("no {} kernel in the CUDA path (PTX half2/dp4a not written); use --backend opencl", d.name()),
+            ));
+        }
+    }
+    let mem_peak = if bus > 0 && mem_khz > 0 {
+        Ok(peak::memory_peak(
+            bus as u32,
+            f64::from(mem_khz) * 1e3,
+            "CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE",
+        ))
+    } else {
+        Err("the driver reports no memory clock or bus width".to_string())
+    };
+    let mut facts = serde_json::Map::new();
+    facts.insert(
+        "compute_capability".into(),
+        json!(format!("{major}.{minor}")),
+    );
+    Ok(DeviceInfo {
+        backend: Backend::Cuda,
+        index,
+        name: result::device::get_name(dev).map_err(cu_err("cuDeviceGetName"))?,
+        vendor: "NVIDIA".into(),
+        kind: "gpu".into(),
+        version: format!("compute capability {major}.{minor}"),
+        compute_units: sms,
+        clock_hz,
+        global_mem_bytes: total as u64,
+        max_alloc_bytes: total as u64,
+        dtypes,
+        missing,
+        mem_peak,
+        facts,
+    })
+}
+
+/// Device memory, freed on drop.
+struct DevBuf {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+}
+
+impl DevBuf {
+    fn new(bytes: u64) -> Result<Self, BenchError> {
+        // SAFETY: plain allocation in the current context; freed exactly once in `drop`.
+        let ptr =
+            unsafe { result::malloc_sync(bytes.max(1) as usize) }.map_err(cu_err("cuMemAlloc"))?;
+        Ok(Self {
+            ptr,
+            bytes: bytes as usize,
+        })
+    }
+
+    fn read(&self, off: u64, len: u64) -> Result<Vec<u8>, BenchError> {
+        let mut v = vec![0u8; len as usize];
+        // SAFETY: `off + len` lies within the allocation; the host slice has `len` bytes.
+        unsafe { result::memcpy_dtoh_sync(&mut v, self.ptr + off) }
+            .map_err(cu_err("cuMemcpyDtoH"))?;
+        Ok(v)
+    }
+
+    fn write(&self, off: u64, data: &[u8]) -> Result<(), BenchError> {
+        // SAFETY: `off + data.len()` lies within the allocation.
+        unsafe { result::memcpy_htod_sync(self.ptr + off, data) }.map_err(cu_err("cuMemcpyHtoD"))
+    }
+}
+
+impl Drop for DevBuf {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was allocated by `cuMemAlloc` and is freed once.
+        let _ = unsafe { result::free_sync(self.ptr) };
+    }
+}
+
+/// An open CUDA device: its primary context, one stream, the modules loaded so far.
+pub struct CudaSession {
+    info: DeviceInfo,
+    dev: sys::CUdevice,
+    stream: sys::CUstream,
+    modules: Vec<(String, sys::CUmodule)>,
+}
+
+impl CudaSession {
+    pub fn open(info: &DeviceInfo) -> Result<Self, BenchError> {
+        probe()?;
+        let dev = result::device::get(info.index as i32).map_err(cu_err("cuDeviceGet"))?;
+        // SAFETY: `dev` is a valid device; the retained context is released in `drop`.
+        let ctx = unsafe { result::primary_ctx::retain(dev) }
+            .map_err(cu_err("cuDevicePrimaryCtxRetain"))?;
+        // SAFETY: `ctx` is the live primary context just retained.
+        unsafe { result::ctx::set_current(ctx) }.map_err(cu_err("cuCtxSetCurrent"))?;
+        let stream =
+            result::stream::create(StreamKind::NonBlocking).map_err(cu_err("cuStreamCreate"))?;
+        Ok(Self {
+            info: info.clone(),
+            dev,
+            stream,
+            modules: Vec::new(),
+        })
+    }
+
+    /// A function of the PTX module `src`, JIT-compiling the module once per session.
+    fn function(&mut self, src: &str, name: &str) -> Result<sys::CUfunction, BenchError> {
+        let module = match self.modules.iter().find(|(s, _)| s == src) {
+            Some((_, m)) => *m,
+            None => {
+                let text =
+                    CString::new(src).map_err(|_| BenchError::Failed("NUL in PTX".into()))?;
+                // SAFETY: `text` is a NUL-terminated PTX image alive for the call.
+                let m = unsafe { result::module::load_data(text.as_ptr().cast()) }
+                    .map_err(cu_err("cuModuleLoadData (PTX JIT)"))?;
+                self.modules.push((src.to_string(), m));
+                m
+            }
+        };
+        let cname = CString::new(name).map_err(|_| BenchError::Failed("NUL in name".into()))?;
+        // SAFETY: `module` is loaded and not unloaded before the session drops.
+        unsafe { result::module::get_function(module, cname) }
+            .map_err(cu_err("cuModuleGetFunction"))
+    }
+
+    fn launch(
+        &self,
+        f: sys::CUfunction,
+        grid: u32,
+        block: u32,
+        args: &mut KernelArgs,
+    ) -> Result<(), BenchError> {
+        let mut ptrs = args.pointers();
+        // SAFETY: `args` matches the kernel's parameters (checked by the ptx tests) and every
+        // device pointer in it belongs to a `DevBuf` that outlives the synchronisation.
+        unsafe { result::launch_kernel(f, (grid, 1, 1), (block, 1, 1), 0, self.stream, &mut ptrs) }
+            .map_err(cu_err("cuLaunchKernel"))
+    }
+
+    fn sync(&self) -> Result<(), BenchError> {
+        // SAFETY: the stream is live until the session drops.
+        unsafe { result::stream::synchronize(self.stream) }.map_err(cu_err("cuStreamSynchronize"))
+    }
+
+    /// Threads for grid-stride kernels: enough blocks to fill every SM many times over.
+    fn grid_for(&self, n: u64, block: u32) -> u32 {
+        let want = n.div_ceil(u64::from(block)).max(1);
+        want.min(u64::from(self.info.compute_units.max(1)) * 32) as u32
+    }
+
+    fn check_windows(
+        buf: &DevBuf,
+        len: u64,
+        align: u64,
+        mut check: impl FnMut(&[u8], u64) -> Result<(), BenchError>,
+    ) -> Result<(), BenchError> {
+        for (off, n) in replay::windows(len, align) {
+            check(&buf.read(off, n)?, off)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for CudaSession {
+    fn drop(&mut self) {
+        let _ = self.sync();
+        for (_, m) in self.modules.drain(..) {
+            // SAFETY: each module was loaded once and nothing launches from it any more.
+            let _ = unsafe { result::module::unload(m) };
+        }
+        // SAFETY: the stream and the primary-context reference were created in `open`.
+        unsafe {
+            let _ = result::stream::destroy(self.stream);
+            let _ = result::primary_ctx::release(self.dev);
+        }
+    }
+}
+
+struct CuKernel<'a> {
+    s: &'a CudaSession,
+    f: sys::CUfunction,
+    args: KernelArgs,
+    grid: u32,
+    block: u32,
+    bufs: Vec<DevBuf>,
+    check: Check,
+    work: f64,
+    facts: Vec<(String, Value)>,
+}
+
+/// How a kernel's output is checked (buffers by index into `bufs`).
+enum Check {
+    Checksums([u32; 2]),
+    ReadSum {
+        out: usize,
+        threads: u64,
+        expected: u32,
+    },
+    Written {
+        dst: usize,
+        bytes: u64,
+        elem: usize,
+    },
+    Copied {
+        dst: usize,
+        bytes: u64,
+        elem: usize,
+    },
+    Nothing,
+}
+
+impl Timed for CuKernel<'_> {
+    fn prepare(&mut self, sample: u64) -> Result<(), BenchError> {
+        match self.check {
+            Check::Written { .. } => self.args.set(
+                2,
+                Arg::U32((sample as u32).wrapping_mul(0x0101_0101) ^ 0xA5),
+            ),
+            Check::Copied { dst, bytes, .. } => {
+                // SAFETY: clears exactly the destination allocation.
+                unsafe { result::memset_d8_sync(self.bufs[dst].ptr, 0, bytes as usize) }
+                    .map_err(cu_err("cuMemsetD8"))?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, reps: u64) -> Result<f64, BenchError> {
+        let (s, f, grid, block) = (self.s, self.f, self.grid, self.block);
+        let args = &mut self.args;
+        time_batch(reps, || s.launch(f, grid, block, args), || s.sync())
+    }
+
+    fn validate(&mut self) -> Result<(), BenchError> {
+        match self.check {
+            Check::Checksums(expected) => {
+                let threads = u64::from(self.grid) * u64::from(self.block);
+                let b = self.bufs[0].read(0, threads * 4)?;
+                let words: Vec<u32> = b
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
+                replay::check_checksums(&words, expected, "compute kernel")
+            }
+            Check::ReadSum {
+                out,
+                threads,
+                expected,
+            } => {
+                let b = self.bufs[out].read(0, threads * 4)?;
+                let sum = b.chunks_exact(4).fold(0u32, |a, c| {
+                    a.wrapping_add(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                });
+                if sum == expected {
+                    Ok(())
+                } else {
+                    Err(BenchError::Validation(format!(
+                        "read kernel: the threads' sums add up to {sum:#x}, the source to {expected:#x}"
+                    )))
+                }
+            }
+            Check::Written { dst, bytes, elem } => {
+                let seed = match self.args.args().get(2) {
+                    Some(Arg::U32(s)) => *s,
+                    _ => 0,
+                };
+                CudaSession::check_windows(&self.bufs[dst], bytes, elem as u64, |b, off| {
+                    replay::check_written(b, off, seed, elem)
+                })
+            }
+            Check::Copied { dst, bytes, elem } => {
+                CudaSession::check_windows(&self.bufs[dst], bytes, elem as u64, |b, off| {
+                    replay::check_source(b, off, elem, "copy kernel")
+                })
+            }
+            Check::Nothing => Ok(()),
+        }
+    }
+
+    fn work(&self) -> f64 {
+        self.work
+    }
+
+    fn facts(&self) -> Vec<(String, Value)> {
+        self.facts.clone()
+    }
+}
+
+enum CuHost {
+    Pageable(Vec<u8>),
+    Pinned(*mut u8, usize),
+}
+
+impl CuHost {
+    fn slice(&mut self) -> &mut [u8] {
+        match self {
+            CuHost::Pageable(v) => v,
+            // SAFETY: `cuMemHostAlloc` returned `len` bytes, freed only in `drop`.
+            CuHost::Pinned(p, len) => unsafe { std::slice::from_raw_parts_mut(*p, *len) },
+        }
+    }
+}
+
+impl Drop for CuHost {
+    fn drop(&mut self) {
+        if let CuHost::Pinned(p, _) = self {
+            // SAFETY: allocated by `cuMemHostAlloc`, freed once.
+            let _ = unsafe { result::free_host(p.cast::<c_void>()) };
+        }
+    }
+}
+
+struct CuTransfer<'a> {
+    s: &'a CudaSession,
+    dir: Direction,
+    host: CuHost,
+    dev: DevBuf,
+    seed: u32,
+}
+
+impl Timed for CuTransfer<'_> {
+    fn prepare(&mut self, sample: u64) -> Result<(), BenchError> {
+        self.seed = sample as u32;
+        match self.dir {
+            Direction::HostToDevice => replay::fill_bytes(self.host.slice(), 0, self.seed),
+            Direction::DeviceToHost => {
+                let mut v = vec![0u8; self.dev.bytes];
+                replay::fill_bytes(&mut v, 0, self.seed);
+                self.dev.write(0, &v)?;
+                self.host.slice().fill(0);
+            }
+        }
+        Ok(())
+    }
+
+    fn run(&mut self, reps: u64) -> Result<f64, BenchError> {
+        let (s, dir, dev) = (self.s, self.dir, self.dev.ptr);
+        let host = &mut self.host;
+        time_batch(
+            reps,
+            || {
+                let h = host.slice();
+                // SAFETY: copies between the live host slice and the allocation of the same size;
+                // `sync` below completes them before the slice is touched again.
+                unsafe {
+                    match dir {
+                        Direction::HostToDevice => result::memcpy_htod_async(dev, h, s.stream),
+                        Direction::DeviceToHost => result::memcpy_dtoh_async(h, dev, s.stream),
+                    }
+                }
+                .map_err(cu_err("cuMemcpyAsync"))
+            },
+            || s.sync(),
+        )
+    }
+
+    fn validate(&mut self) -> Result<(), BenchError> {
+        let seed = self.seed;
+        match self.dir {
+            Direction::HostToDevice => {
+                CudaSession::check_windows(&self.dev, self.dev.bytes as u64, 1, |b, off| {
+                    replay::check_bytes(b, off, seed, "host-to-device copy")
+                })
+            }
+            Direction::DeviceToHost => {
+                replay::check_bytes(self.host.slice(), 0, seed, "device-to-host copy")
+            }
+        }
+    }
+
+    fn work(&self) -> f64 {
+        self.dev.bytes as f64
+    }
+
+    fn facts(&self) -> Vec<(String, Value)> {
+        let how = match self.host {
+            CuHost::Pageable(_) => "cuMemcpy{HtoD,DtoH}Async from/to ordinary process memory",
+            CuHost::Pinned(..) => {
+                "cuMemcpy{HtoD,DtoH}Async from/to cuMemHostAlloc (page-locked) memory"
+            }
+        };
+        vec![("method".into(), json!(how))]
+    }
+}
+
+impl Session for CudaSession {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn compute(&mut self, dtype: Dtype, width: u32) -> Result<Box<dyn Timed + '_>, BenchError> {
+        if width != 1 {
+            return Err(BenchError::unsupported(
+                "CUDA threads are scalar (SIMT): vector width 1 only",
+            ));
+        }
+        let src = ptx::compute_ptx(dtype, CHAINS)
+            .ok_or_else(|| BenchError::unsupported(format!("no CUDA {} kernel", dtype.name())))?;
+        let f = self.function(&src, &ptx::compute_entry(dtype))?;
+        let block = 256u32;
+        let grid = self.info.compute_units.max(1) * 8;
+        let out = DevBuf::new(u64::from(grid * block) * 4)?;
+        let iters = Arg::U32(STEPS / ptx::UNROLL);
+        let args = match dtype {
+            Dtype::F64 => {
+                KernelArgs::new(&[Arg::U64(out.ptr), Arg::F64(1.0), Arg::F64(FLOAT_B), iters])
+            }
+            Dtype::F32 => KernelArgs::new(&[
+                Arg::U64(out.ptr),
+                Arg::F32(1.0),
+                Arg::F32(FLOAT_B as f32),
+                iters,
+            ]),
+            _ => KernelArgs::new(&[Arg::U64(out.ptr), Arg::I32(INT_A), Arg::I32(INT_B), iters]),
+        };
+        let expected = replay::expected_checksums(dtype, CHAINS, 1, STEPS)?;
+        let work = f64::from(grid) * f64::from(block) * f64::from(CHAINS) * f64::from(STEPS) * 2.0;
+        Ok(Box::new(CuKernel {
+            s: self,
+            f,
+            args,
+            grid,
+            block,
+            bufs: vec![out],
+            check: Check::Checksums(expected),
+            work,
+            facts: vec![
+                ("chains".into(), json!(CHAINS)),
+                ("steps_per_chain".into(), json!(STEPS)),
+                ("grid".into(), json!(grid)),
+                ("block".into(), json!(block)),
+                ("kernel".into(), json!("PTX, driver JIT")),
+            ],
+        }))
+    }
+
+    fn memory(
+        &mut self,
+        kind: MemKernel,
+        block_bytes: u64,
+    ) -> Result<Box<dyn Timed + '_>, BenchError> {
+        let elem = if block_bytes.is_multiple_of(4) {
+            4usize
+        } else {
+            1
+        };
+        let n = block_bytes / elem as u64;
+        let src = ptx::memory_ptx(elem);
+        let suffix = if elem == 4 { "u32" } else { "u8" };
+        let name = format!("bw_{}_{suffix}", kind.name());
+        let f = self.function(&src, &name)?;
+        let block = 256u32;
+        let grid = self.grid_for(n, block);
+        let threads = u64::from(grid) * u64::from(block);
+        let mut bufs = Vec::new();
+        if kind != MemKernel::Write {
+            let s = DevBuf::new(block_bytes)?;
+            let mut staging = vec![0u8; block_bytes as usize];
+            replay::fill_source(&mut staging, elem);
+            s.write(0, &staging)?;
+            bufs.push(s);
+        }
+        let (args, check) = match kind {
+            MemKernel::Read => {
+                let out = DevBuf::new(threads * 4)?;
+                let a = KernelArgs::new(&[Arg::U64(bufs[0].ptr), Arg::U64(out.ptr), Arg::U64(n)]);
+                bufs.push(out);
+                let expected = replay::source_sum(n, elem);
+                (
+                    a,
+                    Check::ReadSum {
+                        out: 1,
+                        threads,
+                        expected,
+                    },
+                )
+            }
+            MemKernel::Write => {
+                let d = DevBuf::new(block_bytes)?;
+                let a = KernelArgs::new(&[Arg::U64(d.ptr), Arg::U64(n), Arg::U32(0)]);
+                bufs.push(d);
+                (
+                    a,
+                    Check::Written {
+                        dst: 0,
+                        bytes: block_bytes,
+                        elem,
+                    },
+                )
+            }
+            MemKernel::Copy => {
+                let d = DevBuf::new(block_bytes)?;
+                let a = KernelArgs::new(&[Arg::U64(bufs[0].ptr), Arg::U64(d.ptr), Arg::U64(n)]);
+                bufs.push(d);
+                (
+                    a,
+                    Check::Copied {
+                        dst: 1,
+                        bytes: block_bytes,
+                        elem,
+                    },
+                )
+            }
+        };
+        Ok(Box::new(CuKernel {
+            s: self,
+            f,
+            args,
+            grid,
+            block,
+            bufs,
+            check,
+            work: block_bytes as f64,
+            facts: vec![
+                ("element".into(), json!(suffix)),
+                ("grid".into(), json!(grid)),
+                ("block".into(), json!(block)),
+                ("layout".into(), json!("grid-stride loop")),
+            ],
+        }))
+    }
+
+    fn transfer(
+        &mut self,
+        dir: Direction,
+        host: HostMemory,
+        block: u64,
+    ) -> Result<Box<dyn Timed + '_>, BenchError> {
+        let dev = DevBuf::new(block)?;
+        let host = match host {
+            HostMemory::Pageable => CuHost::Pageable(vec![0u8; block as usize]),
+            HostMemory::Pinned => {
+                // SAFETY: page-locked allocation freed by `CuHost::drop`.
+                let p = unsafe { result::malloc_host(block.max(1) as usize, 0) }
+                    .map_err(cu_err("cuMemHostAlloc"))?;
+                CuHost::Pinned(p.cast::<u8>(), block as usize)
+            }
+        };
+        Ok(Box::new(CuTransfer {
+            s: self,
+            dir,
+            host,
+            dev,
+            seed: 0,
+        }))
+    }
+
+    fn launch(&mut self) -> Result<Box<dyn Timed + '_>, BenchError> {
+        let f = self.function(ptx::EMPTY_PTX, "empty")?;
+        let arg = DevBuf::new(4)?;
+        let args = KernelArgs::new(&[Arg::U64(arg.ptr)]);
+        Ok(Box::new(CuKernel {
+            s: self,
+            f,
+            args,
+            grid: 1,
+            block: 1,
+            bufs: vec![arg],
+            check: Check::Nothing,
+            work: 1.0,
+            facts: vec![(
+                "validated".into(),
+                json!("nothing to check: the kernel is empty"),
+            )],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_driver_the_probe_says_so_and_nothing_panics() {
+        let present = driver_present();
+        match list() {
+            Ok(devs) => assert!(present, "devices listed without a driver: {devs:?}"),
+            Err(BenchError::Unsupported(why)) => {
+                if !present {
+                    assert!(why.contains("libcuda.so"), "{why}");
+                }
+            }
+            Err(e) => panic!("probe failed instead of reporting unsupported: {e}"),
+        }
+        if !present {
+            let info = DeviceInfo {
+                backend: Backend::Cuda,
+                index: 0,
+                name: "none".into(),
+                vendor: String::new(),
+                kind: "gpu".into(),
+                version: String::new(),
+                compute_units: 1,
+                clock_hz: None,
+                global_mem_bytes: 0,
+                max_alloc_bytes: 0,
+                dtypes: vec![],
+                missing: vec![],
+                mem_peak: Err(String::new()),
+                facts: Default::default(),
+            };
+            assert!(matches!(
+                CudaSession::open(&info),
+                Err(BenchError::Unsupported(_))
+            ));
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Theoretical peaks from device attributes, each with the arithmetic that produced it.
+//!
+//! Compute: compute units × clock × lanes per compute unit × 2 (a multiply-add is two
+//! operations). The lanes come from the device where it says (an OpenCL CPU device's native
+//! vector width), else from NVIDIA's published per-SM throughput table keyed by compute
+//! capability, labelled `table`. Memory: bus width × memory clock × 2 (double data rate), only
+//! where the device reports both (CUDA attributes); OpenCL reports neither, so OpenCL records
+//! carry the reason instead of a number. The reported clock is the *maximum* (boost) clock, which
+//! a device may not hold under load; the basis says so by naming the attribute.
+
+use hostbench_core::model::Peak;
+use hostbench_core::units::format_value;
+
+use crate::{Dtype, PeakOr};
+
+/// Lanes per compute unit for a dtype, with where the number came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lanes {
+    pub per_cu: u32,
+    pub source: String,
+}
+
+/// `units x clock (clock_source) x lanes per unit [source] x 2 (multiply-add)`.
+pub fn compute_peak(
+    units: u32,
+    unit_name: &str,
+    clock_hz: f64,
+    clock_source: &str,
+    dtype: Dtype,
+    lanes: &Lanes,
+) -> Peak {
+    let op = if dtype.is_float() { "FLOP" } else { "OP" };
+    Peak {
+        value: f64::from(units) * clock_hz * f64::from(lanes.per_cu) * 2.0,
+        basis: format!(
+            "{units} {unit_name}{} x {} ({clock_source}) x {} {} lanes/{unit_name} [{}] x 2 {op} (multiply-add)",
+            if units == 1 { "" } else { "s" },
+            format_value(clock_hz, "Hz"),
+            lanes.per_cu,
+            dtype.name(),
+            lanes.source
+        ),
+    }
+}
+
+/// Device-memory peak from bus width and memory clock.
+pub fn memory_peak(bus_bits: u32, mem_clock_hz: f64, source: &str) -> Peak {
+    Peak {
+        value: f64::from(bus_bits) / 8.0 * mem_clock_hz * 2.0,
+        basis: format!(
+            "{bus_bits}-bit bus / 8 x {} memory clock x 2 (double data rate) [{source}]",
+            format_value(mem_clock_hz, "Hz")
+        ),
+    }
+}
+
+/// Per-SM lanes for `dtype` on NVIDIA compute capability `major.minor`, from the CUDA C++
+/// Programming Guide's arithmetic-throughput table (results per clock per multiprocessor).
+pub fn nv_lanes(major: u32, minor: u32, dtype: Dtype) -> Result<Lanes, String> {
+    let fp32 = match (major, minor) {
+        (3, _) => Some(192),
+        (5, _) => Some(128),
+        (6, 0) => Some(64),
+        (6, _) => Some(128),
+        (7, _) | (8, 0) => Some(64),
+        (8, _) | (9, 0) | (10, _) | (12, _) => Some(128),
+        _ => None,
+    };
+    let lanes = match dtype {
+        Dtype::F32 => fp32,
+        Dtype::F64 => match (major, minor) {
+            (3, 5) | (3, 7) => Some(64),
+            (3, _) => Some(8),
+            (5, _) => Some(4),
+            (6, 0) | (7, 0) | (8, 0) => Some(32),
+            (6, _) | (7, _) | (8, _) | (12, _) => Some(2),
+            (9, 0) | (10, 0) => Some(64),
+            _ => None,
+        },
+        // 32-bit integer multiply-add runs natively from Volta on; before, it is emulated.
+        Dtype::I32 => match major {
+            7.. if fp32.is_some() => Some(64),
+            _ => None,
+        },
+        Dtype::F16 | Dtype::I8 => None,
+    };
+    lanes
+        .map(|per_cu| Lanes {
+            per_cu,
+            source: format!("table: compute capability {major}.{minor}"),
+        })
+        .ok_or_else(|| {
+            format!(
+                "no {} lanes-per-SM entry for compute capability {major}.{minor}",
+                dtype.name()
+            )
+        })
+}
+
+/// The compute peak of an OpenCL CPU device: its native vector width is its lanes per core.
+pub fn opencl_cpu_peak(
+    units: u32,
+    clock_hz: Option<f64>,
+    dtype: Dtype,
+    native_width: u32,
+    width_attr: &str,
+) -> PeakOr {
+    let clock = clock_hz.ok_or("the device reports no clock")?;
+    if native_width == 0 {
+        return Err(format!(
+            "{width_attr} is 0: no native {} lanes",
+            dtype.name()
+        ));
+    }
+    Ok(compute_peak(
+        units,
+        "compute unit",
+        clock,
+        "CL_DEVICE_MAX_CLOCK_FREQUENCY",
+        dtype,
+        &Lanes {
+            per_cu: native_width,
+            source: width_attr.to_string(),
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h100_style_fp32_peak_and_basis() {
+        let lanes = nv_lanes(9, 0, Dtype::F32).unwrap();
+        let p = compute_peak(
+            132,
+            "SM",
+            1.98e9,
+            "CU_DEVICE_ATTRIBUTE_CLOCK_RATE",
+            Dtype::F32,
+            &lanes,
+        );
+        assert!((p.value - 132.0 * 1.98e9 * 128.0 * 2.0).abs() < 1.0);
+        assert!(p.basis.starts_with("132 SMs x 1.98 GHz (CU_DEVICE_ATTRIBUTE_CLOCK_RATE) x 128 f32 lanes/SM [table: compute capability 9.0] x 2 FLOP"), "{}", p.basis);
+        assert_eq!(nv_lanes(8, 6, Dtype::F64).unwrap().per_cu, 2);
+        assert!(nv_lanes(6, 1, Dtype::I32).is_err());
+        assert!(nv_lanes(99, 0, Dtype::F32).is_err());
+    }
+
+    #[test]
+    fn memory_peak_is_bus_times_double_rate_clock() {
+        // A 256-bit GDDR bus at 7 GHz effective (3.5 GHz x 2): 224 GB/s.
+        let p = memory_peak(256, 3.5e9, "CUDA attributes");
+        assert_eq!(p.value, 224e9);
+        assert!(p.basis.contains("256-bit bus"));
+    }
+
+    #[test]
+    fn cpu_device_peak_uses_native_width_or_says_why_not() {
+        let p = opencl_cpu_peak(
+            2,
+            Some(2.6e9),
+            Dtype::F32,
+            16,
+            "CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT",
+        )
+        .unwrap();
+        assert_eq!(p.value, 2.0 * 2.6e9 * 16.0 * 2.0);
+        assert!(
+            p.basis.contains("2 compute units") && p.basis.contains("NATIVE_VECTOR_WIDTH_FLOAT")
+        );
+        assert!(opencl_cpu_peak(2, Some(2.6e9), Dtype::F16, 0, "W").is_err());
+        assert!(opencl_cpu_peak(2, None, Dtype::F32, 16, "W").is_err());
+    }
+}

@@ -1,0 +1,225 @@
+//! GPU integration tests: the OpenCL path runs for real on PoCL (the CPU as an OpenCL device;
+//! scripts/test installs it, and under `CI` its absence fails the tests); a machine without any
+//! OpenCL driver is simulated by pointing the ICD loader at an empty vendor directory.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// Is an OpenCL device there? Under CI it must be (scripts/test installs pocl-opencl-icd).
+fn opencl_device() -> bool {
+    let out = hostbench()
+        .args(["gpu", "--list", "--backend", "opencl"])
+        .output()
+        .expect("run");
+    let present = out.status.success();
+    if !present {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no OpenCL device in CI (pocl-opencl-icd missing?): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    present
+}
+
+fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
+    doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["benchmark"] == bench)
+        .collect()
+}
+
+#[test]
+fn list_shows_the_opencl_device() {
+    if !opencl_device() {
+        return;
+    }
+    let out = run_ok("gpu --list", &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("opencl 0: ")), "{text}");
+    // Every backend is accounted for: a device line, or why there is none.
+    assert!(text.contains("cuda"), "{text}");
+}
+
+#[test]
+fn opencl_kernels_are_validated_and_records_follow_the_contract() {
+    if !opencl_device() {
+        return;
+    }
+    let out = hostbench()
+        .args(
+            "gpu --backend opencl --device 0 --dtype f64,f32,f16,i32,i8 --vector-width 1,16 \
+             --kernel read,write,copy --block 1,1000,1MiB --direction h2d,d2h \
+             --host-memory pageable,pinned --transfer-block 4KiB --launch --duration 10ms \
+             --repeat 2 --warmup 0 --json -"
+                .split_whitespace(),
+        )
+        .output()
+        .expect("run");
+    // f16 needs cl_khr_fp16, which PoCL on x86 may lack: then it is skipped (exit 3).
+    let code = out.status.code();
+    assert!(
+        code == Some(0) || code == Some(3),
+        "{:?}: {}",
+        code,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let skipped = doc["skipped"].as_array().cloned().unwrap_or_default();
+    for s in &skipped {
+        assert_eq!(s["params"]["dtype"], "f16", "only f16 may be skipped: {s}");
+        assert!(s["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("cl_khr_fp16"));
+    }
+    for r in doc["records"].as_array().expect("records") {
+        assert_record_contract(r);
+        assert_eq!(r["params"]["backend"], "opencl");
+        assert_eq!(r["params"]["device"], 0);
+        if r["benchmark"] != "gpu.launch" {
+            assert_eq!(r["extra"]["validated"], true, "{r}");
+        }
+    }
+    let compute: Vec<&Value> = records(&doc, "gpu.flops")
+        .into_iter()
+        .chain(records(&doc, "gpu.iops"))
+        .collect();
+    assert_eq!(compute.len() + skipped.len(), 5);
+    for r in &compute {
+        let (unit, float) = match r["params"]["dtype"].as_str().expect("dtype") {
+            "f64" | "f32" | "f16" => ("FLOP/s", true),
+            _ => ("OP/s", false),
+        };
+        assert_eq!(r["unit"], unit);
+        assert_eq!(r["benchmark"], if float { "gpu.flops" } else { "gpu.iops" });
+        let sweep = r["extra"]["width_sweep"].as_object().expect("sweep");
+        assert!(sweep.contains_key("1") && sweep.contains_key("16"), "{r}");
+        let w = r["extra"]["vector_width"].as_u64().expect("width");
+        assert!(w == 1 || w == 16);
+        assert!(r["extra"]["chains"].as_u64().expect("chains") >= 4);
+        // PoCL's device is the CPU: the peak comes from its attributes, with the basis.
+        if let Some(p) = r["peak"].as_object() {
+            assert!(p["basis"].as_str().expect("basis").contains("compute unit"));
+            assert!(r["efficiency"].as_f64().expect("efficiency") > 0.0);
+        }
+    }
+    let bw = records(&doc, "gpu.bandwidth");
+    assert_eq!(bw.len(), 9);
+    for r in &bw {
+        assert_eq!(r["unit"], "B/s");
+        for key in ["kind", "block_bytes"] {
+            assert!(r["params"].get(key).is_some(), "{r}");
+        }
+        // OpenCL reports no memory clock: no invented peak, the reason instead.
+        assert!(r["peak"].is_null());
+        assert!(r["extra"]["peak_note"]
+            .as_str()
+            .expect("note")
+            .contains("OpenCL"));
+    }
+    let tiny = bw
+        .iter()
+        .find(|r| r["params"]["block_bytes"] == 1)
+        .expect("1 B block");
+    assert!(tiny["extra"]["note"]
+        .as_str()
+        .expect("note")
+        .contains("launch"));
+    let xfer = records(&doc, "gpu.transfer");
+    assert_eq!(xfer.len(), 4);
+    assert!(xfer
+        .iter()
+        .any(|r| r["params"]["kind"] == "d2h" && r["params"]["host_memory"] == "pinned"));
+    let launch = records(&doc, "gpu.launch");
+    assert_eq!(launch.len(), 1);
+    assert_eq!(launch[0]["unit"], "s");
+    assert_eq!(launch[0]["metric"], "latency");
+}
+
+#[test]
+fn no_opencl_driver_and_no_cuda_driver_is_a_clean_no_device() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    let cuda_gpu = std::path::Path::new("/dev/nvidia0").exists();
+    for args in [&["gpu"][..], &["gpu", "--list"], &["gpu", "--json", "-"]] {
+        let out = hostbench()
+            .args(args)
+            .env("OCL_ICD_VENDORS", empty.path())
+            .output()
+            .expect("run");
+        if cuda_gpu {
+            continue;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("no GPU or OpenCL device found"), "{err}");
+        assert!(err.contains("opencl: ") && err.contains("cuda: "), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        if args.contains(&"-") {
+            let doc = json_of(&out);
+            assert_eq!(doc["skipped"][0]["benchmark"], "gpu");
+            assert_eq!(doc["skipped"][0]["kind"], "unsupported");
+        }
+    }
+    // `run` records the GPU section as skipped with the reason and goes on.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = hostbench()
+        .args("run --only cpu,gpu --duration 5ms --repeat 1 --warmup 0 --quiet --out".split(' '))
+        .arg(dir.path())
+        .env("OCL_ICD_VENDORS", empty.path())
+        .output()
+        .expect("run");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    let doc = only_run_json(dir.path());
+    assert!(!doc["records"].as_array().expect("records").is_empty());
+    if !cuda_gpu {
+        assert_eq!(out.status.code(), Some(3));
+        let s = &doc["skipped"][0];
+        assert_eq!(s["benchmark"], "gpu");
+        assert!(s["reason"]
+            .as_str()
+            .expect("reason")
+            .contains("no OpenCL platform"));
+    }
+}
+
+#[test]
+fn run_includes_the_gpu_section_when_a_device_exists() {
+    if !opencl_device() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok(
+        "run --only gpu --profile quick --duration 5ms --repeat 1 --warmup 0 --quiet --out",
+        &[dir.path().as_ref()],
+    );
+    let doc = only_run_json(dir.path());
+    assert_run_contract(&doc);
+    for bench in ["gpu.flops", "gpu.bandwidth", "gpu.transfer", "gpu.launch"] {
+        assert!(!records(&doc, bench).is_empty(), "no {bench} record");
+    }
+}
+
+#[test]
+fn gpu_bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(&["gpu", "--backend", "vulkan"], "vulkan");
+    assert_usage_error(&["gpu", "--dtype", "f128"], "f128");
+    assert_usage_error(&["gpu", "--kernel", "triad"], "triad");
+    assert_usage_error(&["gpu", "--vector-width", "3"], "'3'");
+    assert_usage_error(&["gpu", "--block", "0"], "at least 1 byte");
+    assert_usage_error(&["gpu", "--block", "2GiB"], "1 GiB");
+    assert_usage_error(&["gpu", "--device", "x"], "'x'");
+    assert_usage_error(&["gpu", "--host-memory", "locked"], "locked");
+    if opencl_device() {
+        assert_usage_error(
+            &["gpu", "--backend", "opencl", "--device", "7"],
+            "no device 7",
+        );
+    }
+}

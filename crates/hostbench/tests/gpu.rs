@@ -24,15 +24,6 @@ fn opencl_device() -> bool {
     present
 }
 
-fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
-    doc["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .filter(|r| r["benchmark"] == bench)
-        .collect()
-}
-
 #[test]
 fn list_shows_the_opencl_device() {
     if !opencl_device() {

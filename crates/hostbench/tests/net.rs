@@ -9,18 +9,10 @@ use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    assert_record_contract, assert_run_contract, assert_usage_error, hostbench, json_of, run_ok,
+    assert_record_contract, assert_run_contract, assert_usage_error, hostbench, json_of, records,
+    run_ok,
 };
 use serde_json::Value;
-
-fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
-    doc["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .filter(|r| r["benchmark"] == bench)
-        .collect()
-}
 
 const SHORT: &str = "--duration 200ms --repeat 1 --warmup 0 --json -";
 

@@ -120,3 +120,13 @@ pub fn only_run_json(out: &std::path::Path) -> Value {
     assert_run_contract(&doc);
     doc
 }
+
+/// The records of one benchmark id in a result document.
+pub fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
+    doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| r["benchmark"] == bench)
+        .collect()
+}

@@ -366,6 +366,7 @@ pub fn run_net(
         target: cfg.target.label(),
         v6: addr.is_ipv6(),
         iface,
+        pair_cpu: link.order.first().copied(),
     };
     let result = run_cases(runner, &ctx, &mut link);
     if let Some(c) = link.client.take() {
@@ -380,6 +381,8 @@ struct Ctx<'a> {
     target: String,
     v6: bool,
     iface: Option<limit::Iface>,
+    /// Where stream 0's two ends run (loopback, pinned), for the reference tools.
+    pair_cpu: Option<usize>,
 }
 
 impl Ctx<'_> {
@@ -535,6 +538,7 @@ fn throughput_case(
                         (None, Proto::Udp) => Some(udp::DEFAULT_RCVBUF as u64),
                         (None, Proto::Tcp) => None,
                     },
+                    cpu: ctx.pair_cpu,
                 };
                 attach(rec, reference::iperf3(&case, rec.value));
             }
@@ -641,7 +645,7 @@ fn latency_case(
             if cfg.reference {
                 let secs = cfg.duration.as_secs_f64().ceil() as u64;
                 if pairs == 1 {
-                    attach(rec, reference::sockperf(proto, msg, secs, rec.value));
+                    attach(rec, reference::sockperf(proto, msg, secs, ctx.pair_cpu, rec.value));
                 } else {
                     rec.warnings.push("reference: sockperf runs one ping-pong pair per process; none for several pairs".into());
                 }

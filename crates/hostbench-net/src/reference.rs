@@ -30,6 +30,8 @@ pub struct Iperf3Case {
     pub bytes: Option<u64>,
     /// Socket buffer hostbench used (`-w`): asked for explicitly, or UDP's enlarged default.
     pub sockbuf: Option<u64>,
+    /// The CPU hostbench pinned stream 0's two ends to (`None`: unpinned).
+    pub cpu: Option<usize>,
 }
 
 /// A reference figure with the command that produced it.
@@ -199,6 +201,18 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
         Direction::Recv => args.push("-R".into()),
         Direction::Bidir => args.push("--bidir".into()),
     }
+    // The same placement as ours where iperf3 can express it: `-A` pins a whole process, so
+    // one stream's client and server share our CPU; several streams run unpinned.
+    let mut notes = Vec::new();
+    match (case.cpu, case.streams, case.direction) {
+        (Some(c), 1, Direction::Send | Direction::Recv) => {
+            args.extend(["-A".into(), format!("{c},{c}")])
+        }
+        (Some(_), _, _) => {
+            notes.push("iperf3 pins a whole process, not each stream: it ran unpinned".to_string())
+        }
+        (None, _, _) => {}
+    }
     let limit = Duration::from_secs(case.seconds.max(1) + 60);
     let text = client_retrying("iperf3", &args, limit, |t| {
         !t.contains("unable to connect") && !t.contains("Connection refused")
@@ -217,10 +231,13 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
         _ => bps("sum_received"),
     }
     .ok_or_else(|| BenchError::Failed("iperf3 JSON lacks end.sum_received".into()))?;
-    let note = (case.proto == Proto::Udp)
+    if let Some(l) = (case.proto == Proto::Udp)
         .then(|| end["sum"]["lost_percent"].as_f64())
         .flatten()
-        .map(|l| format!("iperf3 lost {l:.3} %"));
+    {
+        notes.push(format!("iperf3 lost {l:.3} %"));
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok(Measured {
         reference: Reference {
             tool: "iperf3".into(),
@@ -237,7 +254,15 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
 }
 
 /// sockperf ping-pong p50 round trip, seconds (one pair).
-pub fn sockperf(proto: Proto, msg: u64, seconds: u64, ours: f64) -> Result<Measured, BenchError> {
+///
+/// With `cpu`, server and client run under `taskset -c CPU`, the placement of our pair.
+pub fn sockperf(
+    proto: Proto,
+    msg: u64,
+    seconds: u64,
+    cpu: Option<usize>,
+    ours: f64,
+) -> Result<Measured, BenchError> {
     let port = free_port()?.to_string();
     let mut server: Vec<String> = vec![
         "sr".into(),
@@ -265,11 +290,20 @@ pub fn sockperf(proto: Proto, msg: u64, seconds: u64, ours: f64) -> Result<Measu
         seconds.max(1).to_string(),
         "--full-rtt".into(),
     ]);
-    let _server = spawn("sockperf", &server, false)?;
+    let (tool, server, args) = match cpu {
+        Some(c) => {
+            let pinned = |a: Vec<String>| {
+                let mut v = vec!["-c".to_string(), c.to_string(), "sockperf".into()];
+                v.extend(a);
+                v
+            };
+            ("taskset", pinned(server), pinned(args))
+        }
+        None => ("sockperf", server, args),
+    };
+    let _server = spawn(tool, &server, false)?;
     let limit = Duration::from_secs(seconds.max(1) + 30);
-    let text = client_retrying("sockperf", &args, limit, |t| {
-        t.contains("percentile 50.000")
-    })?;
+    let text = client_retrying(tool, &args, limit, |t| t.contains("percentile 50.000"))?;
     let p50_us = text
         .lines()
         .find_map(|l| l.split("percentile 50.000 =").nth(1))
@@ -285,7 +319,7 @@ pub fn sockperf(proto: Proto, msg: u64, seconds: u64, ours: f64) -> Result<Measu
             value,
             ratio: value / ours,
         },
-        command: format!("sockperf {}", args.join(" ")),
+        command: format!("{tool} {}", args.join(" ")),
         note: (size != msg).then(|| {
             format!("sockperf's smallest message is 14 B; it ran {size} B against our {msg} B")
         }),

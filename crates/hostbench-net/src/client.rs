@@ -241,13 +241,6 @@ impl Client {
         })
     }
 
-    fn deadline(spec: &TestSpec) -> Duration {
-        match spec.duration_ms {
-            Some(ms) => Duration::from_millis(ms) + Duration::from_secs(30),
-            None => wire::MAX_TEST,
-        }
-    }
-
     /// Run one test to completion.
     pub fn run(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
         spec.validate().map_err(ClientError::Test)?;
@@ -282,13 +275,7 @@ impl Client {
 
     fn run_tcp(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
         let n = spec.streams;
-        let (up, down) = match spec.kind {
-            TestKind::PingPong => (n, 0),
-            TestKind::Throughput => (
-                if spec.direction.client_sends() { n } else { 0 },
-                if spec.direction.server_sends() { n } else { 0 },
-            ),
-        };
+        let (up, down) = spec.stream_counts();
         let socks = (0..up + down)
             .map(|i| self.open_data(i, spec))
             .collect::<Result<Vec<_>, _>>()?;
@@ -345,7 +332,7 @@ impl Client {
         let received = received.into_iter().collect::<Result<Vec<_>, _>>();
         // The server's report comes even when our side failed; read it so the session stays in
         // step, then report our own failure first.
-        let report = read_report(&mut self.ctl, Self::deadline(spec));
+        let report = read_report(&mut self.ctl, spec.end_within());
         let sent = sent.map_err(|e| ClientError::Test(format!("sending: {e}")))?;
         let received = received.map_err(|e| ClientError::Test(format!("receiving: {e}")))?;
         let report = report?;
@@ -391,14 +378,8 @@ impl Client {
     }
 
     fn run_udp(&mut self, spec: &TestSpec, ports: &[u16]) -> Result<Outcome, ClientError> {
-        let n = spec.streams as usize;
-        let (up, down) = match spec.kind {
-            TestKind::PingPong => (n, 0),
-            TestKind::Throughput => (
-                if spec.direction.client_sends() { n } else { 0 },
-                if spec.direction.server_sends() { n } else { 0 },
-            ),
-        };
+        let (up, down) = spec.stream_counts();
+        let (up, down) = (up as usize, down as usize);
         if ports.len() != up + down {
             return Err(ClientError::Session(format!(
                 "server offered {} UDP ports for {} streams",
@@ -492,7 +473,7 @@ impl Client {
             if up > 0 {
                 wire::write_msg(ctl, &Msg::SenderDone { sent: sent_reports })?;
             }
-            let report = read_report(ctl, Client::deadline(spec));
+            let report = read_report(ctl, spec.end_within());
             done.store(true, Ordering::Release);
             let received: Vec<_> = receivers.into_iter().map(join).collect();
             Ok((sent, received, report, secs))

@@ -541,14 +541,6 @@ pub fn share(total: u64, streams: u32, i: u32) -> u64 {
     total / n + u64::from((i as u64) < total % n)
 }
 
-/// How long the server waits for the client's end of a test.
-fn test_deadline(spec: &TestSpec) -> Duration {
-    match spec.duration_ms {
-        Some(ms) => Duration::from_millis(ms) + Duration::from_secs(30),
-        None => wire::MAX_TEST,
-    }
-}
-
 fn run_test<S: Read + Write + Deadlined>(
     cfg: &ServerConfig,
     ctl: &mut S,
@@ -572,13 +564,7 @@ fn run_tcp<S: Read + Write + Deadlined>(
     rx: &Receiver<DataConn>,
 ) -> Result<Report, TestFail> {
     let n = spec.streams;
-    let (inbound, outbound) = match spec.kind {
-        TestKind::PingPong => (n, 0),
-        TestKind::Throughput => (
-            if spec.direction.client_sends() { n } else { 0 },
-            if spec.direction.server_sends() { n } else { 0 },
-        ),
-    };
+    let (inbound, outbound) = spec.stream_counts();
     wire::write_msg(ctl, &Msg::Ready { udp_ports: vec![] })?;
     let mut socks = collect_streams(rx, inbound + outbound, cfg.handshake_timeout)?;
     for s in &socks {
@@ -777,7 +763,7 @@ fn run_udp<S: Read + Write + Deadlined>(
         start.store(true, Ordering::Release);
         let client_sends = spec.kind == TestKind::PingPong || spec.direction.client_sends();
         let ended = if go.is_ok() && client_sends {
-            wire::read_msg(ctl, test_deadline(spec), "the client's end of test")
+            wire::read_msg(ctl, spec.end_within(), "the client's end of test")
                 .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
         } else {
             go

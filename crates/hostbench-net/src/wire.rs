@@ -135,6 +135,28 @@ pub struct TestSpec {
 }
 
 impl TestSpec {
+    /// Data streams client → server and server → client (a ping-pong pair counts as one
+    /// client → server stream: the client sends first).
+    pub fn stream_counts(&self) -> (u32, u32) {
+        let n = self.streams;
+        match self.kind {
+            TestKind::PingPong => (n, 0),
+            TestKind::Throughput => (
+                if self.direction.client_sends() { n } else { 0 },
+                if self.direction.server_sends() { n } else { 0 },
+            ),
+        }
+    }
+
+    /// How long either side waits for the other's end of this test: its length plus a margin,
+    /// or the longest test allowed when it runs by amount.
+    pub fn end_within(&self) -> Duration {
+        match self.duration_ms {
+            Some(ms) => Duration::from_millis(ms) + Duration::from_secs(30),
+            None => MAX_TEST,
+        }
+    }
+
     /// Range checks a server applies to whatever arrived; the error names the field.
     pub fn validate(&self) -> Result<(), String> {
         if self.streams == 0 || self.streams > MAX_STREAMS {

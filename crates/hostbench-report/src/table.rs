@@ -102,20 +102,25 @@ pub fn short_name(benchmark: &str) -> &str {
         .map_or(benchmark, |(_, rest)| rest)
 }
 
-/// A parameter's value as text: sizes (`*_bytes`) in binary units, strings unquoted.
+/// A parameter's value as text: sizes (`*_bytes`) in binary units, bit rates (`*_bps`) with SI
+/// prefixes, strings unquoted.
 pub fn value_text(key: &str, v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Number(n) if key.ends_with("_bytes") => {
             n.as_f64().map_or_else(|| n.to_string(), units::bytes)
         }
+        Value::Number(n) if key.ends_with("_bps") => n
+            .as_f64()
+            .map_or_else(|| n.to_string(), |b| units::human(b, "bit/s")),
         other => other.to_string(),
     }
 }
 
-/// `key=value` with the `_bytes` suffix dropped (the value says the unit).
+/// `key=value` with the unit suffix (`_bytes`, `_bps`) dropped: the value says the unit.
 pub fn param_text(key: &str, v: &Value) -> String {
-    format!("{}={}", key.trim_end_matches("_bytes"), value_text(key, v))
+    let name = key.trim_end_matches("_bytes").trim_end_matches("_bps");
+    format!("{name}={}", value_text(key, v))
 }
 
 /// The concurrency parameter of a record, if it has one.
@@ -379,6 +384,21 @@ fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::testdata::synthetic_run;
+    use serde_json::json;
+
+    #[test]
+    fn sizes_and_rates_are_said_in_their_units() {
+        assert_eq!(
+            param_text("block_bytes", &json!(32768)),
+            format!("block={}", units::bytes(32768.0))
+        );
+        assert_eq!(
+            param_text("rate_bps", &json!(1e9)),
+            format!("rate={}", units::human(1e9, "bit/s"))
+        );
+        assert_eq!(param_text("rate_bps", &json!("unpaced")), "rate=unpaced");
+        assert_eq!(param_text("threads", &json!(4)), "threads=4");
+    }
 
     #[test]
     fn every_subsystem_prefix_gets_a_section_in_first_seen_order() {

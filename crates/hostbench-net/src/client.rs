@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use hostbench_core::histogram::LatencyHist;
 
 use crate::auth::{self, Token};
-use crate::server::{pin, session_tag, stop_for};
+use crate::pin;
+use crate::server::session_tag;
 use crate::tcp;
 use crate::udp;
 use crate::wire::{
@@ -274,7 +275,6 @@ impl Client {
     }
 
     fn run_tcp(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
-        let n = spec.streams;
         let (up, down) = spec.stream_counts();
         let socks = (0..up + down)
             .map(|i| self.open_data(i, spec))
@@ -291,7 +291,7 @@ impl Client {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let stop = stop_for(spec, n, i as u32);
+                    let stop = spec.stop(i as u32);
                     sc.spawn(move || {
                         pin(order, i);
                         match kind {
@@ -438,7 +438,7 @@ impl Client {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let stop = stop_for(spec, spec.streams, i as u32);
+                    let stop = spec.stop(i as u32);
                     sc.spawn(move || {
                         pin(order, i);
                         match kind {

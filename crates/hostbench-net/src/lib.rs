@@ -219,6 +219,16 @@ impl NetConfig {
     }
 }
 
+/// Pin the calling data thread to the `i`-th CPU of `order` (best effort: placement is a hint,
+/// not a requirement; an empty order leaves the thread to the scheduler).
+pub(crate) fn pin(order: &[usize], i: usize) {
+    if !order.is_empty() {
+        let _ = hostbench_core::affinity::pin_current_thread(
+            hostbench_core::affinity::cpu_for_thread(order, i),
+        );
+    }
+}
+
 /// Resolve `host` with `port`; an unresolvable name is the user's input error.
 pub fn resolve(host: &str, port: u16) -> Result<SocketAddr, BenchError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 use hostbench_core::BenchError;
 
 use crate::auth::{self, Token};
-use crate::tcp::{self, Stop};
+use crate::pin;
+use crate::tcp;
 use crate::udp;
 use crate::wire::{
     self, Deadlined, Msg, Proto, ProtoError, Report, SentReport, StreamReport, TestKind, TestSpec,
@@ -516,31 +517,6 @@ fn collect_streams(
     Ok(slots.into_iter().flatten().collect())
 }
 
-/// Pin the calling data thread (best effort: pinning is a placement hint, not a requirement).
-pub fn pin(order: &[usize], i: usize) {
-    if !order.is_empty() {
-        let _ = hostbench_core::affinity::pin_current_thread(
-            hostbench_core::affinity::cpu_for_thread(order, i),
-        );
-    }
-}
-
-/// When stream `i` of a test stops sending.
-pub fn stop_for(spec: &TestSpec, streams: u32, i: u32) -> Stop {
-    match (spec.duration_ms, spec.bytes, spec.count) {
-        (Some(ms), _, _) => Stop::At(Instant::now() + Duration::from_millis(ms)),
-        (_, Some(b), _) => Stop::Bytes(share(b, streams, i)),
-        (_, _, Some(c)) => Stop::Count(c),
-        _ => Stop::Count(0),
-    }
-}
-
-/// Stream `i`'s share of `total` (the first streams take the remainder).
-pub fn share(total: u64, streams: u32, i: u32) -> u64 {
-    let n = streams.max(1) as u64;
-    total / n + u64::from((i as u64) < total % n)
-}
-
 fn run_test<S: Read + Write + Deadlined>(
     cfg: &ServerConfig,
     ctl: &mut S,
@@ -563,7 +539,6 @@ fn run_tcp<S: Read + Write + Deadlined>(
     spec: &TestSpec,
     rx: &Receiver<DataConn>,
 ) -> Result<Report, TestFail> {
-    let n = spec.streams;
     let (inbound, outbound) = spec.stream_counts();
     wire::write_msg(ctl, &Msg::Ready { udp_ports: vec![] })?;
     let mut socks = collect_streams(rx, inbound + outbound, cfg.handshake_timeout)?;
@@ -600,7 +575,7 @@ fn run_tcp<S: Read + Write + Deadlined>(
             .into_iter()
             .enumerate()
             .map(|(i, s)| {
-                let stop = stop_for(spec, n, i as u32);
+                let stop = spec.stop(i as u32);
                 // Same CPU as the client's receiver of this stream (see `Client::run_tcp`).
                 let cpu_slot = i + inbound as usize;
                 sc.spawn(move || {
@@ -723,7 +698,7 @@ fn run_udp<S: Read + Write + Deadlined>(
                                 }
                                 std::thread::sleep(Duration::from_micros(200));
                             }
-                            let stop = stop_for(spec, spec.streams, stream_i as u32);
+                            let stop = spec.stop(stream_i as u32);
                             udp::send(sock, tag, block, spec.rate_bps, stop, t0).map(UdpDone::Sent)
                         }
                     }

@@ -324,12 +324,10 @@ pub fn echo(sock: &UdpSocket, block: usize, done: &AtomicBool) -> io::Result<u64
         match sock.recv(&mut buf) {
             Ok(n) => {
                 // A late handshake datagram is acknowledged, not echoed as a message.
-                if n == HEADER_BYTES
-                    && get_header(&buf[..n]).is_some_and(|h| h.1 == HELLO_SEQ && h.2 == 0)
+                if let Some((tag, HELLO_SEQ, 0)) =
+                    get_header(&buf[..n]).filter(|_| n == HEADER_BYTES)
                 {
-                    let mut b = buf[..n].to_vec();
-                    b[16..24].copy_from_slice(&1u64.to_le_bytes());
-                    let _ = sock.send(&b);
+                    let _ = ack(sock, tag);
                     continue;
                 }
                 if sock.send(&buf[..n]).is_ok() {

@@ -148,6 +148,21 @@ impl TestSpec {
         }
     }
 
+    /// When stream `i` stops sending: at the test's end time, after its share of the bytes (the
+    /// first streams take the remainder), or after the round-trip count.
+    pub fn stop(&self, i: u32) -> crate::tcp::Stop {
+        use crate::tcp::Stop;
+        match (self.duration_ms, self.bytes, self.count) {
+            (Some(ms), _, _) => Stop::At(Instant::now() + Duration::from_millis(ms)),
+            (_, Some(b), _) => {
+                let n = u64::from(self.streams.max(1));
+                Stop::Bytes(b / n + u64::from(u64::from(i) < b % n))
+            }
+            (_, _, Some(c)) => Stop::Count(c),
+            _ => Stop::Count(0),
+        }
+    }
+
     /// How long either side waits for the other's end of this test: its length plus a margin,
     /// or the longest test allowed when it runs by amount.
     pub fn end_within(&self) -> Duration {

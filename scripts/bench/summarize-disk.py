@@ -142,7 +142,10 @@ def fio_run(rd, tag):
 
 
 def dev_delta(path):
-    """(read bytes, write bytes) on the block device between the two lines of a .dev file."""
+    """(read bytes, write bytes, mean read latency s, mean write latency s) on the block device
+    between the two lines of a .dev file; the latencies are the kernel's per-request times
+    (read/write ticks over completed requests, /sys/block/X/stat), i.e. what the device took,
+    without any tool's own overhead."""
     t = text(path)
     if not t:
         return None
@@ -150,7 +153,10 @@ def dev_delta(path):
     if len(lines) != 2:
         return None
     a, b = ([int(x) for x in ln] for ln in lines)
-    return (b[2] - a[2]) * SECTOR, (b[6] - a[6]) * SECTOR
+    d = [y - x for x, y in zip(a, b)]
+    rlat = d[3] / 1e3 / d[0] if d[0] else None
+    wlat = d[7] / 1e3 / d[4] if d[4] else None
+    return d[2] * SECTOR, d[6] * SECTOR, rlat, wlat
 
 
 def med(vals):
@@ -203,7 +209,7 @@ def main():
 
     n = len(rounds)
     desc = []
-    for k in ("SIZE", "RUNTIME", "RAMP", "HB_REPEAT", "FIO_LAYOUT"):
+    for k in ("SIZE", "RUNTIME", "RAMP", "HB_REPEAT", "FIO_LAYOUT", "PAGES"):
         if k in kv:
             desc.append(f"{k}={kv[k]}")
     fs = re.search(r"^filesystem: (.*)$", meta, re.M)
@@ -212,6 +218,9 @@ def main():
           f"{' (' + fs.group(1).split(';')[0] + ')' if fs else ''}. MB/s = 1e6 B/s.")
     if devl:
         print(f"Device: {devl.group(1)}")
+    bufl = re.search(r"^buffers: (.*)$", meta, re.M)
+    if bufl:
+        print(f"I/O buffers: {bufl.group(1)}")
     print()
     print(f"| case | metric | hostbench (median) | fio (median) | hostbench / fio | per round | ≥ {RATE_TARGET} |")
     print("|---|---|---|---|---|---|---|")
@@ -286,19 +295,26 @@ def main():
             rb = med([x[0] for x in d if x])
             wb = med([x[1] for x in d if x])
             tb = med(tool_bytes)
-            direction = rb if "read" in CASES[t][0] else wb
-            rows.append((f"{tool} {t}", rb, wb, tb, ratio(direction, tb)))
+            reads = "read" in CASES[t][0]
+            direction = rb if reads else wb
+            dlat = med([x[2 if reads else 3] for x in d if x])
+            # hostbench's write counters also hold its layout's large buffered writes.
+            dlat_note = " (incl. layout)" if tool == "hostbench" and not reads else ""
+            rows.append((f"{tool} {t}", rb, wb, tb, ratio(direction, tb), dlat, dlat_note))
     if rows:
         print()
         print("Block-device counters around each run (median over rounds; hostbench's run includes laying out its "
               f"own {kv.get('SIZE', '?')} file): device bytes in the case's direction / bytes the tool moved, "
-              "about 1 when every I/O reached the device (O_DIRECT), well below 1 when a cache answered.")
+              "about 1 when every I/O reached the device (O_DIRECT), well below 1 when a cache answered. "
+              "Device latency: the kernel's mean time per request in the case's direction (ticks / "
+              "completed requests), the device's share of each tool's latency, without the tool's own overhead.")
         print()
-        print("| run | device read | device written | tool I/O | device / tool |")
-        print("|---|---|---|---|---|")
-        for name, rb, wb, tb, r in rows:
+        print("| run | device read | device written | tool I/O | device / tool | device mean latency |")
+        print("|---|---|---|---|---|---|")
+        for name, rb, wb, tb, r, dlat, dlat_note in rows:
             mb = lambda x: f"{x / 1e6:.0f} MB" if x is not None else "n/a"
-            print(f"| {name} | {mb(rb)} | {mb(wb)} | {mb(tb)} | {fmt_ratio(r, False)} |")
+            lat = f"{fmt_us(dlat)}{dlat_note}" if dlat is not None else "n/a"
+            print(f"| {name} | {mb(rb)} | {mb(wb)} | {mb(tb)} | {fmt_ratio(r, False)} | {lat} |")
 
     # Facts worth stating beside the tables.
     for t in tags:

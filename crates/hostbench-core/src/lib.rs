@@ -6,6 +6,7 @@
 //! thread pinning (`affinity`), units (`units`) and the `--spec` file (`spec`) live here too.
 
 pub mod affinity;
+pub mod buffer;
 pub mod clock;
 pub mod dmi;
 pub mod error;

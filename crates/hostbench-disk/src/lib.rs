@@ -25,6 +25,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use hostbench_core::buffer::Pages;
 use hostbench_core::model::{Host, Metric, Record};
 use hostbench_core::runner::record_from_samples;
 use hostbench_core::spec::Spec;
@@ -88,6 +89,10 @@ pub struct DiskConfig {
     pub verify: bool,
     /// Keep per-interval throughput (e.g. every 100 ms) of every sample in the record.
     pub interval: Option<Duration>,
+    /// Page size of the I/O buffers: huge (default) so each buffer is physically contiguous and
+    /// reaches the device as few DMA segments, or 4k as fio's default malloc'd buffers (whose
+    /// contiguity is the allocator's luck); see hostbench-disk's engine for the measurements.
+    pub pages: Pages,
     pub seed: u64,
 }
 
@@ -180,6 +185,7 @@ impl Default for DiskConfig {
             sync_writes: false,
             verify: false,
             interval: None,
+            pages: Pages::Huge,
             seed: 0xD15C,
         }
     }
@@ -306,6 +312,9 @@ struct SampleOut {
     write_lat: LatencyHist,
     /// Throughput per interval (B/s), summed over the threads, when `--interval` was given.
     intervals: Vec<f64>,
+    /// Every thread's I/O buffers: bytes, and bytes on huge pages (`None`: unknown).
+    buffer_bytes: u64,
+    buffer_huge_bytes: Option<u64>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -351,6 +360,7 @@ fn one_sample(
                 iodepth: c.iodepth,
                 mem_align,
                 fdatasync_each_write: cfg.sync_writes,
+                pages: cfg.pages,
             };
             engine::run_thread(kind, &job, &mut w)
         },
@@ -370,6 +380,8 @@ fn one_sample(
         read_lat: LatencyHist::new(),
         write_lat: LatencyHist::new(),
         intervals: Vec::new(),
+        buffer_bytes: t.results.iter().map(|s| s.buffer_bytes).sum(),
+        buffer_huge_bytes: t.results.iter().map(|s| s.buffer_huge_bytes).sum(),
     };
     if let Some(iv) = cfg.interval {
         // Each thread's buckets start at its own first submission; the barrier released them
@@ -547,11 +559,37 @@ fn case_for(
         .param("iodepth", c.iodepth)
         .param("engine", kind.name())
         .param("direct", direct)
-        .param("file_bytes", file_bytes);
+        .param("file_bytes", file_bytes)
+        .param("pages", cfg.pages.name());
     if c.op.mixed() {
         case = case.param("rwmix_read", cfg.rwmix_read);
     }
     case
+}
+
+/// `extra.io_buffers` of a record: the page size asked for and what the kernel granted, and a
+/// warning when huge pages were asked for and not (all) granted, since the device then sees
+/// the scattered segments of 4 KiB pages (see the engine's `BufPool`).
+fn io_buffers(pages: Pages, bytes: u64, huge: Option<u64>) -> (serde_json::Value, Option<String>) {
+    let fraction = huge.map(|h| h as f64 / bytes.max(1) as f64);
+    let info = json!({
+        "pages": pages.name(),
+        "bytes": bytes,
+        "huge_bytes": huge,
+        "huge_fraction": fraction,
+    });
+    let note = match (pages, fraction) {
+        (Pages::Huge, Some(f)) if f < 1.0 => Some(format!(
+            "huge pages asked for the I/O buffers, {:.0} % granted (transparent huge pages off or              memory fragmented: see /sys/kernel/mm/transparent_hugepage/enabled); the rest are              4 KiB pages, so large blocks reach the device in more, smaller DMA segments",
+            f * 100.0
+        )),
+        (Pages::Huge, None) => Some(
+            "huge pages asked for the I/O buffers; whether they were granted is unknown              (/proc/self/smaps unreadable)"
+                .to_owned(),
+        ),
+        _ => None,
+    };
+    (info, note)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -622,8 +660,8 @@ fn run_one(
             return skip_all(runner, &[&tp_case, &iops_case, &lat_case], &e);
         }
     }
-    type Kept = (LatencyHist, LatencyHist, LatencyHist, f64, Vec<f64>);
-    let hists: RefCell<Vec<Kept>> = RefCell::new(Vec::new());
+    // Every sample's full outcome, for the derived records (iops, latency) and the extras.
+    let hists: RefCell<Vec<SampleOut>> = RefCell::new(Vec::new());
     let counter = std::cell::Cell::new(1u64);
     let mut derived: Vec<Record> = Vec::new();
     let device = setup.device.clone();
@@ -636,10 +674,9 @@ fn run_one(
             let s = one_sample(setup, cfg, c, kind, direct, mem_align, order, deadline, n)?;
             let iops = s.ios as f64 / s.wall_s;
             let p50 = s.lat.percentile_ns(50.0) as f64 / 1e9;
-            hists
-                .borrow_mut()
-                .push((s.lat, s.read_lat, s.write_lat, iops, s.intervals));
-            Ok(Sample::new(s.bytes as f64 / s.wall_s)
+            let rate = s.bytes as f64 / s.wall_s;
+            hists.borrow_mut().push(s);
+            Ok(Sample::new(rate)
                 .with("iops", iops)
                 .with("latency_p50_s", p50))
         },
@@ -647,18 +684,23 @@ fn run_one(
             // The runner's warm-up sample is the first entry: leave it out.
             let all = hists.borrow();
             let measured = &all[all.len().saturating_sub(rec.samples.len())..];
-            let iops: Vec<f64> = measured.iter().map(|h| h.3).collect();
+            let iops: Vec<f64> = measured.iter().map(|h| h.ios as f64 / h.wall_s).collect();
             let p50s: Vec<f64> = measured
                 .iter()
-                .map(|h| h.0.percentile_ns(50.0) as f64 / 1e9)
+                .map(|h| h.lat.percentile_ns(50.0) as f64 / 1e9)
                 .collect();
             let mut lat = LatencyHist::new();
             let (mut rl, mut wl) = (LatencyHist::new(), LatencyHist::new());
             for h in measured {
-                lat.merge(&h.0);
-                rl.merge(&h.1);
-                wl.merge(&h.2);
+                lat.merge(&h.lat);
+                rl.merge(&h.read_lat);
+                wl.merge(&h.write_lat);
             }
+            // The sample with the fewest huge pages speaks for the case (they rarely differ).
+            let buffers = measured
+                .iter()
+                .min_by_key(|h| h.buffer_huge_bytes.unwrap_or(0))
+                .map(|h| io_buffers(cfg.pages, h.buffer_bytes, h.buffer_huge_bytes));
             let common = |r: &mut Record| {
                 r.extra.insert("cache_mode".into(), json!(cache_mode));
                 r.extra.insert("fs_type".into(), json!(fs.fs_type));
@@ -667,6 +709,12 @@ fn run_one(
                 }
                 r.extra.insert("verify".into(), json!(cfg.verify));
                 r.extra.insert("sync_writes".into(), json!(cfg.sync_writes));
+                if let Some((info, note)) = &buffers {
+                    r.extra.insert("io_buffers".into(), info.clone());
+                    if let Some(n) = note {
+                        r.warnings.push(n.clone());
+                    }
+                }
                 match cfg.io_bytes {
                     Some(b) => r.extra.insert("io_bytes_per_sample".into(), json!(b)),
                     None => r.extra.insert("sample_seconds".into(), json!(cfg.duration.as_secs_f64())),
@@ -691,7 +739,7 @@ fn run_one(
             if let Some(iv) = cfg.interval {
                 rec.extra
                     .insert("interval_seconds".into(), json!(iv.as_secs_f64()));
-                let series: Vec<&Vec<f64>> = measured.iter().map(|h| &h.4).collect();
+                let series: Vec<&Vec<f64>> = measured.iter().map(|h| &h.intervals).collect();
                 rec.extra.insert("interval_bytes_per_s".into(), json!(series));
             }
             let write = c.op.writes() && !c.op.reads();
@@ -750,6 +798,24 @@ mod tests {
     use std::os::unix::fs::FileExt;
 
     #[test]
+    fn io_buffers_say_what_was_granted_and_warn_when_huge_pages_fell_short() {
+        let (info, note) = io_buffers(Pages::Huge, 8 << 20, Some(8 << 20));
+        assert_eq!(info["pages"], "huge");
+        assert_eq!(info["huge_fraction"], 1.0);
+        assert!(note.is_none());
+        let (info, note) = io_buffers(Pages::Huge, 8 << 20, Some(2 << 20));
+        assert_eq!(info["huge_fraction"], 0.25);
+        assert!(note.expect("warning").contains("25 % granted"));
+        let (_, note) = io_buffers(Pages::Huge, 8 << 20, None);
+        assert!(note.expect("warning").contains("unknown"));
+        // 4k was asked for: nothing to warn about, and no huge pages claimed.
+        let (info, note) = io_buffers(Pages::Small, 4096, Some(0));
+        assert_eq!(info["pages"], "4k");
+        assert_eq!(info["huge_bytes"], 0);
+        assert!(note.is_none());
+    }
+
+    #[test]
     fn verify_catches_a_corrupted_block_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
@@ -778,6 +844,7 @@ mod tests {
                 iodepth: 4,
                 mem_align: 4096,
                 fdatasync_each_write: false,
+                pages: Pages::Huge,
             };
             let e = engine::run_thread(kind, &job, &mut w).unwrap_err();
             assert!(matches!(e, BenchError::Validation(_)), "{e}");

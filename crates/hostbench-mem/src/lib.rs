@@ -10,7 +10,7 @@
 //! * `peak` — the DRAM limit from DMI or the spec file.
 
 pub mod bandwidth;
-pub mod buffer;
+pub use hostbench_core::buffer;
 pub mod kernels;
 pub mod latency;
 pub mod order;

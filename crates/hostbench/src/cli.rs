@@ -232,6 +232,11 @@ pub struct DiskArgs {
     /// Write checksummed blocks (the layout too) and check every block read.
     #[arg(long)]
     pub verify: bool,
+    /// I/O buffer pages: huge (transparent huge pages, verified: each buffer is physically
+    /// contiguous, so a block reaches the device in few DMA segments) or 4k (like fio's default
+    /// malloc'd buffers, scattered as the allocator happens to place them).
+    #[arg(long, value_name = "P", default_value = "huge")]
+    pub pages: String,
     /// Also keep each sample's throughput per interval (e.g. 100ms) in the record
     /// (`extra.interval_bytes_per_s`), like fio's bandwidth log.
     #[arg(long, value_name = "D")]

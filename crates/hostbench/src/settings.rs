@@ -406,6 +406,7 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     )?;
     cfg.sync_writes = args.sync;
     cfg.verify = args.verify;
+    cfg.pages = flag("pages", hostbench_core::buffer::Pages::parse(&args.pages))?;
     if let Some(i) = &args.interval {
         cfg.interval = Some(flag("interval", parse_duration(i))?);
     }

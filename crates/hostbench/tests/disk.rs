@@ -92,10 +92,22 @@ fn every_pattern_and_engine_runs_on_a_small_file() {
             "engine",
             "direct",
             "file_bytes",
+            "pages",
         ] {
             assert!(r["params"].get(key).is_some(), "params lack {key}: {r}");
         }
         assert!(r["extra"]["cache_mode"].is_string());
+        // Huge-page buffers by default, with what the kernel granted (THP may be off).
+        assert_eq!(r["params"]["pages"], "huge");
+        let bufs = &r["extra"]["io_buffers"];
+        assert_eq!(bufs["pages"], "huge", "{r}");
+        let frac = bufs["huge_fraction"].as_f64().expect("huge_fraction");
+        assert!((0.0..=1.0).contains(&frac), "{r}");
+        assert_eq!(
+            frac < 1.0,
+            r["warnings"].to_string().contains("huge pages asked for"),
+            "a shortfall must be warned about, and only then: {r}"
+        );
         if r["benchmark"] == "disk.latency" {
             assert_eq!(r["unit"], "s");
             let s = &r["stats"];
@@ -254,7 +266,7 @@ fn ctrl_c_removes_the_scratch_directory() {
 fn verify_reads_back_checksummed_blocks() {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = run_ok(
-        "disk --op write,randread,read --block 16k --iodepth 4 --verify --size 4MiB \
+        "disk --op write,randread,read --block 16k --iodepth 4 --verify --size 4MiB --pages 4k \
          --duration 100ms --interval 20ms --repeat 1 --warmup 0 --json - --dir",
         &[dir.path().as_os_str()],
     );
@@ -262,6 +274,16 @@ fn verify_reads_back_checksummed_blocks() {
     assert!(doc["skipped"].is_null(), "{}", doc["skipped"]);
     let records = doc["records"].as_array().expect("records");
     assert!(records.iter().all(|r| r["extra"]["verify"] == true));
+    // --pages 4k: small pages asked for (MADV_NOHUGEPAGE), and none granted.
+    for r in records {
+        assert_eq!(r["params"]["pages"], "4k");
+        assert_eq!(r["extra"]["io_buffers"]["pages"], "4k");
+        assert_eq!(
+            r["extra"]["io_buffers"]["huge_bytes"].as_u64(),
+            Some(0),
+            "{r}"
+        );
+    }
     // Per-interval throughput: one series per sample, about 100 ms / 20 ms buckets.
     let tp = records
         .iter()
@@ -308,6 +330,7 @@ fn disk_bad_input_is_one_line_and_exit_2() {
     assert_usage_error(&["disk", "--dir", d, "--engine", "aio"], "aio");
     assert_usage_error(&["disk", "--dir", d, "--iodepth", "0"], "'0'");
     assert_usage_error(&["disk", "--dir", d, "--threads", "0"], "'0'");
+    assert_usage_error(&["disk", "--dir", d, "--pages", "1g"], "page size '1g'");
     if let Some(ro) = Tmpfs::mount("8m", ",ro") {
         assert_usage_error(
             &["disk", "--dir", ro.path().to_str().expect("utf-8")],

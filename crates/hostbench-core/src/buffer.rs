@@ -7,13 +7,17 @@
 //! untouched; [`Region::touch`], called on the owning pinned thread, faults every page in there
 //! (DESIGN §5: first touch by the thread that streams it).
 //!
+//! The disk engines use the same regions for their I/O buffers, where huge pages matter for a
+//! different reason: a buffer that is physically contiguous goes to the device as a few large DMA
+//! segments instead of one per 4 KiB page (see hostbench-disk's engine).
+//!
 //! Huge pages are a request, not a promise: `madvise(MADV_HUGEPAGE)` is honoured only when THP is
 //! enabled and memory is not fragmented, so [`Region::huge_bytes`] reads `/proc/self/smaps` to say
 //! how much of the region really is backed by huge pages, and the caller reports that.
 
 use std::ptr::NonNull;
 
-use hostbench_core::BenchError;
+use crate::BenchError;
 
 /// Which page size a region asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -1,6 +1,6 @@
 //! Integration tests of `hostbench disk`: every pattern and engine on a small file, the JSON
 //! contract, cache labelling on tmpfs, the safety rules (scratch directory removed on success,
-//! on a full filesystem and on Ctrl-C) and bad input.
+//! on a full filesystem, on an I/O error mid-run and on Ctrl-C) and bad input.
 
 mod common;
 
@@ -373,4 +373,237 @@ fn a_skipped_measurement_skips_all_three_records_alike() {
         );
     }
     assert!(leftovers(dir.path()).is_empty());
+}
+
+/// An ext4 image on a loop device (`mount -o loop`), unmounted on drop; the loop device goes
+/// with it (autoclear). `None` when not root or the tools are missing, which CI must not be.
+struct LoopExt4 {
+    img: PathBuf,
+    mnt: tempfile::TempDir,
+    dev: String,
+    _tmp: tempfile::TempDir,
+}
+
+impl LoopExt4 {
+    fn mount(size_mib: u64) -> Option<Self> {
+        if !Path::new("/dev/loop-control").exists() {
+            // A kernel or container without loop devices: nothing to mount on, even as root.
+            eprintln!("skipped: no /dev/loop-control (loop devices unavailable here)");
+            return None;
+        }
+        let tools = ["mkfs.ext4", "losetup", "filefrag"];
+        let have = |t: &str| {
+            StdCommand::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !is_root() || !tools.iter().all(|t| have(t)) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root with e2fsprogs and mount installed: a loop-mounted ext4 must work"
+            );
+            return None;
+        }
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let img = tmp.path().join("disk.img");
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(size_mib << 20))
+            .expect("image");
+        // No journal and no lazy initialisation: every metadata block is written now, so only
+        // the data file's blocks lie beyond the cut the test makes later.
+        let ok = StdCommand::new("mkfs.ext4")
+            .args(["-q", "-F", "-b", "4096", "-O", "^has_journal", "-E"])
+            .arg("lazy_itable_init=0,lazy_journal_init=0")
+            .arg(&img)
+            .status()
+            .expect("mkfs.ext4")
+            .success();
+        assert!(ok, "mkfs.ext4 failed");
+        let mnt = tempfile::tempdir().expect("tempdir");
+        let ok = StdCommand::new("mount")
+            .args(["-o", "loop"])
+            .arg(&img)
+            .arg(mnt.path())
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "mount -o loop failed");
+        let out = StdCommand::new("losetup")
+            .arg("-j")
+            .arg(&img)
+            .output()
+            .expect("losetup -j");
+        let dev = String::from_utf8_lossy(&out.stdout)
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string();
+        assert!(
+            dev.starts_with("/dev/loop"),
+            "loop device of {img:?}: {dev:?}"
+        );
+        Some(Self {
+            img,
+            mnt,
+            dev,
+            _tmp: tmp,
+        })
+    }
+
+    /// Shrink the device to `bytes` under the mounted filesystem: every I/O beyond it now fails
+    /// with EIO in the block layer ("access beyond end of device"), as a dying disk would.
+    fn cut_at(&self, bytes: u64) {
+        let sysfs_size = Path::new("/sys/block")
+            .join(self.dev.trim_start_matches("/dev/"))
+            .join("size");
+        // A write the loop driver already has in flight can grow the image again between the
+        // truncate and the capacity change; once the device is smaller, nothing can: so repeat.
+        for _ in 0..50 {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&self.img)
+                .and_then(|f| f.set_len(bytes))
+                .expect("truncate image");
+            let ok = StdCommand::new("losetup")
+                .args(["-c", &self.dev])
+                .status()
+                .expect("losetup -c")
+                .success();
+            assert!(ok, "losetup -c {} failed", self.dev);
+            let sectors: u64 = std::fs::read_to_string(&sysfs_size)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .expect("device size");
+            if sectors * 512 <= bytes {
+                return;
+            }
+        }
+        panic!("{} did not shrink to {bytes} B", self.dev);
+    }
+}
+
+impl Drop for LoopExt4 {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("umount").arg(self.mnt.path()).status();
+    }
+}
+
+/// First physical byte of `file` on its device, from `filefrag -v` (FIEMAP).
+fn first_physical_byte(file: &Path) -> u64 {
+    let out = StdCommand::new("filefrag")
+        .arg("-v")
+        .arg(file)
+        .output()
+        .expect("filefrag");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let block: u64 = text
+        .split("blocks of ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .expect("filefrag block size");
+    // Extent lines: "   0:        0..    2047:       1066..      3113:   2048:   last,eof"
+    let first = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').map(str::trim).collect();
+            (f.len() >= 4 && f[0].parse::<u32>().is_ok())
+                .then(|| f[2].split("..").next()?.trim().parse::<u64>().ok())
+                .flatten()
+        })
+        .min()
+        .expect("an extent");
+    first * block
+}
+
+#[test]
+fn an_io_error_mid_run_ends_that_case_and_keeps_what_was_measured() {
+    let Some(disk) = LoopExt4::mount(64) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("partial.json");
+    // read, then write (during which the device fails), then randread: one line of stderr per
+    // failed case, the read's records kept, the scratch directory removed.
+    let child = StdCommand::new(assert_cmd::cargo::cargo_bin("hostbench"))
+        .env("HOSTBENCH_DB", dir.path().join("history.sqlite"))
+        .args(
+            "disk --op read,write,randread --block 64k --iodepth 4 --size 8MiB --duration 2s \
+             --repeat 1 --warmup 0 --json"
+                .split_whitespace(),
+        )
+        .arg(&json)
+        .arg("--dir")
+        .arg(disk.mnt.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The partial result is rewritten after every case: once it holds the read's records, the
+    // write is running.
+    let t0 = Instant::now();
+    loop {
+        let n = std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|d| d["records"].as_array().map(Vec::len))
+            .unwrap_or(0);
+        if n >= 3 {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the read case never finished"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let data = leftovers(disk.mnt.path())
+        .first()
+        .map(|d| d.join("data"))
+        .expect("scratch directory");
+    disk.cut_at(first_physical_byte(&data));
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("result")).expect("valid JSON");
+    let ops = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|r| r["params"]["op"].as_str().unwrap_or("?").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // What was measured before the failure is kept.
+    assert_eq!(ops(&doc["records"]), ["read", "read", "read"], "{doc}");
+    // The failing case and the one after it are skipped, each saying what the OS said.
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    for op in ["write", "randread"] {
+        let s: Vec<&serde_json::Value> =
+            skipped.iter().filter(|s| s["params"]["op"] == op).collect();
+        assert_eq!(s.len(), 3, "{op}: {skipped:?}");
+        for e in s {
+            let reason = e["reason"].as_str().unwrap_or("");
+            assert!(
+                reason.contains("Input/output error") && reason.contains("offset"),
+                "{op}: {e}"
+            );
+        }
+    }
+    // The report says so too, and exit code 3 means "some benchmarks skipped or failed".
+    assert!(
+        stdout.contains("Input/output error"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
+    assert!(
+        leftovers(disk.mnt.path()).is_empty(),
+        "scratch directory left behind; stderr: {stderr}"
+    );
 }

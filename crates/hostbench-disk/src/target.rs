@@ -661,6 +661,8 @@ pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<Devic
     } else if numbered("usb").is_some() {
         // The USB generation is in the hub's `speed` file, but a bridge chip usually limits more.
         info.interface = Some("USB".to_string());
+    } else if let Some((iface, bps)) = sas_link(&disk) {
+        (info.interface, info.interface_bps) = (Some(iface), bps);
     } else if let Some(port) = numbered("ata") {
         let spd = read_trim(
             &sys_root
@@ -677,6 +679,54 @@ pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<Devic
         }
     }
     Some(info)
+}
+
+/// The SAS link of a disk behind a SAS transport (an `end_device-*` in its sysfs path): the
+/// negotiated rate of each phy of the port just above the end device (the HBA's, or an
+/// expander's for an expander-attached disk), summed over a wide port. None when the disk is not
+/// on SAS; a rate-less "SAS" when the phys cannot be read.
+fn sas_link(disk: &Path) -> Option<(String, Option<f64>)> {
+    let end_device = disk.ancestors().find(|a| {
+        a.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("end_device-"))
+    })?;
+    let port = end_device.parent()?;
+    let mut rates: Vec<f64> = std::fs::read_dir(port)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("phy-").then(|| {
+                read_trim(
+                    &e.path()
+                        .join("sas_phy")
+                        .join(&name)
+                        .join("negotiated_linkrate"),
+                )
+            })?
+        })
+        .filter_map(|r| leading_number(&r))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let Some(&fastest) = rates.last() else {
+        return Some(("SAS".to_string(), None));
+    };
+    // SAS-1 to SAS-3 (1.5–12 Gb/s) use 8b/10b, SAS-4 ("22.5 Gbit") 128b/150b.
+    let payload = |gbit: f64| {
+        if gbit > 12.0 {
+            gbit * 1e9 * 128.0 / 150.0 / 8.0
+        } else {
+            gbit * 1e9 / 10.0
+        }
+    };
+    let lanes = rates.len();
+    let name = if lanes > 1 {
+        format!("SAS {fastest:.1} Gb/s x{lanes}")
+    } else {
+        format!("SAS {fastest:.1} Gb/s")
+    };
+    Some((name, Some(rates.iter().map(|&g| payload(g)).sum())))
 }
 
 /// PCIe link of an NVMe namespace's controller, or the fabric transport for NVMe-oF.
@@ -774,9 +824,13 @@ fn interface_basis(iface: &str, bps: f64) -> String {
             }
         }
     }
-    if iface.starts_with("SATA") {
+    if iface.starts_with("SATA") || iface.starts_with("SAS") {
+        let encoding = match leading_number(iface.split_once(' ').map_or("", |(_, r)| r)) {
+            Some(g) if iface.starts_with("SAS") && g > 12.0 => "128b/150b",
+            _ => "8b/10b",
+        };
         return format!(
-            "{iface} link: {} after 8b/10b encoding {NOT_DEVICE}",
+            "{iface} link: {} after {encoding} encoding {NOT_DEVICE}",
             format_value(bps, "B/s")
         );
     }
@@ -1310,6 +1364,52 @@ mod tests {
         write(&root.join("class/ata_link/link3/sata_spd"), "6.0 Gbps");
     }
 
+    /// A SAS disk behind an expander, on a 12 Gb/s narrow port, and a SAS-4 disk on a 2-phy
+    /// wide port straight off the HBA.
+    fn sas_fixture(root: &Path) {
+        let hba = "devices/pci0000:00/0000:00:03.0/0000:02:00.0/host0";
+        let sdb = sas_disk(
+            root,
+            hba,
+            "port-0:0/expander-0:0/port-0:0:3",
+            "0:0:3",
+            "sdb 8:16",
+        );
+        write(&sdb.join("device/model"), "ST8000NM0075");
+        sas_phys(
+            root,
+            hba,
+            "port-0:0/expander-0:0/port-0:0:3",
+            &["phy-0:0:3"],
+            "12.0 Gbit",
+        );
+        sas_disk(root, hba, "port-0:1", "0:1", "sdc 8:32");
+        sas_phys(root, hba, "port-0:1", &["phy-0:4", "phy-0:5"], "22.5 Gbit");
+    }
+
+    /// A disk `NAME MAJ:MIN` at `hba/port/end_device-END/...`, linked from dev/block.
+    fn sas_disk(root: &Path, hba: &str, port: &str, end: &str, name_dev: &str) -> PathBuf {
+        let (name, dev) = name_dev.split_once(' ').unwrap();
+        let rel = format!("{hba}/{port}/end_device-{end}/target0:0:0/0:0:0:0/block/{name}");
+        let disk = root.join(&rel);
+        queue(&disk, "1", "512", "4096");
+        std::fs::create_dir_all(disk.join("device")).unwrap();
+        link(&format!("../../{rel}"), &root.join("dev/block").join(dev));
+        disk
+    }
+
+    fn sas_phys(root: &Path, hba: &str, port: &str, phys: &[&str], rate: &str) {
+        for phy in phys {
+            let dir = root
+                .join(hba)
+                .join(port)
+                .join(phy)
+                .join("sas_phy")
+                .join(phy);
+            write(&dir.join("negotiated_linkrate"), rate);
+        }
+    }
+
     fn virtio_fixture(root: &Path) {
         let vdev = root.join("devices/pci0000:00/0000:00:02.0/virtio1");
         write(&vdev.join("modalias"), "virtio:d00000002v00001AF4");
@@ -1389,6 +1489,29 @@ mod tests {
         assert_eq!(dm.name, "dm-0");
         assert_eq!(dm.interface, None);
         assert_eq!(dm.logical_block, Some(4096));
+    }
+
+    #[test]
+    fn device_info_sas_narrow_wide_and_sas4() {
+        let tmp = tempfile::tempdir().unwrap();
+        sas_fixture(tmp.path());
+        let sdb = device_info_from(tmp.path(), 8, 16).unwrap();
+        assert_eq!(sdb.model.as_deref(), Some("ST8000NM0075"));
+        assert_eq!(sdb.interface.as_deref(), Some("SAS 12.0 Gb/s"));
+        assert!((sdb.interface_bps.unwrap() - 1.2e9).abs() < 1.0);
+        let p = disk_peak(Some(&sdb), &Spec::default(), false, false).unwrap();
+        assert!(
+            p.basis.starts_with("SAS 12.0 Gb/s link: 1.2"),
+            "{}",
+            p.basis
+        );
+        assert!(p.basis.contains("8b/10b"), "{}", p.basis);
+        // Two 22.5 Gbit phys: 2 x 2.4 GB/s after 128b/150b.
+        let sdc = device_info_from(tmp.path(), 8, 32).unwrap();
+        assert_eq!(sdc.interface.as_deref(), Some("SAS 22.5 Gb/s x2"));
+        assert!((sdc.interface_bps.unwrap() - 4.8e9).abs() < 1.0);
+        let p = disk_peak(Some(&sdc), &Spec::default(), true, false).unwrap();
+        assert!(p.basis.contains("128b/150b"), "{}", p.basis);
     }
 
     #[test]

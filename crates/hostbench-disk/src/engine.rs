@@ -7,7 +7,8 @@
 //! so it is both the fallback and the like-for-like comparison with `fio --ioengine=psync`.
 //!
 //! Both engines follow the same rules so that their numbers mean the same thing:
-//! - buffers are allocated here, aligned for O_DIRECT and zero-initialised, one per queue slot;
+//! - buffers are allocated here, aligned for O_DIRECT, faulted in before the run and on the
+//!   page size asked for (huge by default, see `BufPool`), one per queue slot;
 //! - a write's data is produced (`Workload::fill`) before its clock starts, and a read's data is
 //!   checked (`Workload::check`) after its clock stops, so data generation and verification never
 //!   count as device latency;

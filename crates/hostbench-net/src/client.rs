@@ -132,6 +132,18 @@ pub struct Outcome {
     pub seconds: f64,
 }
 
+/// The error for a handshake reply that is not the one expected: the server's own refusal
+/// reason when it refused, else what it sent instead.
+fn unexpected(server: SocketAddr, expected: &str, reply: Msg) -> ClientError {
+    ClientError::Peer(match reply {
+        Msg::Refused { reason, .. } => format!("{server} refused: {reason}"),
+        other => format!(
+            "{server}: handshake failed: expected {expected}, got {}",
+            other.name()
+        ),
+    })
+}
+
 impl Client {
     /// Connect and authenticate. With a token the server must prove it holds the same one.
     pub fn connect(
@@ -161,13 +173,7 @@ impl Client {
                 server_nonce,
                 auth_required,
             } => (server_nonce, auth_required),
-            Msg::Refused { reason, .. } => return Err(peer(format!("{server} refused: {reason}"))),
-            other => {
-                return Err(peer(format!(
-                    "{server}: handshake failed: expected challenge, got {}",
-                    other.name()
-                )))
-            }
+            other => return Err(unexpected(server, "challenge", other)),
         };
         let sn = auth::unhex(&server_nonce)
             .filter(|n| n.len() == auth::NONCE_BYTES)
@@ -185,13 +191,7 @@ impl Client {
         let reply = wire::read_msg(&mut ctl, timeout, "the server's welcome").map_err(handshake)?;
         let (cookie, server_mac) = match reply {
             Msg::Welcome { cookie, server_mac } => (cookie, server_mac),
-            Msg::Refused { reason, .. } => return Err(peer(format!("{server} refused: {reason}"))),
-            other => {
-                return Err(peer(format!(
-                    "{server}: handshake failed: expected welcome, got {}",
-                    other.name()
-                )))
-            }
+            other => return Err(unexpected(server, "welcome", other)),
         };
         let cookie_bytes = auth::unhex(&cookie)
             .filter(|c| c.len() == auth::NONCE_BYTES)

@@ -20,6 +20,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use crate::error::BenchError;
+use crate::microarch;
 use crate::model::{Cache, Cpu, Host, Memory};
 
 const UNKNOWN: &str = "unknown";
@@ -186,6 +187,7 @@ fn collect(root: &Path, source: Source) -> Host {
             family: ident.family,
             model_id: ident.model_id,
             microarch: ident.microarch,
+            microarch_basis: ident.microarch_basis,
         },
         memory: Memory {
             total_bytes: meminfo_bytes(root, "MemTotal").unwrap_or(0),
@@ -325,6 +327,7 @@ struct Ident {
     family: Option<u32>,
     model_id: Option<u32>,
     microarch: Option<String>,
+    microarch_basis: Option<String>,
 }
 
 /// Decimal, or hexadecimal with a `0x` prefix.
@@ -347,16 +350,18 @@ fn identify(root: &Path, info: &BTreeMap<String, String>) -> Ident {
             .map(|m| m.split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|m| !m.is_empty())
             .unwrap_or_else(|| UNKNOWN.to_string());
-        let microarch = match (family, model_id) {
-            (Some(f), Some(m)) => x86_microarch(vendor, f, m, stepping).map(str::to_string),
-            _ => None,
-        };
+        let flags: Vec<&str> = info
+            .get("flags")
+            .map(|f| f.split_whitespace().collect())
+            .unwrap_or_default();
+        let id = microarch::identify_x86(vendor, family, model_id, stepping, &flags);
         return Ident {
             vendor: vendor.clone(),
             model,
             family,
             model_id,
-            microarch,
+            microarch: id.as_ref().map(|i| i.name.to_string()),
+            microarch_basis: id.map(|i| i.basis),
         };
     }
     // Arm: the MIDR fields, from cpuinfo or (when cpuinfo is terse) from sysfs.
@@ -386,6 +391,8 @@ fn identify(root: &Path, info: &BTreeMap<String, String>) -> Ident {
             family: Some(implementer),
             model_id: Some(part),
             microarch: arm_microarch(implementer, part).map(str::to_string),
+            microarch_basis: arm_microarch(implementer, part)
+                .map(|_| format!("MIDR implementer 0x{implementer:02x} part 0x{part:03x}")),
         };
     }
     Ident {
@@ -396,54 +403,6 @@ fn identify(root: &Path, info: &BTreeMap<String, String>) -> Ident {
             .cloned()
             .unwrap_or_else(|| UNKNOWN.to_string()),
         ..Ident::default()
-    }
-}
-
-/// Microarchitecture of an x86 CPU from its CPUID vendor, family, model and stepping.
-fn x86_microarch(
-    vendor: &str,
-    family: u32,
-    model: u32,
-    stepping: Option<u32>,
-) -> Option<&'static str> {
-    match vendor {
-        "AuthenticAMD" => match (family, model) {
-            // Pinnacle Ridge / Colfax and Picasso are the 12 nm refresh.
-            (0x17, 0x08 | 0x18) => Some("Zen+"),
-            (0x17, 0x00..=0x2f) => Some("Zen"),
-            (0x17, _) => Some("Zen 2"),
-            (0x19, 0x00..=0x0f | 0x20..=0x5f) => Some("Zen 3"),
-            (0x19, 0x10..=0x1f | 0x60..=0xaf) => Some("Zen 4"),
-            (0x1a, _) => Some("Zen 5"),
-            _ => None,
-        },
-        "HygonGenuine" if family == 0x18 => Some("Zen"),
-        "GenuineIntel" if family == 6 => match model {
-            0x3c | 0x3f | 0x45 | 0x46 => Some("Haswell"),
-            0x3d | 0x47 | 0x4f | 0x56 => Some("Broadwell"),
-            0x4e | 0x5e => Some("Skylake"),
-            // One model number, three generations told apart by stepping.
-            0x55 => match stepping {
-                Some(10..) => Some("Cooper Lake"),
-                Some(5..=9) => Some("Cascade Lake"),
-                _ => Some("Skylake-SP"),
-            },
-            0x6a | 0x6c => Some("Ice Lake-SP"),
-            0x7d | 0x7e => Some("Ice Lake"),
-            0x8c | 0x8d => Some("Tiger Lake"),
-            0x8e | 0x9e => Some("Kaby Lake/Coffee Lake"),
-            0xa5 | 0xa6 => Some("Comet Lake"),
-            0xa7 => Some("Rocket Lake"),
-            0x8f => Some("Sapphire Rapids"),
-            0xcf => Some("Emerald Rapids"),
-            0xad | 0xae => Some("Granite Rapids"),
-            0xaf => Some("Sierra Forest"),
-            0x97 | 0x9a => Some("Alder Lake"),
-            0xb7 | 0xba | 0xbf => Some("Raptor Lake"),
-            0xaa | 0xac => Some("Meteor Lake"),
-            _ => None,
-        },
-        _ => None,
     }
 }
 
@@ -1023,6 +982,40 @@ CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0x
     }
 
     #[test]
+    fn a_disguised_xeon_is_named_from_its_features() {
+        // A KVM guest as seen in issue 13: model 167 is Rocket Lake's number, but the flags carry
+        // AMX and AVX512-FP16, which only Sapphire Rapids and later have.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        put(
+            root,
+            "proc/cpuinfo",
+            "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 167\n\
+             model name\t: Intel Xeon Processor\nstepping\t: 1\nflags\t\t: fpu sse2 avx avx2 fma \
+             hypervisor avx512f avx512ifma avx512_vnni avx512_bf16 avx512_fp16 amx_bf16 amx_tile \
+             amx_int8\n\n",
+        );
+        let h = inventory_from(root);
+        assert_eq!(h.cpu.microarch.as_deref(), Some("Sapphire Rapids"));
+        let basis = h.cpu.microarch_basis.expect("basis");
+        assert!(basis.contains("names Rocket Lake"), "{basis}");
+        // A consistent model number is named from the number alone.
+        assert_eq!(
+            inventory_from_cpuinfo(XEON_CPUINFO)
+                .cpu
+                .microarch_basis
+                .as_deref(),
+            Some("CPUID family 6 model 0x6a")
+        );
+    }
+
+    fn inventory_from_cpuinfo(cpuinfo: &str) -> Host {
+        let dir = tempfile::tempdir().expect("tempdir");
+        put(dir.path(), "proc/cpuinfo", cpuinfo);
+        inventory_from(dir.path())
+    }
+
+    #[test]
     fn hypervisor_flag_without_vendor_is_unknown_and_dmi_names_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
@@ -1261,28 +1254,7 @@ CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0x
     }
 
     #[test]
-    fn microarch_table() {
-        let amd = |f, m| x86_microarch("AuthenticAMD", f, m, None);
-        assert_eq!(amd(0x17, 0x01), Some("Zen"));
-        assert_eq!(amd(0x17, 0x08), Some("Zen+"));
-        assert_eq!(amd(0x17, 0x31), Some("Zen 2"));
-        assert_eq!(amd(0x19, 0x01), Some("Zen 3"));
-        assert_eq!(amd(0x19, 0x21), Some("Zen 3"));
-        assert_eq!(amd(0x19, 0x11), Some("Zen 4"));
-        assert_eq!(amd(0x19, 0x61), Some("Zen 4"));
-        assert_eq!(amd(0x19, 0xb0), None);
-        assert_eq!(amd(0x1a, 0x02), Some("Zen 5"));
-        assert_eq!(amd(0x15, 0x02), None);
-        let intel = |m, s| x86_microarch("GenuineIntel", 6, m, s);
-        assert_eq!(intel(0x55, Some(4)), Some("Skylake-SP"));
-        assert_eq!(intel(0x55, Some(7)), Some("Cascade Lake"));
-        assert_eq!(intel(0x55, None), Some("Skylake-SP"));
-        assert_eq!(intel(0x8f, None), Some("Sapphire Rapids"));
-        assert_eq!(intel(0xcf, None), Some("Emerald Rapids"));
-        assert_eq!(intel(0x3f, None), Some("Haswell"));
-        assert_eq!(intel(0xb7, None), Some("Raptor Lake"));
-        assert_eq!(intel(0x01, None), None);
-        assert_eq!(x86_microarch("GenuineIntel", 15, 0x55, None), None);
+    fn arm_microarch_table() {
         assert_eq!(arm_microarch(0x41, 0xd4f), Some("Neoverse V2"));
         assert_eq!(arm_microarch(0x41, 0xd08), None);
     }

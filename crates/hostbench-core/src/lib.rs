@@ -12,6 +12,7 @@ pub mod dmi;
 pub mod error;
 pub mod histogram;
 pub mod host;
+pub mod microarch;
 pub mod model;
 pub mod parallel;
 pub mod runner;

@@ -101,6 +101,10 @@ pub struct Cpu {
     /// Microarchitecture name when recognised (e.g. "Zen 4"), used to label peak bases.
     #[serde(default)]
     pub microarch: Option<String>,
+    /// The evidence the microarchitecture was identified from (CPUID family/model, or the feature
+    /// set where the model number is implausible for it, as some hypervisors report).
+    #[serde(default)]
+    pub microarch_basis: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

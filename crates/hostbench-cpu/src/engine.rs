@@ -2,7 +2,9 @@
 //!
 //! One sample = `parallel::run_pinned`: every thread pinned, released together, timed from the
 //! first start to the last end. Right after, all threads time the dependent-add chain together,
-//! which gives the core clock under that very thread count (turbo drops with active cores).
+//! which gives the core clock under that very thread count (turbo drops with active cores): once
+//! plain (the scalar clock, kept for comparison) and once interleaved with the kernel's own
+//! instruction class (`loadclock`), the clock the peak is computed with.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -12,13 +14,35 @@ use hostbench_core::{affinity, clock, parallel, BenchError};
 
 use crate::isa::{Dtype, Isa};
 use crate::kernels::{chain_candidates, Kernel};
+use crate::loadclock::{self, Load};
 
 /// Outcome of one multi-threaded sample.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadRun {
     pub wall_s: f64,
-    /// Mean core clock over the threads, measured right after the kernel.
+    /// Mean core clock over the threads under the kernel's instruction class, measured right after
+    /// the kernel.
     pub clock_hz: Option<f64>,
+    /// Mean core clock over the threads by the plain scalar add chain (the clock before the
+    /// instruction class was taken into account), for comparison.
+    pub clock_scalar_hz: Option<f64>,
+}
+
+/// The scalar clock first, right after the sample, as it was always read; then the clock under the
+/// kernel's instruction class (the licence, if any, is re-entered within microseconds).
+fn clocks_after(load: Load, window: Duration) -> (Option<f64>, Option<f64>) {
+    let scalar = clock::measure_hz(window);
+    let loaded = if load == Load::Scalar {
+        scalar
+    } else {
+        loadclock::measure_hz(load, window)
+    };
+    (loaded, scalar)
+}
+
+fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let v: Vec<f64> = v.flatten().collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// How long each thread times the add chain after a sample.
@@ -34,21 +58,34 @@ pub fn run_threads(
     order: &[usize],
 ) -> Result<ThreadRun, BenchError> {
     let distinct_cpus = order.len().max(1);
+    let load = Load::of(kernel.isa, kernel.kind);
     let t = parallel::run_pinned(
         threads,
         order,
         |_| kernel.run(blocks_per_thread),
-        |i| {
-            (i < distinct_cpus)
-                .then(|| clock::measure_hz(CLOCK_WINDOW))
-                .flatten()
-        },
+        |i| (i < distinct_cpus).then(|| clocks_after(load, CLOCK_WINDOW)),
     )?;
-    let clocks: Vec<f64> = t.after.into_iter().flatten().collect();
-    let clock_hz = (!clocks.is_empty()).then(|| clocks.iter().sum::<f64>() / clocks.len() as f64);
+    let clocks: Vec<(Option<f64>, Option<f64>)> = t.after.into_iter().flatten().collect();
     Ok(ThreadRun {
         wall_s: t.wall_s,
-        clock_hz,
+        clock_hz: mean(clocks.iter().map(|c| c.0)),
+        clock_scalar_hz: mean(clocks.iter().map(|c| c.1)),
+    })
+}
+
+/// The clock under `load` on the first CPU of `order`, from a pinned helper thread (so the calling
+/// thread's affinity is left alone), after a short spin that wakes the core.
+pub fn measure_clock_pinned(load: Load, order: &[usize]) -> Option<f64> {
+    let cpu = order.first().copied().unwrap_or(0);
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let _ = affinity::pin_current_thread(cpu);
+            clock::measure_hz(Duration::from_millis(10));
+            loadclock::measure_hz(load, Duration::from_millis(20))
+        })
+        .join()
+        .ok()
+        .flatten()
     })
 }
 
@@ -58,7 +95,7 @@ pub struct Tuned {
     pub kernel: Kernel,
     /// Best single-thread operations per second seen while tuning.
     pub rate_1t: f64,
-    /// Core clock measured alongside.
+    /// Core clock measured alongside, under the kernel's instruction class.
     pub clock_hz: Option<f64>,
     /// (chains, ops/s) for every candidate tried.
     pub sweep: Vec<(usize, f64)>,
@@ -120,7 +157,7 @@ fn tune_on_this_thread(isa: Isa, dtype: Dtype, cpu: usize) -> Result<Tuned, Benc
             let t = Instant::now();
             k.run(blocks)?;
             let rate = blocks as f64 * k.ops_per_block() / t.elapsed().as_secs_f64();
-            let hz = clock::measure_hz(Duration::from_millis(2));
+            let hz = loadclock::measure_hz(Load::of(isa, k.kind), Duration::from_millis(2));
             if rate > best.0 {
                 best = (rate, hz);
             }

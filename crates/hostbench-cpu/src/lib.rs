@@ -9,6 +9,7 @@ pub mod engine;
 pub mod isa;
 pub mod kernels;
 pub mod linpack;
+pub mod loadclock;
 pub mod peak;
 pub mod reference;
 
@@ -149,14 +150,10 @@ fn physical_cores(spec: &Spec, cpus: &[usize]) -> usize {
 
 /// The clock a peak is computed with: the spec file's when given, else the measured one
 /// (labelled `measured_as` in the basis); `None` when neither exists.
-fn peak_clock(
-    spec: &Spec,
-    measured: Option<f64>,
-    measured_as: &'static str,
-) -> Option<(f64, &'static str)> {
+fn peak_clock(spec: &Spec, measured: Option<f64>, measured_as: &str) -> Option<(f64, String)> {
     match (spec.cpu.clock_hz, measured) {
-        (Some(hz), _) => Some((hz, "spec file")),
-        (None, Some(hz)) => Some((hz, measured_as)),
+        (Some(hz), _) => Some((hz, "spec file".into())),
+        (None, Some(hz)) => Some((hz, measured_as.into())),
         (None, None) => None,
     }
 }
@@ -224,6 +221,9 @@ pub fn run_compute(
                         if let Some(hz) = r.clock_hz {
                             s = s.with("clock_hz", hz);
                         }
+                        if let Some(hz) = r.clock_scalar_hz {
+                            s = s.with("clock_scalar_hz", hz);
+                        }
                         Ok(s)
                     },
                     |rec| {
@@ -279,7 +279,11 @@ fn finish_record(
             .collect::<Vec<_>>()),
     );
     let measured = rec.extra.get("clock_hz").and_then(|v| v.as_f64());
-    let Some((clock, source)) = peak_clock(spec, measured, "measured") else {
+    let load = loadclock::Load::of(k.isa, k.kind);
+    rec.extra
+        .insert("clock_method".into(), json!(load.method()));
+    let source = load.describe();
+    let Some((clock, source)) = peak_clock(spec, measured, &source) else {
         rec.warnings
             .push("core clock unknown on this architecture: no peak".into());
         return;
@@ -297,7 +301,7 @@ fn finish_record(
     // A table entry that is too low shows up as efficiency above 105 %, which `set_peak` flags
     // from this record's own medians (more robust than the short tuning trials).
     let peak = peak::cpu_peak(
-        cores_used, clock, source, k.isa, k.dtype, k.kind, &pipes, &rec.unit,
+        cores_used, clock, &source, k.isa, k.dtype, k.kind, &pipes, &rec.unit,
     );
     rec.set_peak(Some(peak));
 }
@@ -313,30 +317,51 @@ pub struct PeakRow {
     pub note: String,
 }
 
-/// Peaks for every dtype on the widest ISA and all physical cores, from the measured (or spec)
-/// clock and the table of documented pipes. No measurement is run here, so a CPU without a table
-/// entry gets "unknown" with the reason, never a guess.
+/// Peaks for every dtype on the widest ISA and all physical cores. The clock is read under each
+/// kernel's instruction class (one short measurement per class); the pipe count comes from the
+/// spec file or the documented table, and only where neither fixes it is the kernel tuned on one
+/// core to measure it, labelled as measured or inferred.
 pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
     let isa = Isa::best();
+    let order = affinity::placement_order();
     let cores = physical_cores(spec, &affinity::allowed_cpus());
-    let clock = peak_clock(spec, host.cpu.measured_hz, "measured");
+    let mut clocks: Vec<(loadclock::Load, Option<f64>)> = Vec::new();
+    let mut clock_under = |load: loadclock::Load| {
+        if let Some((_, hz)) = clocks.iter().find(|(l, _)| *l == load) {
+            return *hz;
+        }
+        let hz = engine::measure_clock_pinned(load, &order).or(host.cpu.measured_hz);
+        clocks.push((load, hz));
+        hz
+    };
     Dtype::ALL
         .iter()
         .map(|&dtype| {
             let (_, unit) = dtype.benchmark();
             let kind = kernels::op_kind(isa, dtype);
-            let pipes = peak::pipes(host, &spec.cpu, isa, kind, None);
+            let load = loadclock::Load::of(isa, kind);
             let supported = isa.supports(dtype);
+            let clock = if spec.cpu.clock_hz.is_some() {
+                peak_clock(spec, None, "")
+            } else {
+                peak_clock(spec, clock_under(load), &load.describe())
+            };
+            let pipes = peak::pipes(host, &spec.cpu, isa, kind, None).or_else(|| {
+                // Not fixed by a document: measure it on one core.
+                supported.as_ref().ok()?;
+                let tuned = engine::tune(isa, dtype, &order).ok()?;
+                peak::pipes(host, &spec.cpu, isa, kind, tuned.instr_per_cycle_1t())
+            });
             let (peak, note) = match (clock, pipes, supported) {
                 (_, _, Err(e)) => (None, e.to_string()),
                 (None, _, _) => (None, "core clock unknown on this architecture".to_string()),
                 (_, None, _) => (
                     None,
-                    "no documented pipe count for this CPU; `hostbench cpu` infers it".to_string(),
+                    "instruction throughput neither documented nor measurable here".to_string(),
                 ),
                 (Some((hz, source)), Some(p), Ok(())) => (
                     Some(peak::cpu_peak(
-                        cores, hz, source, isa, dtype, kind, &p, unit,
+                        cores, hz, &source, isa, dtype, kind, &p, unit,
                     )),
                     String::new(),
                 ),
@@ -438,13 +463,18 @@ fn fp64_peak(
     let measured = engine::run_threads(k, threads, blocks, order)
         .ok()?
         .clock_hz;
-    let (clock, source) = peak_clock(spec, measured, "measured under FMA load")?;
+    let under = format!(
+        "{} on {threads} thread{}",
+        loadclock::Load::of(isa, k.kind).describe(),
+        if threads == 1 { "" } else { "s" }
+    );
+    let (clock, source) = peak_clock(spec, measured, &under)?;
     let pipes = peak::pipes(host, &spec.cpu, isa, k.kind, tuned.instr_per_cycle_1t())?;
     Some((
         peak::cpu_peak(
             cores_used,
             clock,
-            source,
+            &source,
             isa,
             Dtype::F64,
             k.kind,

@@ -22,70 +22,134 @@ pub struct Pipes {
     pub source: String,
 }
 
-/// Documented instruction throughputs (per core per cycle) for cores we know.
-pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<f64> {
+/// A documented instruction throughput: one number for the core, or one per SKU family where
+/// the part decides (Xeon Scalable 1st–3rd gen have one or two 512-bit FMA units by SKU).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Documented {
+    Fixed(f64),
+    BySku {
+        options: &'static [f64],
+        /// Which parts have which, for the basis.
+        note: &'static str,
+    },
+}
+
+const XEON_SP_FMA512: Documented = Documented::BySku {
+    options: &[1.0, 2.0],
+    note:
+        "1 or 2 512-bit FMA units by SKU: Platinum, Gold 6xxx, Gold 5122/5222 and Xeon W have 2, \
+           Silver, Bronze and other Gold 5xxx 1",
+};
+const ICE_LAKE_FMA512: Documented = Documented::BySku {
+    options: &[1.0, 2.0],
+    note: "Ice Lake-SP has 2 512-bit FMA units, client Ice Lake, Tiger Lake and Rocket Lake 1",
+};
+const ZEN5_FMA512: Documented = Documented::BySku {
+    options: &[1.0, 2.0],
+    note:
+        "desktop and server Zen 5 have 512-bit FMA pipes, mobile Zen 5 runs 512-bit as two halves",
+};
+
+/// Documented instruction throughputs (per core per cycle) for cores we know: vendor optimization
+/// manuals (Intel's for Haswell through Granite Rapids, AMD's Software Optimization Guides for
+/// Zen 2–5, Arm's Neoverse Software Optimization Guides).
+pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<Documented> {
+    use Documented::Fixed;
     use OpKind::*;
     let wide = isa.width_bits() == 512;
     let ua = microarch;
-    let intel_server = [
-        "Skylake-SP",
-        "Cascade Lake",
+    let is = |names: &[&str]| names.contains(&ua);
+    let skylake_client = ["Skylake", "Kaby Lake", "Coffee Lake", "Comet Lake"]
+        .iter()
+        .any(|n| ua.contains(n));
+    // Xeon Scalable 1st–3rd generation (Skylake-SP, Cascade Lake, Cooper Lake: Skylake cores).
+    let xeon_skx = is(&["Skylake-SP", "Cascade Lake", "Cooper Lake"]);
+    // Sunny Cove and later server cores: two 512-bit FMA units on every SKU.
+    let xeon_new = is(&[
         "Ice Lake-SP",
         "Sapphire Rapids",
         "Emerald Rapids",
-    ]
-    .iter()
-    .any(|n| ua.contains(n));
-    let intel_skylake_client = ["Skylake", "Kaby Lake", "Coffee Lake", "Comet Lake"]
-        .iter()
-        .any(|n| ua.contains(n));
-    match kind {
+        "Granite Rapids",
+    ]);
+    // Client cores with AVX-512 and one 512-bit FMA unit (ports 0+1 fused).
+    let client_512 = is(&["Tiger Lake", "Rocket Lake"]);
+    let golden_cove_or_later = is(&["Sapphire Rapids", "Emerald Rapids", "Granite Rapids"]);
+    let intel_server = xeon_skx || xeon_new;
+    let haswell = ua.contains("Haswell") || ua.contains("Broadwell");
+    let neoverse_2x128 = is(&["Neoverse N1", "Neoverse N2", "Neoverse N3"]);
+    let neoverse_4x128 = is(&["Neoverse V1", "Neoverse V2", "Neoverse V3"]);
+    Some(match kind {
         // Zen 4 runs 512-bit FMAs as two 256-bit halves: one per cycle.
-        Fma if ua == "Zen 4" => Some(if wide { 1.0 } else { 2.0 }),
-        Fma if ["Zen 2", "Zen 3", "Zen 5"].contains(&ua) => Some(2.0),
-        Fma if ua.contains("Haswell") || ua.contains("Broadwell") || intel_skylake_client => {
-            Some(2.0)
-        }
-        // Xeon Gold/Platinum have two 512-bit FMA units (some Silver/Bronze parts one).
-        Fma if intel_server => Some(2.0),
-        Fma if ua.contains("Neoverse N1") || ua.contains("Neoverse N2") => Some(2.0),
-        Fma if ua.contains("Neoverse V1") || ua.contains("Neoverse V2") => Some(4.0),
+        Fma if ua == "Zen 4" => Fixed(if wide { 1.0 } else { 2.0 }),
+        Fma if ua == "Zen 5" && wide => ZEN5_FMA512,
+        Fma if is(&["Zen 2", "Zen 3", "Zen 5"]) => Fixed(2.0),
+        Fma if haswell || skylake_client => Fixed(2.0),
+        Fma if xeon_skx && wide => XEON_SP_FMA512,
+        Fma if ua == "Ice Lake" && wide => ICE_LAKE_FMA512,
+        Fma if client_512 && wide => Fixed(1.0),
+        Fma if intel_server || client_512 || ua == "Ice Lake" => Fixed(2.0),
+        Fma if neoverse_2x128 => Fixed(2.0),
+        Fma if neoverse_4x128 => Fixed(4.0),
         // Zen: FMUL on two pipes, FADD on two others.
-        MulAdd if ["Zen 2", "Zen 3", "Zen 4"].contains(&ua) => Some(4.0),
-        // Intel: multiplies and adds share ports 0 and 1.
-        MulAdd
-            if ua.contains("Haswell")
-                || ua.contains("Broadwell")
-                || intel_skylake_client
-                || intel_server =>
-        {
-            Some(2.0)
+        MulAdd if is(&["Zen 2", "Zen 3", "Zen 4", "Zen 5"]) => Fixed(4.0),
+        // Intel up to Sunny Cove: multiplies and adds share ports 0 and 1. (Golden Cove added
+        // fast adders on ports 1 and 5; no document fixes the mixed rate, so it is measured.)
+        MulAdd if haswell || skylake_client || xeon_skx || is(&["Ice Lake-SP", "Ice Lake"]) => {
+            Fixed(2.0)
         }
-        VecIntAdd if ua == "Zen 4" => Some(if wide { 2.0 } else { 4.0 }),
-        VecIntAdd if ua == "Zen 3" => Some(4.0),
-        VecIntAdd if ua == "Zen 2" => Some(3.0),
-        VecIntAdd if ua.contains("Haswell") || ua.contains("Broadwell") => Some(2.0),
-        VecIntAdd if intel_skylake_client => Some(3.0),
-        VecIntAdd if intel_server => Some(if wide { 2.0 } else { 3.0 }),
-        VecIntAdd if ua.contains("Neoverse N1") || ua.contains("Neoverse N2") => Some(2.0),
-        VecIntAdd if ua.contains("Neoverse V1") || ua.contains("Neoverse V2") => Some(4.0),
-        ScalarIntAdd if ["Zen 2", "Zen 3", "Zen 4"].contains(&ua) => Some(4.0),
-        ScalarIntAdd if ua == "Zen 5" => Some(6.0),
-        ScalarIntAdd
-            if ua.contains("Haswell")
-                || ua.contains("Broadwell")
-                || intel_skylake_client
-                || ua.contains("Skylake-SP")
-                || ua.contains("Cascade Lake") =>
-        {
-            Some(4.0)
+        MulAdd if client_512 => Fixed(2.0),
+        VecIntAdd if ua == "Zen 5" => Fixed(4.0),
+        VecIntAdd if ua == "Zen 4" => Fixed(if wide { 2.0 } else { 4.0 }),
+        VecIntAdd if ua == "Zen 3" => Fixed(4.0),
+        VecIntAdd if ua == "Zen 2" => Fixed(3.0),
+        VecIntAdd if haswell => Fixed(2.0),
+        VecIntAdd if skylake_client => Fixed(3.0),
+        // Ports 0, 1 and 5; at 512 bits ports 0 and 1 are fused into one.
+        VecIntAdd if intel_server || client_512 || ua == "Ice Lake" => {
+            Fixed(if wide { 2.0 } else { 3.0 })
         }
-        _ => None,
+        VecIntAdd if neoverse_2x128 => Fixed(2.0),
+        VecIntAdd if neoverse_4x128 => Fixed(4.0),
+        ScalarIntAdd if is(&["Zen 2", "Zen 3", "Zen 4"]) => Fixed(4.0),
+        ScalarIntAdd if ua == "Zen 5" => Fixed(6.0),
+        // Golden Cove and later: five integer ALUs (ports 0, 1, 5, 6, 10).
+        ScalarIntAdd if golden_cove_or_later => Fixed(5.0),
+        ScalarIntAdd if haswell || skylake_client || intel_server || client_512 => Fixed(4.0),
+        ScalarIntAdd if ua == "Ice Lake" => Fixed(4.0),
+        _ => return None,
+    })
+}
+
+/// The 512-bit FMA unit count a Xeon model name states (Skylake-SP to Cooper Lake), if it does.
+fn xeon_sku_fma_units(model: &str) -> Option<f64> {
+    let m = model.replace("(R)", "");
+    let words: Vec<&str> = m.split_whitespace().collect();
+    let after = |w: &str| {
+        words
+            .iter()
+            .position(|x| *x == w)
+            .and_then(|i| words.get(i + 1))
+            .copied()
+    };
+    if words.contains(&"Platinum") || m.contains("Xeon W-") {
+        return Some(2.0);
+    }
+    if words.contains(&"Silver") || words.contains(&"Bronze") {
+        return Some(1.0);
+    }
+    let gold = after("Gold")?;
+    if gold.starts_with('6') || gold.starts_with("5122") || gold.starts_with("5222") {
+        Some(2.0)
+    } else if gold.starts_with('5') {
+        Some(1.0)
+    } else {
+        None
     }
 }
 
-/// Resolve the instruction throughput: spec file, then table, then inference from the measured
-/// single-thread instructions per cycle (rounded to the nearest whole pipe).
+/// Resolve the instruction throughput: spec file, then table (where the SKU decides: the model
+/// name, else the measured rate snapped to the documented options), then inference from the
+/// measured single-thread instructions per cycle (rounded to the nearest whole pipe).
 pub fn pipes(
     host: &Host,
     spec: &CpuSpec,
@@ -105,13 +169,37 @@ pub fn pipes(
             source: "spec file".into(),
         });
     }
-    if let Some(ua) = host.cpu.microarch.as_deref() {
-        if let Some(p) = table(ua, isa, kind) {
+    let ua = host.cpu.microarch.as_deref();
+    match ua.and_then(|ua| table(ua, isa, kind).map(|d| (ua, d))) {
+        Some((ua, Documented::Fixed(p))) => {
             return Some(Pipes {
                 per_cycle: p,
                 source: format!("table: {ua}"),
-            });
+            })
         }
+        Some((ua, Documented::BySku { options, note })) => {
+            if let Some(p) = xeon_sku_fma_units(&host.cpu.model).filter(|p| options.contains(p)) {
+                return Some(Pipes {
+                    per_cycle: p,
+                    source: format!("table: {ua}, {note}; this SKU by its model name"),
+                });
+            }
+            if let Some(m) = measured_instr_per_cycle {
+                let p = options
+                    .iter()
+                    .copied()
+                    .min_by(|a, b| (a - m).abs().total_cmp(&(b - m).abs()))
+                    .unwrap_or(1.0);
+                return Some(Pipes {
+                    per_cycle: p,
+                    source: format!(
+                        "table: {ua}, {note}; this part measured {m:.2}/cycle on 1 thread"
+                    ),
+                });
+            }
+            return None;
+        }
+        None => {}
     }
     measured_instr_per_cycle.map(|m| Pipes {
         per_cycle: m.round().max(1.0),
@@ -197,8 +285,14 @@ mod tests {
 
     #[test]
     fn zen4_avx512_is_double_pumped() {
-        assert_eq!(table("Zen 4", Isa::Avx512, OpKind::Fma), Some(1.0));
-        assert_eq!(table("Zen 4", Isa::Avx2Fma, OpKind::Fma), Some(2.0));
+        assert_eq!(
+            table("Zen 4", Isa::Avx512, OpKind::Fma),
+            Some(Documented::Fixed(1.0))
+        );
+        assert_eq!(
+            table("Zen 4", Isa::Avx2Fma, OpKind::Fma),
+            Some(Documented::Fixed(2.0))
+        );
         // Same FP64 peak per cycle either way: 8 × 1 × 2 = 4 × 2 × 2 = 16.
         let wide = ops_per_cycle(Isa::Avx512, Dtype::F64, OpKind::Fma, &table_pipes(1.0));
         let narrow = ops_per_cycle(Isa::Avx2Fma, Dtype::F64, OpKind::Fma, &table_pipes(2.0));
@@ -261,5 +355,66 @@ mod tests {
         assert_eq!(inf.per_cycle, 2.0);
         assert!(inf.source.starts_with("inferred"));
         assert!(pipes(&host, &spec, Isa::Avx2Fma, OpKind::Fma, None).is_none());
+    }
+
+    #[test]
+    fn intel_server_cores_are_documented_for_every_kernel_info_shows() {
+        // `hostbench info` shows the widest ISA: FMA for floats, vector adds for integers.
+        for ua in [
+            "Ice Lake-SP",
+            "Sapphire Rapids",
+            "Emerald Rapids",
+            "Granite Rapids",
+        ] {
+            for isa in [Isa::Avx512, Isa::Avx2Fma] {
+                assert_eq!(
+                    table(ua, isa, OpKind::Fma),
+                    Some(Documented::Fixed(2.0)),
+                    "{ua}"
+                );
+                assert!(table(ua, isa, OpKind::VecIntAdd).is_some(), "{ua}");
+            }
+            assert!(
+                table(ua, Isa::Scalar, OpKind::ScalarIntAdd).is_some(),
+                "{ua}"
+            );
+        }
+        assert_eq!(
+            table("Rocket Lake", Isa::Avx512, OpKind::Fma),
+            Some(Documented::Fixed(1.0))
+        );
+    }
+
+    #[test]
+    fn where_the_sku_decides_the_model_name_or_the_measurement_does() {
+        let mut host = Host::default();
+        host.cpu.microarch = Some("Cascade Lake".into());
+        host.cpu.model = "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz".into();
+        let spec = CpuSpec::default();
+        let p = pipes(&host, &spec, Isa::Avx512, OpKind::Fma, None).unwrap();
+        assert_eq!(p.per_cycle, 2.0);
+        assert!(p.source.contains("by its model name"), "{}", p.source);
+        host.cpu.model = "Intel(R) Xeon(R) Silver 4214 CPU @ 2.20GHz".into();
+        assert_eq!(
+            pipes(&host, &spec, Isa::Avx512, OpKind::Fma, None)
+                .unwrap()
+                .per_cycle,
+            1.0
+        );
+        // A VM's generic model name: the measured rate picks between the documented options.
+        host.cpu.model = "Intel Xeon Processor (Cascadelake)".into();
+        assert!(pipes(&host, &spec, Isa::Avx512, OpKind::Fma, None).is_none());
+        let m = pipes(&host, &spec, Isa::Avx512, OpKind::Fma, Some(1.93)).unwrap();
+        assert_eq!(m.per_cycle, 2.0);
+        assert!(m.source.contains("measured 1.93/cycle"), "{}", m.source);
+        let one = pipes(&host, &spec, Isa::Avx512, OpKind::Fma, Some(0.97)).unwrap();
+        assert_eq!(one.per_cycle, 1.0);
+        // 256-bit FMAs are two per cycle on every such SKU.
+        assert_eq!(
+            pipes(&host, &spec, Isa::Avx2Fma, OpKind::Fma, None)
+                .unwrap()
+                .per_cycle,
+            2.0
+        );
     }
 }

@@ -92,8 +92,24 @@ fn cpu_best_isa_strong_scaling_writes_json_file_and_table() {
     );
     let doc: Value = serde_json::from_slice(&std::fs::read(&path).expect("file")).expect("json");
     assert_run_contract(&doc);
-    assert_eq!(doc["records"][0]["params"]["scaling"], "strong");
-    assert_record_contract(&doc["records"][0]);
+    let r = &doc["records"][0];
+    assert_eq!(r["params"]["scaling"], "strong");
+    assert_record_contract(r);
+    // The peak's clock is read under the kernel's own instruction class; the plain scalar-chain
+    // clock stays beside it for comparison.
+    let method = r["extra"]["clock_method"].as_str().expect("clock_method");
+    if let Some(basis) = r["peak"]["basis"].as_str() {
+        assert!(
+            r["extra"]["clock_scalar_hz"]
+                .as_f64()
+                .expect("scalar clock")
+                > 0.0
+        );
+        if r["params"]["isa"] != "scalar" && cfg!(target_arch = "x86_64") {
+            assert!(basis.contains("measured under"), "{basis}");
+            assert!(method.contains("interleaved"), "{method}");
+        }
+    }
 }
 
 #[test]
@@ -297,10 +313,12 @@ fn mem_spec_peak_gives_dram_efficiency_and_traffic() {
     let dir = tempfile::tempdir().expect("tempdir");
     let spec = dir.path().join("spec.toml");
     std::fs::write(&spec, "[memory]\ndimm_mts = 4800\nchannels = 2\n").expect("write spec");
+    // Beyond this host's caches, whatever they are (a 480 MiB L3 holds the old fixed 192 MiB).
+    let size = dram_size(&reported_host(), 192 << 20, 6 << 20).to_string();
     let out = run_ok(
-        "mem --kernel copy --threads 1 --store temporal --size 192MiB --passes 1 --repeat 1 \
-         --warmup 0 --json - --spec",
-        &[spec.as_os_str()],
+        "mem --kernel copy --threads 1 --store temporal --passes 1 --repeat 1 --warmup 0 \
+         --json - --spec",
+        &[spec.as_os_str(), "--size".as_ref(), size.as_ref()],
     );
     let doc = json_of(&out);
     let r = &doc["records"][0];
@@ -345,11 +363,21 @@ fn mem_bad_input_is_one_line_and_exit_2() {
 
 #[test]
 fn mem_sweep_and_latency_records_are_labelled() {
+    // The labels come from this host's caches: the test computes what each size should be called
+    // from the inventory the binary reports, and sizes its largest point beyond every cache.
+    let host = reported_host();
+    let sweep_sizes = [16 << 10, 4 << 20, dram_size(&host, 96 << 20, 1 << 20)];
+    let lat_sizes = [16u64 << 10, 4 << 20];
+    let list = |v: &[u64]| v.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let out = run_ok(
-        "mem --sweep --sweep-sizes 16KiB,4MiB,96MiB --threads 1 --latency --lat-sizes 16KiB,96MiB \
-         --lat-pattern chase,seq,random --chains 1,4 --pages 4k,huge --duration 2ms --repeat 2 \
-         --warmup 0 --json -",
-        &[],
+        "mem --sweep --threads 1 --latency --lat-pattern chase,seq,random --chains 1,4 \
+         --pages 4k,huge --duration 2ms --repeat 2 --warmup 0 --json -",
+        &[
+            "--sweep-sizes".as_ref(),
+            list(&sweep_sizes).as_ref(),
+            "--lat-sizes".as_ref(),
+            list(&lat_sizes).as_ref(),
+        ],
     );
     let doc = json_of(&out);
     let records = doc["records"].as_array().expect("records");
@@ -358,7 +386,10 @@ fn mem_sweep_and_latency_records_are_labelled() {
         .filter(|r| r["benchmark"] == "mem.bandwidth")
         .collect();
     assert_eq!(sweep.len(), 3);
-    assert_eq!(sweep[0]["params"]["level"], "L1");
+    for (r, size) in sweep.iter().zip(sweep_sizes) {
+        assert_eq!(r["params"]["working_set_bytes"], size);
+        assert_eq!(r["params"]["level"], expected_level(&host, size, 1), "{r}");
+    }
     assert_eq!(sweep[2]["params"]["level"], "DRAM");
     let lat: Vec<&Value> = records
         .iter()
@@ -381,6 +412,9 @@ fn mem_sweep_and_latency_records_are_labelled() {
         ] {
             assert!(r["params"].get(key).is_some(), "params lack {key}: {r}");
         }
+        let ws = r["params"]["working_set_bytes"].as_u64().expect("size");
+        assert!(lat_sizes.contains(&ws), "{r}");
+        assert_eq!(r["params"]["level"], expected_level(&host, ws, 1), "{r}");
         let huge = r["extra"]["huge_fraction"].as_f64().expect("huge_fraction");
         if r["params"]["pages"] == "4k" {
             assert_eq!(huge, 0.0);

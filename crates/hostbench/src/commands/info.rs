@@ -46,6 +46,9 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
             .as_deref()
             .map_or(String::new(), |u| format!(" ({u})"))
     )?;
+    if let Some(basis) = &c.microarch_basis {
+        writeln!(o, "Identified  {basis}")?;
+    }
     writeln!(
         o,
         "Topology    {} socket(s), {} cores, {} threads, {} NUMA node(s)",

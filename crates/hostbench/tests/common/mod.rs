@@ -130,3 +130,30 @@ pub fn records<'a>(doc: &'a Value, bench: &str) -> Vec<&'a Value> {
         .filter(|r| r["benchmark"] == bench)
         .collect()
 }
+
+/// The host inventory exactly as the binary reports it (`hostbench info --json`), so a test can
+/// derive its expectations from this machine's caches and cores instead of assuming them.
+pub fn reported_host() -> hostbench_core::model::Host {
+    let out = run_ok("info --json", &[]);
+    serde_json::from_value(json_of(&out)["host"].clone()).expect("host inventory")
+}
+
+/// The hierarchy level the binary should label a working set of `bytes` on `threads` threads
+/// with, computed from the reported inventory by the same rule the binary uses.
+pub fn expected_level(host: &hostbench_core::model::Host, bytes: u64, threads: usize) -> String {
+    hostbench_mem::sizing::level_for(host, bytes, threads)
+}
+
+/// A working set (a whole number of `align` bytes, at least `floor`) that lies in DRAM on this
+/// host: twice the sum of every last-level cache instance, so hosts with large L3s (hundreds of
+/// MiB on current server parts) get a working set that really leaves the caches.
+pub fn dram_size(host: &hostbench_core::model::Host, floor: u64, align: u64) -> u64 {
+    let llc = hostbench_mem::sizing::llc_total(&host.cpu.caches);
+    let size = (2 * llc).max(floor).div_ceil(align) * align;
+    assert_eq!(
+        expected_level(host, size, 1),
+        "DRAM",
+        "{size} B should be beyond every cache of this host"
+    );
+    size
+}

@@ -1291,15 +1291,12 @@ mod tests {
         assert_eq!(read_dimms_from(&path), None);
     }
 
-    /// xorshift64*: deterministic bytes without a dev-dependency.
-    struct Rng(u64);
+    /// Deterministic noise from the shared generator.
+    struct Rng(crate::rng::SplitMix64);
 
     impl Rng {
         fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+            self.0.next_u64()
         }
 
         fn bytes(&mut self, n: usize) -> Vec<u8> {
@@ -1332,7 +1329,7 @@ mod tests {
         }
         assert_eq!(previous, 3);
 
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut rng = Rng(crate::rng::SplitMix64::new(0x9E37_79B9_7F4A_7C15));
         // Pure noise, with and without a plausible type-17 header in front.
         for i in 0..3000 {
             let n = (rng.next() % 400) as usize;

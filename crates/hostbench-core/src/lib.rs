@@ -15,9 +15,11 @@ pub mod host;
 pub mod microarch;
 pub mod model;
 pub mod parallel;
+pub mod rng;
 pub mod runner;
 pub mod spec;
 pub mod stats;
+pub mod subsystem;
 pub mod units;
 
 pub use error::BenchError;

@@ -17,6 +17,39 @@ use std::time::Instant;
 use crate::affinity;
 use crate::error::BenchError;
 
+/// Most threads one compute or memory case may ask for (oversubscription beyond this is a typo,
+/// not a test). Disk keeps its own, lower bound: each of its threads holds I/O buffers.
+pub const MAX_THREADS: usize = 4096;
+
+/// The default thread sweep: 1, 2, 4, … up to and including the CPUs this process may use.
+pub fn default_threads() -> Vec<usize> {
+    thread_sweep(affinity::allowed_cpus().len())
+}
+
+/// 1, 2, 4, … below `n`, then `n` itself (so a 6-CPU host ends at 6, not 4).
+pub fn thread_sweep(n: usize) -> Vec<usize> {
+    let n = n.max(1);
+    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
+        .take_while(|&t| t < n)
+        .collect();
+    v.push(n);
+    v
+}
+
+/// Refuse a thread count outside 1..=`max`, naming it (`what` says whose threads they are).
+pub fn check_threads(
+    threads: impl IntoIterator<Item = usize>,
+    max: usize,
+    what: &str,
+) -> Result<(), BenchError> {
+    match threads.into_iter().find(|&t| t == 0 || t > max) {
+        Some(t) => Err(BenchError::invalid(format!(
+            "{what} must be between 1 and {max}, got {t}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// What `run_pinned` measured.
 #[derive(Debug)]
 pub struct Timed<R, A> {
@@ -101,6 +134,20 @@ where
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn thread_sweeps_double_and_end_at_the_count() {
+        assert_eq!(thread_sweep(0), vec![1]);
+        assert_eq!(thread_sweep(1), vec![1]);
+        assert_eq!(thread_sweep(6), vec![1, 2, 4, 6]);
+        assert_eq!(thread_sweep(8), vec![1, 2, 4, 8]);
+        assert!(check_threads([1, 4096], MAX_THREADS, "threads").is_ok());
+        let e = check_threads([2, 0], MAX_THREADS, "linpack threads").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            BenchError::invalid("linpack threads must be between 1 and 4096, got 0").to_string()
+        );
+    }
 
     #[test]
     fn every_thread_works_then_runs_after() {

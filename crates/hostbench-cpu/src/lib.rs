@@ -12,12 +12,15 @@ pub mod linpack;
 pub mod loadclock;
 pub mod peak;
 pub mod reference;
+pub mod subsystem;
+
+pub use subsystem::{Cpu, Linpack};
 
 use std::time::Duration;
 
 use hostbench_core::model::{Host, Metric, Record};
 use hostbench_core::spec::Spec;
-use hostbench_core::{affinity, BenchError, Case, Runner, Sample};
+use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
 
 pub use isa::{Dtype, Isa};
@@ -80,21 +83,7 @@ impl Default for CpuConfig {
     }
 }
 
-/// 1, 2, 4, … up to and including the number of CPUs this process may use.
-pub fn default_threads() -> Vec<usize> {
-    let n = affinity::allowed_cpus().len().max(1);
-    let mut v = Vec::new();
-    let mut t = 1;
-    while t < n {
-        v.push(t);
-        t *= 2;
-    }
-    v.push(n);
-    v
-}
-
-/// Most threads one case may ask for (oversubscription beyond this is a typo, not a test).
-pub const MAX_THREADS: usize = 4096;
+pub use hostbench_core::parallel::{default_threads, MAX_THREADS};
 
 impl CpuConfig {
     /// Turn the ISA choice into a concrete list, refusing ISAs this CPU lacks.
@@ -122,11 +111,7 @@ impl CpuConfig {
         if self.dtypes.is_empty() || self.threads.is_empty() {
             return Err(BenchError::invalid("empty dtype or thread list"));
         }
-        if let Some(&t) = self.threads.iter().find(|&&t| t == 0 || t > MAX_THREADS) {
-            return Err(BenchError::invalid(format!(
-                "threads must be between 1 and {MAX_THREADS}, got {t}"
-            )));
-        }
+        parallel::check_threads(self.threads.iter().copied(), MAX_THREADS, "threads")?;
         if let Some(ops) = self.ops {
             if !(ops.is_finite() && ops >= 1.0) {
                 return Err(BenchError::invalid(format!(
@@ -387,11 +372,7 @@ pub fn run_linpack(
     host: &Host,
     spec: &Spec,
 ) -> Result<(), BenchError> {
-    if threads == 0 || threads > MAX_THREADS {
-        return Err(BenchError::invalid(format!(
-            "linpack threads must be between 1 and {MAX_THREADS}, got {threads}"
-        )));
-    }
+    parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
     let avail = hostbench_core::host::available_memory_bytes();
     let n = match n {
         Some(n) => {

@@ -51,6 +51,7 @@ use faer::linalg::lu::partial_pivoting::factor::{
 };
 use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
 use faer::{Accum, Auto, MatMut, MatRef, Par, Spec};
+use hostbench_core::rng;
 use hostbench_core::{affinity, BenchError};
 
 /// What to solve: the order `n`, the worker thread count and the generator seed.
@@ -80,8 +81,7 @@ const NB: usize = 256;
 /// Widest column chunk of the trailing update: the packed `U₁₂` chunk (CHUNK × NB doubles,
 /// 576 KiB) stays in a 1 MiB L2 while each packed `L₂₁` micro-panel is reused across it.
 const CHUNK: usize = 288;
-/// Same bound as the CLI's thread lists.
-const MAX_THREADS: usize = 4096;
+use hostbench_core::parallel::MAX_THREADS;
 /// HPL's pass threshold for the scaled residual.
 const THRESHOLD: f64 = 16.0;
 /// Cap of [`default_n`]: the default run should take seconds, not minutes, on a 2-core machine.
@@ -151,20 +151,11 @@ fn run_with(cfg: &LinpackConfig, backend: Backend) -> Result<LinpackOutcome, Ben
 // ---------------------------------------------------------------------------------------------
 // The system
 
-/// splitmix64's finaliser: a statistically good 64-bit mix, so `mix(seed + i·γ)` is a
-/// counter-based generator and any element can be drawn independently of the others.
-#[inline]
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// Element `idx` of the stream for `seed`, uniform in [-0.5, 0.5) with 53 random bits.
 #[inline]
 fn uniform(seed: u64, idx: u64) -> f64 {
-    const GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
-    let bits = mix(seed.wrapping_add(idx.wrapping_add(1).wrapping_mul(GAMMA)));
+    // Counter-based splitmix64: element `idx` without the ones before it (see `rng`).
+    let bits = rng::mix64(seed.wrapping_add(idx.wrapping_add(1).wrapping_mul(rng::GAMMA)));
     (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64) - 0.5
 }
 
@@ -196,12 +187,7 @@ impl System {
         if n == 0 {
             return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
         }
-        if cfg.threads == 0 || cfg.threads > MAX_THREADS {
-            return Err(BenchError::invalid(format!(
-                "linpack threads must be between 1 and {MAX_THREADS}, got {}",
-                cfg.threads
-            )));
-        }
+        hostbench_core::parallel::check_threads([cfg.threads], MAX_THREADS, "linpack threads")?;
         let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
         let lda = lda_for(n).ok_or_else(too_large)?;
         let len = lda.checked_mul(n).ok_or_else(too_large)?;

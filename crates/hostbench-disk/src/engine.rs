@@ -826,11 +826,8 @@ mod tests {
     const BS: usize = 4096;
 
     /// splitmix64: a different, reproducible word for every byte position of the file.
-    fn mix(mut x: u64) -> u64 {
-        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^ (x >> 31)
+    fn mix(x: u64) -> u64 {
+        hostbench_core::rng::mix64(x.wrapping_add(hostbench_core::rng::GAMMA))
     }
 
     fn pattern(offset: u64, buf: &mut [u8]) {
@@ -894,13 +891,10 @@ mod tests {
         }
     }
 
-    /// Block indices 0..n in a reproducible shuffled order (Fisher–Yates on splitmix).
+    /// Block indices 0..n in a reproducible shuffled order.
     fn shuffled(n: usize, seed: u64) -> Vec<u64> {
         let mut v: Vec<u64> = (0..n as u64).collect();
-        for i in (1..n).rev() {
-            let j = (mix(seed ^ i as u64) % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
+        hostbench_core::rng::SplitMix64::new(seed).shuffle(&mut v);
         v
     }
 

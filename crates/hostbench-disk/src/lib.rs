@@ -14,8 +14,11 @@
 
 pub mod engine;
 pub use hostbench_core::histogram;
+pub mod subsystem;
 pub mod target;
 pub mod workload;
+
+pub use subsystem::Disk;
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -580,11 +583,14 @@ fn io_buffers(pages: Pages, bytes: u64, huge: Option<u64>) -> (serde_json::Value
     });
     let note = match (pages, fraction) {
         (Pages::Huge, Some(f)) if f < 1.0 => Some(format!(
-            "huge pages asked for the I/O buffers, {:.0} % granted (transparent huge pages off or              memory fragmented: see /sys/kernel/mm/transparent_hugepage/enabled); the rest are              4 KiB pages, so large blocks reach the device in more, smaller DMA segments",
+            "huge pages asked for the I/O buffers, {:.0} % granted (transparent huge pages off or \
+             memory fragmented: see /sys/kernel/mm/transparent_hugepage/enabled); the rest are \
+             4 KiB pages, so large blocks reach the device in more, smaller DMA segments",
             f * 100.0
         )),
         (Pages::Huge, None) => Some(
-            "huge pages asked for the I/O buffers; whether they were granted is unknown              (/proc/self/smaps unreadable)"
+            "huge pages asked for the I/O buffers; whether they were granted is unknown \
+             (/proc/self/smaps unreadable)"
                 .to_owned(),
         ),
         _ => None,
@@ -805,9 +811,13 @@ mod tests {
         assert!(note.is_none());
         let (info, note) = io_buffers(Pages::Huge, 8 << 20, Some(2 << 20));
         assert_eq!(info["huge_fraction"], 0.25);
-        assert!(note.expect("warning").contains("25 % granted"));
+        let note = note.expect("warning");
+        assert!(note.contains("25 % granted"));
+        // One sentence with single spaces (a lost line continuation once left runs of 14).
+        assert!(!note.contains("  "), "{note}");
         let (_, note) = io_buffers(Pages::Huge, 8 << 20, None);
-        assert!(note.expect("warning").contains("unknown"));
+        let note = note.expect("warning");
+        assert!(note.contains("unknown") && !note.contains("  "), "{note}");
         // 4k was asked for: nothing to warn about, and no huge pages claimed.
         let (info, note) = io_buffers(Pages::Small, 4096, Some(0));
         assert_eq!(info["pages"], "4k");

@@ -89,32 +89,8 @@ impl Op {
 pub const UNIT: usize = 512;
 const MAGIC: u64 = 0x6873_626e_6368_2176; // "hsbnch!v"
 
-/// A small, fast PRNG (xorshift64*): good enough for offsets and incompressible bytes.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for chunk in buf.chunks_mut(8) {
-            let v = self.next_u64().to_ne_bytes();
-            chunk.copy_from_slice(&v[..chunk.len()]);
-        }
-    }
-}
+/// Offsets and incompressible bytes come from the shared splitmix64 generator.
+pub use hostbench_core::rng::SplitMix64 as Rng;
 
 /// FNV-1a over 8-byte words: cheap, and any changed byte changes it.
 fn checksum(data: &[u8]) -> u64 {

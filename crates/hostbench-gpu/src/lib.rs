@@ -26,6 +26,9 @@ pub mod opencl;
 pub mod peak;
 pub mod ptx;
 pub mod replay;
+pub mod subsystem;
+
+pub use subsystem::Gpu;
 
 use std::time::{Duration, Instant};
 

@@ -55,6 +55,7 @@ use std::time::{Duration, Instant};
 
 use hostbench_core::host::available_memory_bytes;
 use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::rng::{derive as mix, SplitMix64};
 use hostbench_core::units::format_bytes_iec;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
@@ -73,8 +74,7 @@ pub const LINE: u64 = 64;
 /// count is a separately compiled loop).
 pub const MAX_CHAINS: usize = 32;
 
-/// Most threads a configuration may ask for.
-pub const MAX_THREADS: usize = 4096;
+pub use hostbench_core::parallel::MAX_THREADS;
 
 /// Dependent loads per chain in one unrolled block.
 const UNROLL: u64 = 16;
@@ -171,6 +171,15 @@ pub struct LatencyConfig {
 }
 
 impl LatencyConfig {
+    /// Cases `run_latency` plans: every pattern, page size, thread count, size and chain count.
+    pub fn case_count(&self) -> usize {
+        self.patterns.len()
+            * self.pages.len()
+            * self.threads.len()
+            * self.working_sets.len()
+            * self.chains.len()
+    }
+
     /// Seed of the default configuration (any fixed value: runs are reproducible).
     pub const DEFAULT_SEED: u64 = 0x6C61_7465_6E63_7921;
 
@@ -226,11 +235,11 @@ impl LatencyConfig {
                 "chains must be between 1 and {MAX_CHAINS}, got {k}"
             )));
         }
-        if let Some(&t) = self.threads.iter().find(|&&t| t == 0 || t > MAX_THREADS) {
-            return Err(BenchError::invalid(format!(
-                "threads must be between 1 and {MAX_THREADS}, got {t}"
-            )));
-        }
+        hostbench_core::parallel::check_threads(
+            self.threads.iter().copied(),
+            MAX_THREADS,
+            "threads",
+        )?;
         let min_ws = self.working_sets.iter().copied().min().unwrap_or(0);
         let max_chains = self.chains.iter().copied().max().unwrap_or(1) as u64;
         if 2 * max_chains > min_ws / LINE {
@@ -284,13 +293,7 @@ pub fn run_latency(
 ) -> Result<(), BenchError> {
     cfg.validate()?;
     let order = affinity::placement_order();
-    runner.plan(
-        cfg.patterns.len()
-            * cfg.pages.len()
-            * cfg.threads.len()
-            * cfg.working_sets.len()
-            * cfg.chains.len(),
-    );
+    runner.plan(cfg.case_count());
     let mut floors: HashMap<(LatPattern, usize), Option<f64>> = HashMap::new();
     for &pattern in &cfg.patterns {
         for &threads in &cfg.threads {
@@ -816,7 +819,7 @@ impl ChainSet {
 /// result is always a single cycle through every line.
 fn sattolo(n: u32, seed: u64) -> Vec<u32> {
     let mut next: Vec<u32> = (0..n).collect();
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     for i in (1..n as usize).rev() {
         let j = rng.below(i as u64) as usize;
         next.swap(i, j);
@@ -1048,40 +1051,6 @@ impl ByteSet {
     }
 }
 
-/// splitmix64: a tiny, fast, well-mixed generator; plenty for shuffling, and deterministic per
-/// seed so a run's cycles can be reproduced.
-#[derive(Debug, Clone)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, n)` for `n ≥ 1`: Lemire's multiply-shift with the rejection step, so no
-    /// value is favoured (plain `% n` would be, slightly).
-    fn below(&mut self, n: u64) -> u64 {
-        let n = n.max(1);
-        let mut m = u128::from(self.next_u64()) * u128::from(n);
-        if (m as u64) < n {
-            let threshold = n.wrapping_neg() % n;
-            while (m as u64) < threshold {
-                m = u128::from(self.next_u64()) * u128::from(n);
-            }
-        }
-        (m >> 64) as u64
-    }
-}
-
-/// Derive an independent seed from two values.
-fn mix(a: u64, b: u64) -> u64 {
-    SplitMix64(a ^ b.wrapping_mul(0xD1B5_4A32_D192_ED03)).next_u64()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1168,16 +1137,6 @@ mod tests {
             Err(BenchError::Validation(_))
         ));
         assert!(cycle_order(&[1, 2, 0]).is_ok());
-    }
-
-    #[test]
-    fn below_stays_in_range() {
-        let mut r = SplitMix64(1);
-        for n in [1u64, 2, 3, 7, 1000, u64::MAX] {
-            for _ in 0..200 {
-                assert!(r.below(n) < n);
-            }
-        }
     }
 
     #[test]

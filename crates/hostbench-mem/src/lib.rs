@@ -16,6 +16,9 @@ pub mod latency;
 pub mod order;
 pub mod peak;
 pub mod sizing;
+pub mod subsystem;
+
+pub use subsystem::Mem;
 
 pub use bandwidth::{Block, Kernel, Store};
 pub use buffer::{Pages, Region};
@@ -95,24 +98,13 @@ pub struct MemConfig {
     pub seed: u64,
 }
 
-/// 1, 2, 4, … up to and including the number of CPUs this process may use.
-pub fn default_threads() -> Vec<usize> {
-    let n = affinity::allowed_cpus().len().max(1);
-    let mut v: Vec<usize> = std::iter::successors(Some(1usize), |t| Some(t * 2))
-        .take_while(|&t| t < n)
-        .collect();
-    v.push(n);
-    v
-}
+pub use hostbench_core::parallel::{default_threads, MAX_THREADS};
 
 /// Per-thread working set of the classic 1-byte latency: DRAM-sized (4 × the LLC sum) and at
 /// least 256 MiB, so even eight threads stay within a small machine's memory.
 pub fn classic_latency_bytes(host: &Host) -> u64 {
     (4 * sizing::llc_total(&host.cpu.caches)).max(256 * sizing::MIB)
 }
-
-/// Most threads one case may ask for.
-pub const MAX_THREADS: usize = 4096;
 
 impl BandwidthConfig {
     pub fn for_host() -> Self {
@@ -233,12 +225,7 @@ impl Default for MemConfig {
 pub fn validate(points: &[Point], passes: Option<f64>) -> Result<(), BenchError> {
     let avail = hostbench_core::host::available_memory_bytes();
     for p in points {
-        if p.threads == 0 || p.threads > MAX_THREADS {
-            return Err(BenchError::invalid(format!(
-                "threads must be between 1 and {MAX_THREADS}, got {}",
-                p.threads
-            )));
-        }
+        hostbench_core::parallel::check_threads([p.threads], MAX_THREADS, "threads")?;
         if p.working_set == 0 {
             return Err(BenchError::invalid(
                 "working set size must be at least 1 byte",

@@ -18,9 +18,12 @@ pub mod client;
 pub mod limit;
 pub mod reference;
 pub mod server;
+pub mod subsystem;
 pub mod tcp;
 pub mod udp;
 pub mod wire;
+
+pub use subsystem::Net;
 
 use std::cell::RefCell;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
@@ -113,12 +116,12 @@ pub struct NetConfig {
 
 impl Default for NetConfig {
     fn default() -> Self {
-        let cpus = hostbench_core::affinity::allowed_cpus().len().max(1) as u32;
-        let mut streams = vec![1];
-        while streams.last().is_some_and(|&s| s * 2 <= cpus.min(8)) {
-            let next = streams.last().copied().unwrap_or(1) * 2;
-            streams.push(next);
-        }
+        // One stream per CPU up to 8 (more streams than cores measures the scheduler).
+        let cpus = hostbench_core::affinity::allowed_cpus().len();
+        let streams = hostbench_core::parallel::thread_sweep(cpus.min(8))
+            .into_iter()
+            .map(|s| s as u32)
+            .collect();
         Self {
             target: Target::Loopback { v6: false },
             token: None,

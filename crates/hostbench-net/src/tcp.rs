@@ -22,17 +22,11 @@ pub enum Stop {
     Count(u64),
 }
 
-/// A block of incompressible bytes (xorshift), so no compression on the path flatters a link.
+/// A block of incompressible bytes (the shared splitmix64), so no compression on the path
+/// flatters a link.
 pub fn payload(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
+    let mut out = vec![0u8; len];
+    hostbench_core::rng::SplitMix64::new(seed).fill(&mut out);
     out
 }
 

@@ -428,13 +428,10 @@ pub enum DirectArg {
 pub struct RunArgs {
     /// How much to measure: quick (~1 min), standard (default), full, classic (the assignment's matrix).
     #[arg(long, value_enum, default_value = "standard")]
-    pub profile: Profile,
-    /// Only these subsystems (comma-separated): cpu, linpack, mem, disk, net.
-    /// Only these subsystems (comma-separated): cpu, linpack, mem, disk, gpu.
-    #[arg(long, value_name = "LIST")]
+    pub profile: ProfileArg,
+    #[arg(long, value_name = "LIST", help = crate::registry::list_help("Only these subsystems"))]
     pub only: Option<String>,
-    /// Skip these subsystems (comma-separated).
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST", help = crate::registry::list_help("Skip these subsystems"))]
     pub skip: Option<String>,
     /// Directory the disk benchmark writes its scratch files in (default: the current one).
     #[arg(long, value_name = "DIR", default_value = ".")]
@@ -532,7 +529,7 @@ pub enum HistoryCommand {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Profile {
+pub enum ProfileArg {
     Quick,
     Standard,
     Full,

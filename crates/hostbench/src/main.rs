@@ -2,6 +2,7 @@
 
 mod cli;
 mod commands;
+mod registry;
 mod settings;
 
 use std::process::ExitCode;

@@ -286,16 +286,16 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
     }
     if want_lat || args.classic {
         use hostbench_mem::latency::{LatPattern, LatencyConfig};
-        let mut l = LatencyConfig::for_host(&host_caches);
-        if args.classic && !want_lat {
-            // The classic 1-byte sequential and random access latency, DRAM-sized.
-            l.patterns = vec![LatPattern::Seq, LatPattern::Random];
-            l.working_sets = vec![hostbench_mem::classic_latency_bytes(&host_caches)];
-            l.pages = vec![Pages::Small];
-            l.threads = threads
-                .clone()
-                .unwrap_or_else(hostbench_mem::default_threads);
-        }
+        let mut l = if args.classic && !want_lat {
+            hostbench_mem::subsystem::classic_latency(
+                &host_caches,
+                threads
+                    .clone()
+                    .unwrap_or_else(hostbench_mem::default_threads),
+            )
+        } else {
+            LatencyConfig::for_host(&host_caches)
+        };
         if let Some(p) = &args.lat_pattern {
             l.patterns = flag(
                 "lat-pattern",
@@ -358,7 +358,9 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
         })
         .transpose()?;
     if args.classic {
-        let t = threads.clone().unwrap_or_else(|| vec![1, 2, 4]);
+        let t = threads
+            .clone()
+            .unwrap_or_else(|| hostbench_disk::subsystem::CLASSIC_THREADS.to_vec());
         cfg.cases = hostbench_disk::classic_cases(&t);
     } else if ops.is_some() || blocks.is_some() || threads.is_some() || iodepths.is_some() {
         let default_ops = [Op::Read, Op::Write, Op::RandRead, Op::RandWrite];
@@ -578,6 +580,18 @@ fn net_tests(
 }
 
 /// `--scale F`: a factor in (0, 100] applied to every workload of `run`.
+/// The run profile, as the subsystems know it.
+pub fn profile(p: crate::cli::ProfileArg) -> hostbench_core::subsystem::Profile {
+    use crate::cli::ProfileArg as A;
+    use hostbench_core::subsystem::Profile as P;
+    match p {
+        A::Quick => P::Quick,
+        A::Standard => P::Standard,
+        A::Full => P::Full,
+        A::Classic => P::Classic,
+    }
+}
+
 pub fn scale(text: &str) -> Result<f64, BenchError> {
     match text.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 100.0 => Ok(f),

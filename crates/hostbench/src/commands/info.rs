@@ -7,7 +7,9 @@ use hostbench_core::units::{format_bytes_iec, format_value};
 use serde_json::json;
 
 use crate::cli::InfoArgs;
+use crate::registry::SUBSYSTEMS;
 use crate::Exit;
+use hostbench_core::subsystem::PeakLine;
 
 pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
     let spec = match &args.spec {
@@ -15,9 +17,16 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
         None => Spec::default(),
     };
     let host = super::host_inventory(&spec);
-    let peaks = hostbench_cpu::theoretical_peaks(&host, &spec);
-    let dram = hostbench_mem::peak::dram_peak(&spec);
+    // Every subsystem states its own peaks (the registry's order).
+    let peaks: Vec<PeakLine> = SUBSYSTEMS
+        .iter()
+        .flat_map(|s| s.peaks(&host, &spec))
+        .collect();
     if args.json {
+        let dram = peaks
+            .iter()
+            .find(|p| p.subsystem == "mem")
+            .and_then(|p| p.peak.clone());
         let doc = json!({
             "schema": "hostbench/info/v1",
             "tool": {"name": "hostbench", "version": env!("CARGO_PKG_VERSION")},
@@ -85,32 +94,18 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
         match &p.peak {
             Some(pk) => writeln!(
                 o,
-                "  {:<4} {:<9} {:>14}   = {}",
-                p.dtype,
-                p.isa,
+                "  {:<7} {:<16} {:>14}   = {}",
+                p.subsystem,
+                p.what,
                 format_value(pk.value, &p.unit),
                 pk.basis
             )?,
             None => writeln!(
                 o,
-                "  {:<4} {:<9} {:>14}   ({})",
-                p.dtype, p.isa, "unknown", p.note
+                "  {:<7} {:<16} {:>14}   ({})",
+                p.subsystem, p.what, "unknown", p.note
             )?,
         }
-    }
-    match &dram {
-        Some(p) => writeln!(
-            o,
-            "  DRAM bandwidth {:>14}   = {}",
-            format_value(p.value, "B/s"),
-            p.basis
-        )?,
-        None => writeln!(
-            o,
-            "  DRAM bandwidth {:>14}   ({})",
-            "unknown",
-            hostbench_mem::peak::no_peak_reason()
-        )?,
     }
     print!("{o}");
     Ok(Exit::Ok)

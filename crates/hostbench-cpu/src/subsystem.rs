@@ -1,0 +1,151 @@
+//! The CPU crate's two subsystems for `hostbench run`: compute throughput (`cpu`) and the
+//! HPL-style solve (`linpack`), with what each profile and `--scale` mean for them.
+
+use std::time::Duration;
+
+use hostbench_core::model::Host;
+use hostbench_core::spec::Spec;
+use hostbench_core::subsystem::{PeakLine, Profile, ReferenceTool, RunContext, Subsystem};
+use hostbench_core::{affinity, BenchError, Phase, Runner};
+
+use crate::{CpuConfig, Dtype, IsaChoice};
+
+/// Compute throughput per dtype, ISA and thread count.
+pub struct Cpu;
+
+/// The HPL-style dense solve on every CPU this process may use.
+pub struct Linpack;
+
+/// The compute sweep a profile runs: `quick` shortens the samples, `full` adds every ISA,
+/// `classic` is the assignment's QP, HP, SP, DP at 1, 2, 4 and 8 threads.
+pub fn profile_config(profile: Profile) -> CpuConfig {
+    let mut cfg = CpuConfig::default();
+    match profile {
+        Profile::Quick => cfg.duration = Duration::from_millis(100),
+        Profile::Standard => {}
+        Profile::Full => {
+            cfg.isas = IsaChoice::All;
+            cfg.duration = Duration::from_millis(500);
+        }
+        Profile::Classic => {
+            cfg.dtypes = vec![Dtype::I8, Dtype::I16, Dtype::F32, Dtype::F64];
+            cfg.threads = vec![1, 2, 4, 8];
+        }
+    }
+    cfg
+}
+
+fn run_config(ctx: &RunContext<'_>) -> CpuConfig {
+    let mut cfg = profile_config(ctx.profile);
+    cfg.duration = ctx.sample_length(cfg.duration);
+    cfg.ops = cfg.ops.map(|o| o * ctx.scale);
+    cfg
+}
+
+/// Cases `run_compute` plans for `cfg`: one per ISA, dtype and thread count.
+pub fn case_count(cfg: &CpuConfig) -> usize {
+    let isas = cfg.resolve_isas().map_or(1, |v| v.len());
+    isas * cfg.dtypes.len() * cfg.threads.len()
+}
+
+impl Subsystem for Cpu {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn summary(&self) -> &'static str {
+        "FLOP/s and OP/s per dtype, ISA and thread count against cores x clock x ops/cycle"
+    }
+
+    fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
+        let cfg = run_config(ctx);
+        Phase::new(self.name(), case_count(&cfg), cfg.duration.as_secs_f64())
+    }
+
+    fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
+        crate::run_compute(runner, &run_config(ctx), ctx.host, ctx.spec)
+    }
+
+    fn peaks(&self, host: &Host, spec: &Spec) -> Vec<PeakLine> {
+        crate::theoretical_peaks(host, spec)
+            .into_iter()
+            .map(|p| PeakLine {
+                subsystem: self.name().into(),
+                what: format!("{} {}", p.dtype, p.isa),
+                unit: p.unit,
+                peak: p.peak,
+                note: p.note,
+            })
+            .collect()
+    }
+
+    fn reference_tools(&self) -> &'static [ReferenceTool] {
+        &[ReferenceTool {
+            name: "likwid-bench",
+            package: "likwid",
+        }]
+    }
+}
+
+/// Linpack's order per profile: `quick` a fixed 2000, the others sized from free memory (see
+/// `linpack::default_n`); the work (n³) follows `--scale`.
+pub fn linpack_n(profile: Profile, scale: f64) -> Option<usize> {
+    let fixed = match profile {
+        Profile::Quick => Some(2000),
+        _ => None,
+    };
+    if scale == 1.0 {
+        return fixed;
+    }
+    let n = fixed.unwrap_or_else(|| {
+        crate::linpack::default_n(hostbench_core::host::available_memory_bytes())
+    });
+    Some(((n as f64 * scale.cbrt()).round() as usize).max(64))
+}
+
+impl Subsystem for Linpack {
+    fn name(&self) -> &'static str {
+        "linpack"
+    }
+
+    fn summary(&self) -> &'static str {
+        "HPL-style dense solve (blocked LU, HPL residual) against the all-core fp64 peak"
+    }
+
+    fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
+        let n = linpack_n(ctx.profile, ctx.scale).unwrap_or(8000) as f64;
+        // 2/3 n³ FLOP at a modest 20 GFLOP/s.
+        Phase::new(self.name(), 1, 2.0 / 3.0 * n.powi(3) / 20e9)
+    }
+
+    fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
+        let threads = affinity::allowed_cpus().len().max(1);
+        crate::run_linpack(
+            runner,
+            linpack_n(ctx.profile, ctx.scale),
+            threads,
+            ctx.host,
+            ctx.spec,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classic_profile_is_the_assignments_matrix() {
+        // QP, HP, SP, DP x 1, 2, 4, 8 threads.
+        let cpu = profile_config(Profile::Classic);
+        assert_eq!(cpu.dtypes, [Dtype::I8, Dtype::I16, Dtype::F32, Dtype::F64]);
+        assert_eq!(cpu.threads, [1, 2, 4, 8]);
+    }
+
+    #[test]
+    fn linpack_work_follows_the_scale() {
+        assert_eq!(linpack_n(Profile::Quick, 1.0), Some(2000));
+        assert_eq!(linpack_n(Profile::Quick, 0.125), Some(1000));
+        assert_eq!(linpack_n(Profile::Standard, 1.0), None);
+    }
+}

@@ -1,0 +1,92 @@
+//! The GPU subsystem for `hostbench run`, on every OpenCL and CUDA device found (none: one
+//! skipped entry with the reason): `standard` runs every dtype, the three memory kernels at 1 B,
+//! 1 KiB, 1 MiB and 256 MiB, transfers of 1 MiB and 64 MiB and the launch latency; `quick` trims
+//! each; `full` is `hostbench gpu`'s default (blocks up to 1 GiB); `classic` the 1 B / 1 KiB /
+//! 1 MiB points.
+
+use std::time::Duration;
+
+use hostbench_core::subsystem::{Profile, ReferenceTool, RunContext, Subsystem};
+use hostbench_core::{BenchError, Phase, Runner};
+
+use crate::{Dtype, GpuConfig, MemKernel};
+
+/// Compute, device memory, transfers and launch latency per device.
+pub struct Gpu;
+
+/// What a profile runs, before `--duration` and `--scale`.
+pub fn profile_config(profile: Profile) -> GpuConfig {
+    let mut cfg = GpuConfig::default();
+    let (mem, xfer) = match profile {
+        Profile::Quick => {
+            if let Some(c) = cfg.compute.as_mut() {
+                c.dtypes = vec![Dtype::F64, Dtype::F32];
+                c.widths = vec![4, 16];
+            }
+            if let Some(m) = cfg.memory.as_mut() {
+                m.kernels = vec![MemKernel::Read, MemKernel::Copy];
+            }
+            cfg.duration = Duration::from_millis(50);
+            (vec![1 << 20, 64 << 20], vec![64 << 20])
+        }
+        Profile::Standard => {
+            cfg.duration = Duration::from_millis(100);
+            (
+                vec![1, 1 << 10, 1 << 20, 256 << 20],
+                vec![1 << 20, 64 << 20],
+            )
+        }
+        Profile::Full => (
+            crate::default_mem_blocks(),
+            crate::default_transfer_blocks(),
+        ),
+        Profile::Classic => (vec![1, 1 << 10, 1 << 20], vec![1 << 10, 1 << 20]),
+    };
+    if let Some(m) = cfg.memory.as_mut() {
+        m.blocks = mem;
+    }
+    if let Some(t) = cfg.transfer.as_mut() {
+        t.blocks = xfer;
+    }
+    cfg
+}
+
+fn run_config(ctx: &RunContext<'_>) -> GpuConfig {
+    let mut cfg = profile_config(ctx.profile);
+    cfg.duration = ctx.sample_length(cfg.duration);
+    cfg
+}
+
+impl Subsystem for Gpu {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn summary(&self) -> &'static str {
+        "OpenCL and CUDA compute, device memory, transfers and launch latency"
+    }
+
+    fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
+        let cfg = run_config(ctx);
+        // Devices are not known before probing: one device's worth, corrected by `plan`.
+        let compute = cfg.compute.as_ref().map_or(0, |c| c.dtypes.len());
+        let memory = cfg
+            .memory
+            .as_ref()
+            .map_or(0, |m| m.kernels.len() * m.blocks.len());
+        let transfer = cfg.transfer.as_ref().map_or(0, |t| t.blocks.len() * 4);
+        let cases = compute + memory + transfer + 1;
+        Phase::new(self.name(), cases, cfg.duration.as_secs_f64())
+    }
+
+    fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
+        crate::run_available(runner, &run_config(ctx))
+    }
+
+    fn reference_tools(&self) -> &'static [ReferenceTool] {
+        &[ReferenceTool {
+            name: "clpeak",
+            package: "clpeak",
+        }]
+    }
+}

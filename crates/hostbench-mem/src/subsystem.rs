@@ -1,0 +1,184 @@
+//! The memory subsystem for `hostbench run`: what each profile measures and how `--scale`
+//! shortens it.
+//!
+//! `standard` (about a minute) is bandwidth of the STREAM kernels, read and write with both store
+//! kinds, the cache sweep and the latency curve; `quick` trims each; `classic` is the assignment's
+//! rw matrix and 1-byte latency; `full` adds every ISA, the classic blocks and memory-level
+//! parallelism.
+
+use std::time::Duration;
+
+use hostbench_core::model::Host;
+use hostbench_core::spec::Spec;
+use hostbench_core::subsystem::{scaled, PeakLine, Profile, RunContext, Subsystem};
+use hostbench_core::{BenchError, Phase, Runner};
+
+use crate::latency::{LatPattern, LatencyConfig};
+use crate::{sizing, BandwidthConfig, Block, Isa, Kernel, MemConfig, Pages, Pattern, SweepConfig};
+
+/// Bandwidth, the cache sweep and latency.
+pub struct Mem;
+
+/// What a profile runs on `host`, before `--duration` and `--scale`.
+pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
+    let mut cfg = MemConfig::default();
+    let mut bw = BandwidthConfig::for_host();
+    let mut sweep = SweepConfig::for_host(host);
+    let mut lat = LatencyConfig::for_host(host);
+    match profile {
+        Profile::Quick => {
+            bw.kernels = vec![Kernel::Read, Kernel::Copy, Kernel::Triad];
+            bw.threads = vec![*bw.threads.last().unwrap_or(&1)];
+            cfg.duration = Duration::from_millis(60);
+            sweep.threads = vec![1];
+            sweep.duration = Duration::from_millis(15);
+            lat.pages = vec![Pages::Huge];
+            lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
+            lat.duration = Duration::from_millis(15);
+        }
+        Profile::Standard => {
+            // About a minute: scale and add move the same streams as copy and triad.
+            bw.kernels = vec![Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
+            if bw.threads.len() > 2 {
+                bw.threads = vec![1, *bw.threads.last().unwrap_or(&1)];
+            }
+            cfg.duration = Duration::from_millis(100);
+            sweep.duration = Duration::from_millis(15);
+            // Beyond 8 x LLC the curve is flat DRAM; `hostbench mem` goes on to 1 GiB and more.
+            lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
+            lat.duration = Duration::from_millis(20);
+        }
+        Profile::Full => {
+            bw.isas = Isa::detected();
+            bw.patterns = vec![Pattern::Seq, Pattern::Random];
+            let mut classic = BandwidthConfig::classic(bw.threads.clone());
+            classic.isas = vec![Isa::best()];
+            cfg.classic = Some(classic);
+            sweep.kernels = vec![Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
+            lat.chains = vec![1, 2, 4, 8, 16];
+            lat.patterns = vec![LatPattern::Chase, LatPattern::Seq, LatPattern::Random];
+        }
+        Profile::Classic => {
+            let threads = vec![1, 2, 4, 8];
+            let mut classic = BandwidthConfig::classic(threads.clone());
+            classic.blocks = [1, sizing::KIB, sizing::MIB, 10 * sizing::MIB]
+                .map(Block::Bytes)
+                .to_vec();
+            cfg.bandwidth = None;
+            cfg.classic = Some(classic);
+            cfg.sweep = None;
+            cfg.latency = Some(classic_latency(host, threads));
+            return cfg;
+        }
+    }
+    cfg.bandwidth = Some(bw);
+    cfg.sweep = Some(sweep);
+    cfg.latency = Some(lat);
+    cfg
+}
+
+/// The classic 1-byte sequential and random access latency, DRAM-sized, on `threads` threads.
+pub fn classic_latency(host: &Host, threads: Vec<usize>) -> LatencyConfig {
+    let mut l = LatencyConfig::for_host(host);
+    l.patterns = vec![LatPattern::Seq, LatPattern::Random];
+    l.working_sets = vec![crate::classic_latency_bytes(host)];
+    l.pages = vec![Pages::Small];
+    l.threads = threads;
+    l
+}
+
+/// The profile's configuration with the command line's `--duration` and the scale applied. The
+/// classic profile keeps its latency sample length (only bandwidth samples take `--duration`).
+fn run_config(ctx: &RunContext<'_>) -> MemConfig {
+    let mut cfg = profile_config(ctx.profile, ctx.host);
+    let classic = ctx.profile == Profile::Classic;
+    cfg.duration = ctx.sample_length(cfg.duration);
+    cfg.passes = cfg.passes.map(|p| p * ctx.scale);
+    if let Some(s) = &mut cfg.sweep {
+        s.duration = ctx.sample_length(s.duration);
+    }
+    if let Some(l) = &mut cfg.latency {
+        l.duration = if classic {
+            scaled(l.duration, ctx.scale)
+        } else {
+            ctx.sample_length(l.duration)
+        };
+    }
+    cfg
+}
+
+impl Subsystem for Mem {
+    fn name(&self) -> &'static str {
+        "mem"
+    }
+
+    fn summary(&self) -> &'static str {
+        "bandwidth (STREAM kernels, rw, cache sweep) and pointer-chase latency against the DIMMs"
+    }
+
+    fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
+        let cfg = run_config(ctx);
+        let bw: usize = cfg
+            .bandwidth
+            .iter()
+            .chain(cfg.classic.iter())
+            .map(|b| b.points(ctx.host).len())
+            .sum();
+        let sweep = cfg.sweep.as_ref().map_or(0, |s| s.points().len());
+        let lat = cfg.latency.as_ref().map_or(0, LatencyConfig::case_count);
+        let secs = bw as f64 * cfg.duration.as_secs_f64()
+            + sweep as f64 * cfg.sweep.as_ref().map_or(0.0, |s| s.duration.as_secs_f64())
+            + lat as f64
+                * cfg
+                    .latency
+                    .as_ref()
+                    .map_or(0.0, |l| l.duration.as_secs_f64());
+        let cases = bw + sweep + lat;
+        Phase::new(self.name(), cases, secs / cases.max(1) as f64)
+    }
+
+    fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
+        crate::run_mem(runner, &run_config(ctx), ctx.host, ctx.spec)
+    }
+
+    fn peaks(&self, _host: &Host, spec: &Spec) -> Vec<PeakLine> {
+        let (peak, note) = match crate::peak::dram_peak(spec) {
+            Some(p) => (Some(p), String::new()),
+            None => (None, crate::peak::no_peak_reason().to_string()),
+        };
+        vec![PeakLine {
+            subsystem: self.name().into(),
+            what: "DRAM bandwidth".into(),
+            unit: "B/s".into(),
+            peak,
+            note,
+        }]
+    }
+
+    fn reference_tools(&self) -> &'static [hostbench_core::subsystem::ReferenceTool] {
+        &[hostbench_core::subsystem::ReferenceTool {
+            name: "likwid-bench",
+            package: "likwid",
+        }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classic_profile_is_the_assignments_matrix() {
+        // rw seq/random x 1 B, 1 KB, 1 MB, 10 MB x 1, 2, 4, 8 threads, plus 1-byte latency.
+        let host = hostbench_core::host::inventory();
+        let mem = profile_config(Profile::Classic, &host);
+        let rw = mem.classic.expect("classic matrix");
+        assert_eq!(rw.kernels, [Kernel::Rw]);
+        assert_eq!(rw.patterns, [Pattern::Seq, Pattern::Random]);
+        let mib = 1 << 20;
+        assert_eq!(rw.blocks, [1, 1024, mib, 10 * mib].map(Block::Bytes));
+        assert_eq!(rw.threads, [1, 2, 4, 8]);
+        assert_eq!(mem.latency.expect("latency").threads, [1, 2, 4, 8]);
+        assert!(mem.bandwidth.is_none() && mem.sweep.is_none());
+    }
+}

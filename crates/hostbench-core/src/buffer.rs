@@ -19,31 +19,14 @@ use std::ptr::NonNull;
 
 use crate::BenchError;
 
-/// Which page size a region asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pages {
-    /// Base pages (4 KiB on x86-64); transparent huge pages explicitly refused.
-    Small,
-    /// Transparent huge pages requested (2 MiB on x86-64); verify with `huge_bytes`.
-    Huge,
-}
-
-impl Pages {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Small => "4k",
-            Self::Huge => "huge",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "4k" | "small" | "base" => Ok(Self::Small),
-            "huge" | "thp" | "2m" => Ok(Self::Huge),
-            other => Err(BenchError::invalid(format!(
-                "unknown page size '{other}' (expected 4k or huge)"
-            ))),
-        }
+crate::named_enum! {
+    /// Which page size a region asks for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Pages("page size") {
+        /// Base pages (4 KiB on x86-64); transparent huge pages explicitly refused.
+        Small = "4k" | "small" | "base",
+        /// Transparent huge pages requested (2 MiB on x86-64); verify with `huge_bytes`.
+        Huge = "huge" | "thp" | "2m",
     }
 }
 

@@ -3,59 +3,22 @@
 //! Detection is at run time (`is_x86_feature_detected!` / `is_aarch64_feature_detected!`), never
 //! at compile time: one binary runs the widest kernels each machine has.
 
-use std::fmt;
-
 use hostbench_core::BenchError;
 
-/// Element type of a kernel. The classic reports' QP/HP/SP/DP are i8/i16/f32/f64.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Dtype {
-    F64,
-    F32,
-    I64,
-    I32,
-    I16,
-    I8,
+hostbench_core::named_enum! {
+    /// Element type of a kernel. The classic reports' QP/HP/SP/DP are i8/i16/f32/f64.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Dtype("dtype") {
+        F64 = "f64" | "dp" | "double",
+        F32 = "f32" | "sp" | "float",
+        I64 = "i64",
+        I32 = "i32",
+        I16 = "i16" | "hp",
+        I8 = "i8" | "qp",
+    }
 }
 
 impl Dtype {
-    pub const ALL: [Dtype; 6] = [
-        Self::F64,
-        Self::F32,
-        Self::I64,
-        Self::I32,
-        Self::I16,
-        Self::I8,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::F64 => "f64",
-            Self::F32 => "f32",
-            Self::I64 => "i64",
-            Self::I32 => "i32",
-            Self::I16 => "i16",
-            Self::I8 => "i8",
-        }
-    }
-
-    /// Parse a dtype or one of the classic aliases (qp, hp, sp, dp).
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "f64" | "dp" | "double" => Self::F64,
-            "f32" | "sp" | "float" => Self::F32,
-            "i64" => Self::I64,
-            "i32" => Self::I32,
-            "i16" | "hp" => Self::I16,
-            "i8" | "qp" => Self::I8,
-            _ => {
-                return Err(BenchError::invalid(format!(
-                    "unknown dtype '{s}' (expected f64, f32, i64, i32, i16, i8 or dp, sp, hp, qp)"
-                )))
-            }
-        })
-    }
-
     pub fn bytes(self) -> usize {
         match self {
             Self::F64 | Self::I64 => 8,
@@ -79,48 +42,19 @@ impl Dtype {
     }
 }
 
-impl fmt::Display for Dtype {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+hostbench_core::named_enum! {
+    /// Instruction set a kernel is written for.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Isa("ISA") {
+        Scalar = "scalar",
+        Sse2 = "sse2" | "sse",
+        Avx2Fma = "avx2-fma" | "avx2" | "avx-fma" | "fma",
+        Avx512 = "avx512" | "avx-512" | "avx512f",
+        Neon = "neon" | "asimd",
     }
-}
-
-/// Instruction set a kernel is written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Isa {
-    Scalar,
-    Sse2,
-    Avx2Fma,
-    Avx512,
-    Neon,
 }
 
 impl Isa {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Scalar => "scalar",
-            Self::Sse2 => "sse2",
-            Self::Avx2Fma => "avx2-fma",
-            Self::Avx512 => "avx512",
-            Self::Neon => "neon",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "scalar" => Self::Scalar,
-            "sse2" | "sse" => Self::Sse2,
-            "avx2-fma" | "avx2" | "avx-fma" | "fma" => Self::Avx2Fma,
-            "avx512" | "avx-512" | "avx512f" => Self::Avx512,
-            "neon" | "asimd" => Self::Neon,
-            _ => {
-                return Err(BenchError::invalid(format!(
-                    "unknown ISA '{s}' (expected scalar, sse2, avx2-fma, avx512, neon, auto or all)"
-                )))
-            }
-        })
-    }
-
     /// Vector register width in bits (64 for scalar: one element of any dtype).
     pub fn width_bits(self) -> usize {
         match self {
@@ -141,25 +75,13 @@ impl Isa {
 
     /// Can this CPU run this ISA at all?
     pub fn available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            match self {
-                Self::Scalar | Self::Sse2 => true,
-                Self::Avx2Fma => {
-                    std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("fma")
-                }
-                Self::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
-                Self::Neon => false,
-            }
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            matches!(self, Self::Scalar | Self::Neon)
-        }
-        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        {
-            false
+        use hostbench_core::isa as has;
+        match self {
+            Self::Scalar => cfg!(any(target_arch = "x86_64", target_arch = "aarch64")),
+            Self::Sse2 => has::sse2(),
+            Self::Avx2Fma => has::avx2_fma(),
+            Self::Avx512 => has::avx512f(),
+            Self::Neon => has::neon(),
         }
     }
 
@@ -171,16 +93,14 @@ impl Isa {
                 self.name()
             )));
         }
-        #[cfg(target_arch = "x86_64")]
         if self == Self::Avx512
             && matches!(dtype, Dtype::I8 | Dtype::I16)
-            && !std::arch::is_x86_feature_detected!("avx512bw")
+            && !hostbench_core::isa::avx512bw()
         {
             return Err(BenchError::unsupported(format!(
                 "{dtype} on avx512 needs AVX-512BW, which this CPU lacks"
             )));
         }
-        let _ = dtype;
         Ok(())
     }
 
@@ -207,12 +127,6 @@ impl Isa {
     /// The widest ISA this CPU runs (the default).
     pub fn best() -> Isa {
         Self::detected().last().copied().unwrap_or(Self::Scalar)
-    }
-}
-
-impl fmt::Display for Isa {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -25,16 +25,8 @@ use serde_json::json;
 
 pub use isa::{Dtype, Isa};
 
-/// Which ISAs to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IsaChoice {
-    /// The widest this CPU has.
-    Best,
-    /// Every ISA this CPU has.
-    All,
-    /// Exactly these (each must be available).
-    List(Vec<Isa>),
-}
+/// Which ISAs to run (`--isa auto|best|all|LIST`).
+pub type IsaChoice = hostbench_core::isa::IsaChoice<Isa>;
 
 /// Strong scaling splits a fixed total amount of work across threads; weak gives each thread
 /// the same amount.
@@ -88,23 +80,7 @@ pub use hostbench_core::parallel::{default_threads, MAX_THREADS};
 impl CpuConfig {
     /// Turn the ISA choice into a concrete list, refusing ISAs this CPU lacks.
     pub fn resolve_isas(&self) -> Result<Vec<Isa>, BenchError> {
-        let detected = Isa::detected();
-        match &self.isas {
-            IsaChoice::Best => Ok(vec![Isa::best()]),
-            IsaChoice::All => Ok(detected),
-            IsaChoice::List(list) => {
-                for isa in list {
-                    if !isa.available() {
-                        let names: Vec<_> = detected.iter().map(|i| i.name()).collect();
-                        return Err(BenchError::invalid(format!(
-                            "ISA '{isa}' is not available on this CPU (available: {})",
-                            names.join(", ")
-                        )));
-                    }
-                }
-                Ok(list.clone())
-            }
-        }
+        hostbench_core::isa::resolve(&self.isas, &Isa::detected())
     }
 
     pub fn validate(&self) -> Result<(), BenchError> {

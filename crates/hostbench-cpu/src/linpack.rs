@@ -329,14 +329,8 @@ impl Backend {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
 fn avx2_available() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn avx2_available() -> bool {
-    false
+    hostbench_core::isa::avx2_fma()
 }
 
 /// A register-tile GEMM kernel and the matching dot product.
@@ -610,7 +604,7 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     pub fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
+        hostbench_core::isa::avx512f()
     }
 
     pub struct Avx512;

@@ -81,21 +81,14 @@ impl Load {
 
     /// Whether this host can run the load's instructions.
     pub fn available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            match self {
-                Load::Scalar => clock::supported(),
-                Load::Float(128) | Load::Int(128) => has!("sse2"),
-                Load::Float(256) => has!("avx") && has!("fma"),
-                Load::Int(256) => has!("avx2"),
-                Load::Float(512) | Load::Int(512) => has!("avx512f"),
-                _ => false,
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            self == Load::Scalar && clock::supported()
+        use hostbench_core::isa as has;
+        match self {
+            Load::Scalar => clock::supported(),
+            Load::Float(128) | Load::Int(128) => has::sse2(),
+            Load::Float(256) => has::avx2_fma(),
+            Load::Int(256) => has::avx2(),
+            Load::Float(512) | Load::Int(512) => has::avx512f(),
+            _ => false,
         }
     }
 }

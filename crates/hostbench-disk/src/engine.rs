@@ -16,7 +16,6 @@
 //! - latency runs from just before submission to the completion being seen, and with
 //!   `fdatasync_each_write` it includes the flush, as a "synchronous write" does in classic tools.
 
-use std::fmt;
 use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::RawFd;
@@ -30,37 +29,12 @@ use io_uring::{opcode, types, IoUring};
 
 use crate::histogram::LatencyHist;
 
-/// Which engine submits the I/O.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EngineKind {
-    IoUring,
-    Psync,
-}
-
-impl EngineKind {
-    /// The name used on the command line and in records (fio's names).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::IoUring => "io_uring",
-            Self::Psync => "psync",
-        }
-    }
-
-    /// Parse an engine name; fio's spelling and a few obvious aliases are accepted.
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "io_uring" | "io-uring" | "uring" => Ok(Self::IoUring),
-            "psync" | "sync" => Ok(Self::Psync),
-            _ => Err(BenchError::InvalidInput(format!(
-                "unknown I/O engine '{s}': expected io_uring or psync"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for EngineKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+hostbench_core::named_enum! {
+    /// Which engine submits the I/O.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum EngineKind("engine") {
+        IoUring = "io_uring" | "io-uring" | "uring",
+        Psync = "psync" | "sync",
     }
 }
 

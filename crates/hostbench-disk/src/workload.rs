@@ -12,62 +12,24 @@
 
 use std::time::Instant;
 
-use hostbench_core::BenchError;
-
 use crate::engine::{IoOp, Workload};
 
-/// The access pattern, with fio's names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Op {
-    Read,
-    Write,
-    RandRead,
-    RandWrite,
-    /// Random reads and writes mixed by `rwmix` (percentage of reads).
-    RandRw,
-    /// Sequential reads and writes mixed by `rwmix`: the classic read+write.
-    Rw,
+hostbench_core::named_enum! {
+    /// The access pattern, with fio's names.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Op("op") {
+        Read = "read" | "seqread",
+        Write = "write" | "seqwrite",
+        RandRead = "randread",
+        RandWrite = "randwrite",
+        /// Random reads and writes mixed by `rwmix` (percentage of reads).
+        RandRw = "randrw",
+        /// Sequential reads and writes mixed by `rwmix`: the classic read+write.
+        Rw = "rw" | "readwrite",
+    }
 }
 
 impl Op {
-    pub const ALL: [Op; 6] = [
-        Op::Read,
-        Op::Write,
-        Op::RandRead,
-        Op::RandWrite,
-        Op::RandRw,
-        Op::Rw,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-            Self::RandRead => "randread",
-            Self::RandWrite => "randwrite",
-            Self::RandRw => "randrw",
-            Self::Rw => "rw",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        let t = s.trim().to_ascii_lowercase();
-        let alias = match t.as_str() {
-            "seqread" => "read",
-            "seqwrite" => "write",
-            "readwrite" => "rw",
-            other => other,
-        };
-        Self::ALL
-            .into_iter()
-            .find(|o| o.name() == alias)
-            .ok_or_else(|| {
-                BenchError::invalid(format!(
-                    "unknown op '{t}' (expected read, write, randread, randwrite, randrw or rw)"
-                ))
-            })
-    }
-
     pub fn random(self) -> bool {
         matches!(self, Self::RandRead | Self::RandWrite | Self::RandRw)
     }

@@ -37,71 +37,28 @@ use hostbench_core::units::format_bytes_iec;
 use hostbench_core::{BenchError, Case, Runner, Sample};
 use serde_json::{json, Value};
 
-/// A programming interface to the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    OpenCl,
-    Cuda,
-}
-
-impl Backend {
-    pub const ALL: [Backend; 2] = [Backend::OpenCl, Backend::Cuda];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::OpenCl => "opencl",
-            Backend::Cuda => "cuda",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.to_ascii_lowercase().as_str() {
-            "opencl" | "ocl" | "cl" => Ok(Backend::OpenCl),
-            "cuda" | "nvidia" => Ok(Backend::Cuda),
-            _ => Err(BenchError::invalid(format!(
-                "unknown backend '{s}' (known: opencl, cuda)"
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// A programming interface to the device.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Backend("backend") {
+        OpenCl = "opencl" | "ocl" | "cl",
+        Cuda = "cuda" | "nvidia",
     }
 }
 
-/// Arithmetic types of the compute kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dtype {
-    F64,
-    F32,
-    F16,
-    I32,
-    I8,
+hostbench_core::named_enum! {
+    /// Arithmetic types of the compute kernels.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Dtype("dtype") {
+        F64 = "f64" | "dp" | "double" | "fp64",
+        F32 = "f32" | "sp" | "float" | "fp32",
+        F16 = "f16" | "half" | "fp16",
+        I32 = "i32" | "int" | "int32",
+        I8 = "i8" | "qp" | "char" | "int8",
+    }
 }
 
 impl Dtype {
-    pub const ALL: [Dtype; 5] = [Dtype::F64, Dtype::F32, Dtype::F16, Dtype::I32, Dtype::I8];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F64 => "f64",
-            Dtype::F32 => "f32",
-            Dtype::F16 => "f16",
-            Dtype::I32 => "i32",
-            Dtype::I8 => "i8",
-        }
-    }
-
-    /// Contract names plus the classic aliases (DP, SP, QP) and C spellings.
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.to_ascii_lowercase().as_str() {
-            "f64" | "dp" | "double" | "fp64" => Ok(Dtype::F64),
-            "f32" | "sp" | "float" | "fp32" => Ok(Dtype::F32),
-            "f16" | "half" | "fp16" => Ok(Dtype::F16),
-            "i32" | "int" | "int32" => Ok(Dtype::I32),
-            "i8" | "qp" | "char" | "int8" => Ok(Dtype::I8),
-            _ => Err(BenchError::invalid(format!(
-                "unknown dtype '{s}' (known: f64, f32, f16, i32, i8)"
-            ))),
-        }
-    }
-
     pub fn is_float(self) -> bool {
         matches!(self, Dtype::F64 | Dtype::F32 | Dtype::F16)
     }
@@ -116,39 +73,20 @@ impl Dtype {
     }
 }
 
-/// Device-memory kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MemKernel {
-    /// Every byte read once, reduced into a per-work-item sum that is checked.
-    Read,
-    /// Every byte written with a per-sample pattern that is checked.
-    Write,
-    /// Every byte read and written to a second buffer (counted twice, as bandwidthTest does).
-    Copy,
+hostbench_core::named_enum! {
+    /// Device-memory kernels.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum MemKernel("kernel") {
+        /// Every byte read once, reduced into a per-work-item sum that is checked.
+        Read = "read",
+        /// Every byte written with a per-sample pattern that is checked.
+        Write = "write",
+        /// Every byte read and written to a second buffer (counted twice, as bandwidthTest does).
+        Copy = "copy",
+    }
 }
 
 impl MemKernel {
-    pub const ALL: [MemKernel; 3] = [MemKernel::Read, MemKernel::Write, MemKernel::Copy];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            MemKernel::Read => "read",
-            MemKernel::Write => "write",
-            MemKernel::Copy => "copy",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.to_ascii_lowercase().as_str() {
-            "read" => Ok(MemKernel::Read),
-            "write" => Ok(MemKernel::Write),
-            "copy" => Ok(MemKernel::Copy),
-            _ => Err(BenchError::invalid(format!(
-                "unknown memory kernel '{s}' (known: read, write, copy)"
-            ))),
-        }
-    }
-
     /// Bytes moved per byte of block.
     pub fn traffic(self) -> f64 {
         match self {
@@ -158,62 +96,24 @@ impl MemKernel {
     }
 }
 
-/// Direction of a host↔device transfer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    HostToDevice,
-    DeviceToHost,
-}
-
-impl Direction {
-    pub const ALL: [Direction; 2] = [Direction::HostToDevice, Direction::DeviceToHost];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::HostToDevice => "h2d",
-            Direction::DeviceToHost => "d2h",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.to_ascii_lowercase().as_str() {
-            "h2d" | "htod" | "upload" => Ok(Direction::HostToDevice),
-            "d2h" | "dtoh" | "download" => Ok(Direction::DeviceToHost),
-            _ => Err(BenchError::invalid(format!(
-                "unknown transfer direction '{s}' (known: h2d, d2h)"
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// Direction of a host↔device transfer.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Direction("direction") {
+        HostToDevice = "h2d" | "htod" | "upload",
+        DeviceToHost = "d2h" | "dtoh" | "download",
     }
 }
 
-/// Host memory a transfer reads or writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostMemory {
-    /// Ordinary (pageable) process memory: the driver stages it through a pinned bounce buffer.
-    Pageable,
-    /// Page-locked memory the device can DMA directly (CUDA `cuMemHostAlloc`; OpenCL a mapped
-    /// `CL_MEM_ALLOC_HOST_PTR` buffer, the vendors' recipe for pinned memory).
-    Pinned,
-}
-
-impl HostMemory {
-    pub const ALL: [HostMemory; 2] = [HostMemory::Pageable, HostMemory::Pinned];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            HostMemory::Pageable => "pageable",
-            HostMemory::Pinned => "pinned",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.to_ascii_lowercase().as_str() {
-            "pageable" => Ok(HostMemory::Pageable),
-            "pinned" | "page-locked" => Ok(HostMemory::Pinned),
-            _ => Err(BenchError::invalid(format!(
-                "unknown host memory kind '{s}' (known: pageable, pinned)"
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// Host memory a transfer reads or writes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum HostMemory("host-memory") {
+        /// Ordinary (pageable) process memory: the driver stages it through a pinned bounce buffer.
+        Pageable = "pageable",
+        /// Page-locked memory the device can DMA directly (CUDA `cuMemHostAlloc`; OpenCL a mapped
+        /// `CL_MEM_ALLOC_HOST_PTR` buffer, the vendors' recipe for pinned memory).
+        Pinned = "pinned" | "page-locked",
     }
 }
 

@@ -34,23 +34,25 @@ use crate::kernels::{read_expected, vector_bytes, Isa, Ops};
 use crate::order::{Pattern, Permutation};
 use crate::{peak, sizing};
 
-/// What a bandwidth kernel does to its arrays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kernel {
-    /// Sum every byte (as 8-byte words): loads only.
-    Read,
-    /// Fill with a byte: stores only.
-    Write,
-    /// STREAM copy `c = a`.
-    Copy,
-    /// STREAM scale `b = s·c`.
-    Scale,
-    /// STREAM add `c = a + b`.
-    Add,
-    /// STREAM triad `a = b + s·c`.
-    Triad,
-    /// The classic read+write: copy each block from one region to another, any block size.
-    Rw,
+hostbench_core::named_enum! {
+    /// What a bandwidth kernel does to its arrays.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Kernel("kernel") {
+        /// Sum every byte (as 8-byte words): loads only.
+        Read = "read",
+        /// Fill with a byte: stores only.
+        Write = "write",
+        /// STREAM copy `c = a`.
+        Copy = "copy",
+        /// STREAM scale `b = s·c`.
+        Scale = "scale",
+        /// STREAM add `c = a + b`.
+        Add = "add",
+        /// STREAM triad `a = b + s·c`.
+        Triad = "triad",
+        /// The classic read+write: copy each block from one region to another, any block size.
+        Rw = "rw",
+    }
 }
 
 /// STREAM's scalar.
@@ -64,40 +66,6 @@ const INIT_C: f64 = 0.5;
 const READ_BYTE: u8 = 1;
 
 impl Kernel {
-    pub const ALL: [Kernel; 7] = [
-        Kernel::Read,
-        Kernel::Write,
-        Kernel::Copy,
-        Kernel::Scale,
-        Kernel::Add,
-        Kernel::Triad,
-        Kernel::Rw,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-            Self::Copy => "copy",
-            Self::Scale => "scale",
-            Self::Add => "add",
-            Self::Triad => "triad",
-            Self::Rw => "rw",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        let s = s.trim().to_ascii_lowercase();
-        Self::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                BenchError::invalid(format!(
-                    "unknown kernel '{s}' (expected read, write, copy, scale, add, triad or rw)"
-                ))
-            })
-    }
-
     /// Arrays the kernel names; also the STREAM byte count per byte of block.
     pub fn arrays(self) -> usize {
         match self {
@@ -152,29 +120,12 @@ impl Kernel {
     }
 }
 
-/// Store flavour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Store {
-    Temporal,
-    NonTemporal,
-}
-
-impl Store {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Temporal => "temporal",
-            Self::NonTemporal => "nontemporal",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "temporal" | "t" | "normal" => Ok(Self::Temporal),
-            "nontemporal" | "nt" | "streaming" => Ok(Self::NonTemporal),
-            other => Err(BenchError::invalid(format!(
-                "unknown store kind '{other}' (expected temporal or nontemporal)"
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// Store flavour.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Store("store kind") {
+        Temporal = "temporal" | "t" | "normal",
+        NonTemporal = "nontemporal" | "nt" | "streaming",
     }
 }
 

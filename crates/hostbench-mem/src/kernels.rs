@@ -16,51 +16,26 @@
 
 use hostbench_core::BenchError;
 
-/// Instruction set of the kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Isa {
-    Scalar,
-    Avx2,
-    Avx512,
-    Neon,
+hostbench_core::named_enum! {
+    /// Instruction set of the kernels.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Isa("ISA") {
+        Scalar = "scalar",
+        Avx2 = "avx2",
+        Avx512 = "avx512" | "avx-512",
+        Neon = "neon",
+    }
 }
 
 impl Isa {
-    pub const ALL: [Isa; 4] = [Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Scalar => "scalar",
-            Self::Avx2 => "avx2",
-            Self::Avx512 => "avx512",
-            Self::Neon => "neon",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "scalar" => Ok(Self::Scalar),
-            "avx2" => Ok(Self::Avx2),
-            "avx512" | "avx-512" => Ok(Self::Avx512),
-            "neon" => Ok(Self::Neon),
-            other => Err(BenchError::invalid(format!(
-                "unknown ISA '{other}' (expected scalar, avx2, avx512 or neon)"
-            ))),
-        }
-    }
-
     /// Whether this CPU can run the kernels (detected at run time, not compile time).
     pub fn available(self) -> bool {
+        use hostbench_core::isa as has;
         match self {
             Self::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(target_arch = "x86_64")]
-            Self::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
-            #[cfg(target_arch = "aarch64")]
-            Self::Neon => std::arch::is_aarch64_feature_detected!("neon"),
-            #[allow(unreachable_patterns)]
-            _ => false,
+            Self::Avx2 => has::avx2(),
+            Self::Avx512 => has::avx512f(),
+            Self::Neon => has::neon(),
         }
     }
 
@@ -104,12 +79,6 @@ impl Isa {
                 self.name()
             ))),
         }
-    }
-}
-
-impl std::fmt::Display for Isa {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -122,36 +122,16 @@ macro_rules! with_chains {
     };
 }
 
-/// Access pattern of a latency case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum LatPattern {
-    /// Pointer chase over one random cycle of cache lines.
-    Chase,
-    /// 1-byte dependent loads over consecutive bytes.
-    Seq,
-    /// 1-byte dependent loads at permuted offsets.
-    Random,
-}
-
-impl LatPattern {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Chase => "chase",
-            Self::Seq => "seq",
-            Self::Random => "random",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "chase" | "pointer-chase" => Ok(Self::Chase),
-            "seq" | "sequential" => Ok(Self::Seq),
-            "random" | "rand" => Ok(Self::Random),
-            _ => Err(BenchError::invalid(format!(
-                "unknown latency pattern '{}' (expected chase, seq or random)",
-                s.trim()
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// Access pattern of a latency case.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum LatPattern("latency pattern") {
+        /// Pointer chase over one random cycle of cache lines.
+        Chase = "chase" | "pointer-chase",
+        /// 1-byte dependent loads over consecutive bytes.
+        Seq = "seq" | "sequential",
+        /// 1-byte dependent loads at permuted offsets.
+        Random = "random" | "rand",
     }
 }
 

@@ -9,29 +9,12 @@
 //! independent random accesses — this measures random-access *throughput*; the dependent case is
 //! the latency benchmark's job.
 
-/// Block visit order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pattern {
-    Seq,
-    Random,
-}
-
-impl Pattern {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Seq => "seq",
-            Self::Random => "random",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, hostbench_core::BenchError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "seq" | "sequential" => Ok(Self::Seq),
-            "random" | "rand" => Ok(Self::Random),
-            other => Err(hostbench_core::BenchError::invalid(format!(
-                "unknown pattern '{other}' (expected seq or random)"
-            ))),
-        }
+hostbench_core::named_enum! {
+    /// Block visit order.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Pattern("pattern") {
+        Seq = "seq" | "sequential",
+        Random = "random" | "rand",
     }
 }
 

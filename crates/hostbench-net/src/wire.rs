@@ -57,43 +57,32 @@ pub enum ProtoError {
     Unexpected { expected: &'static str, got: String },
 }
 
-/// Transport protocol of a test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Proto {
-    Tcp,
-    Udp,
-}
-
-impl Proto {
-    pub fn name(self) -> &'static str {
-        match self {
-            Proto::Tcp => "tcp",
-            Proto::Udp => "udp",
-        }
+hostbench_core::named_enum! {
+    /// Transport protocol of a test.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Proto("protocol") {
+        Tcp = "tcp",
+        Udp = "udp",
     }
 }
 
-/// Direction of bulk data, from the client's point of view (iperf3's default, `-R`, `--bidir`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Client sends, server receives and counts.
-    Send,
-    /// Server sends, client receives and counts.
-    Recv,
-    /// Both at once, on separate streams.
-    Bidir,
+hostbench_core::named_enum! {
+    /// Direction of bulk data, from the client's point of view (iperf3's default, `-R`,
+    /// `--bidir`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Direction("direction") {
+        /// Client sends, server receives and counts.
+        Send = "send",
+        /// Server sends, client receives and counts.
+        Recv = "recv" | "reverse",
+        /// Both at once, on separate streams.
+        Bidir = "bidir",
+    }
 }
 
 impl Direction {
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::Send => "send",
-            Direction::Recv => "recv",
-            Direction::Bidir => "bidir",
-        }
-    }
     pub fn client_sends(self) -> bool {
         matches!(self, Direction::Send | Direction::Bidir)
     }

@@ -7,10 +7,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hostbench_core::isa::{parse_choice, resolve as resolve_isas};
 use hostbench_core::spec::Spec;
 use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_positive, parse_size};
 use hostbench_core::{BenchError, RunnerConfig};
-use hostbench_cpu::{CpuConfig, Dtype, Isa, IsaChoice, Scaling};
+use hostbench_cpu::{CpuConfig, Dtype, Isa, Scaling};
 
 use crate::cli::{
     CommonArgs, CpuArgs, DirectArg, DiskArgs, GpuArgs, LinpackArgs, MemArgs, ScalingArg,
@@ -97,11 +98,7 @@ pub fn cpu(args: &CpuArgs, common: &Common) -> Result<CpuConfig, BenchError> {
     if let Some(d) = &args.dtype {
         cfg.dtypes = flag("dtype", parse_list(d, "dtype", Dtype::parse))?;
     }
-    cfg.isas = match args.isa.trim() {
-        "auto" | "best" => IsaChoice::Best,
-        "all" => IsaChoice::All,
-        list => IsaChoice::List(flag("isa", parse_list(list, "isa", Isa::parse))?),
-    };
+    cfg.isas = flag("isa", parse_choice(&args.isa, Isa::parse))?;
     if let Some(t) = &args.threads {
         cfg.threads = threads_list(t)?;
     }
@@ -189,21 +186,10 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
             )));
         }
     }
-    let isas = match args.isa.trim() {
-        "auto" | "best" => vec![MemIsa::best()],
-        "all" => MemIsa::detected(),
-        list => {
-            let isas = flag("isa", parse_list(list, "isa", MemIsa::parse))?;
-            if let Some(bad) = isas.iter().find(|i| !i.available()) {
-                let have: Vec<_> = MemIsa::detected().iter().map(|i| i.name()).collect();
-                return Err(BenchError::invalid(format!(
-                    "--isa: '{bad}' is not available on this CPU (available: {})",
-                    have.join(", ")
-                )));
-            }
-            isas
-        }
-    };
+    let isas = flag(
+        "isa",
+        parse_choice(&args.isa, MemIsa::parse).and_then(|c| resolve_isas(&c, &MemIsa::detected())),
+    )?;
     let pages = args
         .pages
         .as_deref()
@@ -504,29 +490,10 @@ fn net_tests(
         }
     };
     if let Some(p) = &args.proto {
-        cfg.protos = flag(
-            "proto",
-            parse_list(p, "protocol", |s| match s.to_ascii_lowercase().as_str() {
-                "tcp" => Ok(Proto::Tcp),
-                "udp" => Ok(Proto::Udp),
-                _ => Err(BenchError::invalid(format!(
-                    "unknown protocol '{s}' (expected tcp, udp)"
-                ))),
-            }),
-        )?;
+        cfg.protos = flag("proto", parse_list(p, "protocol", Proto::parse))?;
     }
     if let Some(d) = &args.direction {
-        cfg.directions = flag(
-            "direction",
-            parse_list(d, "direction", |s| match s.to_ascii_lowercase().as_str() {
-                "send" => Ok(Direction::Send),
-                "recv" | "reverse" => Ok(Direction::Recv),
-                "bidir" => Ok(Direction::Bidir),
-                _ => Err(BenchError::invalid(format!(
-                    "unknown direction '{s}' (expected send, recv, bidir)"
-                ))),
-            }),
-        )?;
+        cfg.directions = flag("direction", parse_list(d, "direction", Direction::parse))?;
     }
     if let Some(b) = &args.block {
         let blocks = sizes_list("block", b)?;

@@ -17,6 +17,7 @@ pub mod microarch;
 pub mod model;
 pub mod named;
 pub mod parallel;
+pub mod reference;
 pub mod rng;
 pub mod runner;
 pub mod spec;

@@ -6,9 +6,9 @@
 //! set is kept L1-resident (16 kB per thread). likwid 5.2's `-s` option can collapse to ten
 //! iterations, so its default one-second minimum runtime is used instead.
 
-use std::process::Command;
+use std::time::Duration;
 
-use hostbench_core::stats::percentile_sorted;
+use hostbench_core::reference::{self as tools, Better};
 use hostbench_core::{BenchError, Reference};
 
 use crate::isa::{Dtype, Isa};
@@ -40,18 +40,17 @@ pub fn likwid_args(kernel: &str, threads: usize) -> Vec<String> {
     ]
 }
 
+/// A likwid-bench run must finish within its one-second minimum plus this much (pinning and
+/// start-up take well under a second; a hang is cut off, not waited for).
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+
 /// likwid-bench's version (`likwid-bench -v` → "likwid-bench -- Version 5.2.2").
 pub fn likwid_version() -> Result<String, BenchError> {
-    let out = Command::new(TOOL)
-        .arg("-v")
-        .output()
-        .map_err(|e| BenchError::unsupported(format!("{TOOL} not runnable: {e}")))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    Ok(text
-        .split("Version")
-        .nth(1)
-        .map(|v| v.trim().to_string())
-        .unwrap_or_else(|| "unknown".into()))
+    // Not installed is `Unsupported` (a note on the record), before any kernel is tried.
+    tools::spawn(TOOL, &["-v".into()], false)?;
+    Ok(tools::version(TOOL, &["-v"], |l| {
+        l.split("Version").nth(1).map(|v| v.trim().to_string())
+    }))
 }
 
 /// Parse the `MFlops/s:` line of likwid-bench's report into FLOP/s.
@@ -79,28 +78,16 @@ pub fn likwid_reference(
     let version = likwid_version()?;
     let mut values = Vec::new();
     for _ in 0..runs.max(1) {
-        let out = Command::new(TOOL)
-            .args(likwid_args(kernel, threads))
-            .output()
-            .map_err(|e| BenchError::unsupported(format!("{TOOL} not runnable: {e}")))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let v = parse_mflops(&text).ok_or_else(|| {
-            let err = String::from_utf8_lossy(&out.stderr);
+        let out = tools::run(TOOL, &likwid_args(kernel, threads), RUN_LIMIT)?;
+        let v = parse_mflops(&out.stdout).ok_or_else(|| {
             BenchError::Failed(format!(
                 "{TOOL} -t {kernel} gave no MFlops/s line: {}",
-                err.lines().next().unwrap_or("no output")
+                out.stderr.lines().next().unwrap_or("no output")
             ))
         })?;
         values.push(v);
     }
-    values.sort_by(f64::total_cmp);
-    let value = percentile_sorted(&values, 50.0);
-    Ok(Reference {
-        tool: TOOL.into(),
-        version,
-        value,
-        ratio: hostbench_value / value,
-    })
+    tools::reference(TOOL, version, &values, hostbench_value, Better::Higher)
 }
 
 #[cfg(test)]

@@ -8,12 +8,10 @@
 //! RTT/2 unless `--full-rtt` is given, so it is given; its smallest message is 14 bytes and it
 //! runs one pair per process, which the record notes.
 
-use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use hostbench_core::model::Reference;
+use hostbench_core::reference::{self as tools, Background, Better};
 use hostbench_core::BenchError;
 
 use crate::wire::{Direction, Proto};
@@ -37,18 +35,9 @@ pub struct Iperf3Case {
 /// A reference figure with the command that produced it.
 #[derive(Debug, Clone)]
 pub struct Measured {
-    pub reference: Reference,
+    pub reference: hostbench_core::model::Reference,
     pub command: String,
     pub note: Option<String>,
-}
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn free_port() -> Result<u16, BenchError> {
@@ -66,73 +55,19 @@ fn free_port() -> Result<u16, BenchError> {
     ))
 }
 
-fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Killed, BenchError> {
-    let io = || if piped { Stdio::piped() } else { Stdio::null() };
-    Command::new(tool)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(io())
-        .stderr(io())
-        .spawn()
-        .map(Killed)
-        .map_err(|e| {
-            BenchError::unsupported(format!(
-                "{tool} not runnable ({e}); install it for --reference"
-            ))
-        })
-}
-
-/// Run `tool` to completion within `limit`; its stdout and stderr, read while it runs (a long
-/// iperf3 -J document would fill the pipe and stall it otherwise).
-fn output(tool: &str, args: &[String], limit: Duration) -> Result<String, BenchError> {
-    let mut child = spawn(tool, args, true)?;
-    let drain = |p: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut t = String::new();
-            if let Some(mut p) = p {
-                let _ = p.read_to_string(&mut t);
-            }
-            t
-        })
-    };
-    let out = drain(
-        child
-            .0
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = drain(
-        child
-            .0
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let deadline = Instant::now() + limit;
-    let finished = loop {
-        match child.0.try_wait() {
-            Ok(Some(_)) => break true,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => break false,
+/// Start a reference server; a tool that is not installed says how to get it.
+fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Background, BenchError> {
+    tools::spawn(tool, args, piped).map_err(|e| match e {
+        BenchError::Unsupported(why) => {
+            BenchError::unsupported(format!("{why}; install it for --reference"))
         }
-    };
-    drop(child);
-    let text = out.join().unwrap_or_default() + &err.join().unwrap_or_default();
-    if !finished {
-        return Err(BenchError::Failed(format!(
-            "{tool} did not finish in {limit:?}"
-        )));
-    }
-    Ok(text)
+        other => other,
+    })
 }
 
-/// The first line of `tool --version` (both tools print their name and version there).
-fn version(tool: &str, pick: impl Fn(&str) -> Option<String>) -> String {
-    output(tool, &["--version".into()], Duration::from_secs(5))
-        .ok()
-        .and_then(|t| t.lines().find_map(&pick))
-        .unwrap_or_else(|| "unknown".into())
+/// A client run's stdout and stderr together.
+fn output(tool: &str, args: &[String], limit: Duration) -> Result<String, BenchError> {
+    tools::run(tool, args, limit).map(|o| o.text())
 }
 
 /// Run the client until the freshly started server answers (it takes a moment to listen).
@@ -239,15 +174,16 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
     }
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     Ok(Measured {
-        reference: Reference {
-            tool: "iperf3".into(),
-            version: version("iperf3", |l| {
+        reference: tools::reference(
+            "iperf3",
+            tools::version("iperf3", &["--version"], |l| {
                 l.strip_prefix("iperf ")
                     .map(|v| v.split_whitespace().next().unwrap_or(v).to_string())
             }),
-            value,
-            ratio: ours / value,
-        },
+            &[value],
+            ours,
+            Better::Higher,
+        )?,
         command: format!("iperf3 {}", args.join(" ")),
         note,
     })
@@ -311,14 +247,15 @@ pub fn sockperf(
         .ok_or_else(|| BenchError::Failed("sockperf printed no p50".into()))?;
     let value = p50_us * 1e-6;
     Ok(Measured {
-        reference: Reference {
-            tool: "sockperf".into(),
-            version: version("sockperf", |l| {
+        reference: tools::reference(
+            "sockperf",
+            tools::version("sockperf", &["--version"], |l| {
                 l.split("version ").nth(1).map(|v| v.trim().to_string())
             }),
-            value,
-            ratio: value / ours,
-        },
+            &[value],
+            ours,
+            Better::Lower,
+        )?,
         command: format!("{tool} {}", args.join(" ")),
         note: (size != msg).then(|| {
             format!("sockperf's smallest message is 14 B; it ran {size} B against our {msg} B")

@@ -1,0 +1,192 @@
+//! Running a reference tool (likwid-bench, iperf3, sockperf, fio, clpeak) beside a case: one way
+//! to start it, bound its time, read its output, find its version and turn its figures into a
+//! record's `reference`, for every subsystem.
+//!
+//! Why one runner: a reference run is a child process that may hang (a server that never
+//! answers, a kernel likwid cannot pin), fill a pipe (iperf3's JSON), or be missing. Each case
+//! must come back within a deadline with either a figure or a reason, and a server started for it
+//! must die with it, whatever path the case leaves by.
+
+use std::io::Read;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::BenchError;
+use crate::model::Reference;
+use crate::stats::percentile_sorted;
+
+/// A child process that is killed and reaped when dropped (a reference server, or a client past
+/// its deadline).
+#[derive(Debug)]
+pub struct Background(pub Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `tool` with `args`, no stdin; stdout and stderr piped (`piped`) or discarded. A tool
+/// that cannot be started is `Unsupported`: a note on the record, never a failed case.
+pub fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Background, BenchError> {
+    let io = || if piped { Stdio::piped() } else { Stdio::null() };
+    Command::new(tool)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(io())
+        .stderr(io())
+        .spawn()
+        .map(Background)
+        .map_err(|e| BenchError::unsupported(format!("{tool} not runnable ({e})")))
+}
+
+/// What a finished tool printed.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+    pub success: bool,
+}
+
+impl Output {
+    /// Both streams, stdout first.
+    pub fn text(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+}
+
+/// Run `tool` to completion within `limit`, reading both pipes while it runs (a long report would
+/// otherwise fill a pipe and stall it). Past the limit it is killed and the case fails, naming it.
+pub fn run(tool: &str, args: &[String], limit: Duration) -> Result<Output, BenchError> {
+    let mut child = spawn(tool, args, true)?;
+    let drain = |p: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut t = String::new();
+            if let Some(mut p) = p {
+                let _ = p.read_to_string(&mut t);
+            }
+            t
+        })
+    };
+    let out = drain(
+        child
+            .0
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .0
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        match child.0.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => break None,
+        }
+    };
+    drop(child);
+    let output = Output {
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        success: status.is_some_and(|s| s.success()),
+    };
+    if status.is_none() {
+        return Err(BenchError::Failed(format!(
+            "{tool} did not finish in {limit:?}"
+        )));
+    }
+    Ok(output)
+}
+
+/// The tool's version: `pick` applied to each line `tool ARGS` prints (within 5 s), first match;
+/// "unknown" when it prints none.
+pub fn version(tool: &str, args: &[&str], pick: impl Fn(&str) -> Option<String>) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    run(tool, &args, Duration::from_secs(5))
+        .ok()
+        .and_then(|o| o.text().lines().find_map(&pick))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Which way round a ratio goes: hostbench / reference for rates (higher is better), reference /
+/// hostbench for times (lower is better), so that above 1 always means hostbench did better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// The record's `reference`: the median of the tool's `values` and the ratio the right way round.
+pub fn reference(
+    tool: &str,
+    version: String,
+    values: &[f64],
+    ours: f64,
+    better: Better,
+) -> Result<Reference, BenchError> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return Err(BenchError::Failed(format!("{tool} gave no figure")));
+    }
+    v.sort_by(f64::total_cmp);
+    let value = percentile_sorted(&v, 50.0);
+    let ratio = match better {
+        Better::Higher => ours / value,
+        Better::Lower => value / ours,
+    };
+    Ok(Reference {
+        tool: tool.into(),
+        version,
+        value,
+        ratio,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn output_is_read_and_a_hung_tool_is_killed_at_its_deadline() {
+        let o = run(
+            "sh",
+            &args(&["-c", "echo out; echo err >&2"]),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!((o.stdout.as_str(), o.stderr.as_str()), ("out\n", "err\n"));
+        assert!(o.success);
+        let t = Instant::now();
+        let e = run("sleep", &args(&["30"]), Duration::from_millis(200)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert!(e.to_string().contains("did not finish"), "{e}");
+        let missing = run("no-such-tool-hostbench", &[], Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(missing, BenchError::Unsupported(_)), "{missing}");
+        assert_eq!(
+            version("sh", &["-c", "echo 'tool 1.2'"], |l| l
+                .strip_prefix("tool ")
+                .map(str::to_string)),
+            "1.2"
+        );
+    }
+
+    #[test]
+    fn ratios_go_the_right_way_round() {
+        let r = reference("t", "1".into(), &[1.0, 4.0, 2.0], 3.0, Better::Higher).unwrap();
+        assert_eq!((r.value, r.ratio), (2.0, 1.5));
+        let r = reference("t", "1".into(), &[2.0], 1.0, Better::Lower).unwrap();
+        assert_eq!(r.ratio, 2.0);
+        assert!(reference("t", "1".into(), &[f64::NAN], 1.0, Better::Higher).is_err());
+    }
+}

@@ -8,7 +8,6 @@
 pub mod affinity;
 pub mod buffer;
 pub mod clock;
-pub mod dmi;
 pub mod error;
 pub mod histogram;
 pub mod host;

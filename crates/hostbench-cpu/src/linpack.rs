@@ -51,6 +51,7 @@ use faer::linalg::lu::partial_pivoting::factor::{
 };
 use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
 use faer::{Accum, Auto, MatMut, MatRef, Par, Spec};
+use hostbench_core::buffer::{Pages, Region};
 use hostbench_core::rng;
 use hostbench_core::{affinity, BenchError};
 
@@ -223,57 +224,36 @@ fn try_vec<T>(len: usize) -> Result<Vec<T>, BenchError> {
     Ok(v)
 }
 
-/// A zeroed `f64` buffer whose first element is 64-byte aligned (the kernels' packed operands
-/// use aligned loads, and aligned rows never split a vector across two cache lines).
+/// A zeroed `f64` buffer on the shared aligned mapping (`hostbench_core::buffer::Region`, 2 MiB
+/// aligned, so the kernels' aligned loads hold and rows never split a vector across two cache
+/// lines).
 struct AlignedBuf {
-    vec: Vec<f64>,
-    off: usize,
+    region: Region,
     len: usize,
 }
 
 impl AlignedBuf {
     /// `huge`: ask for transparent huge pages, which saves TLB misses when walking down the
-    /// columns of a large matrix (numpy does the same for its large arrays).
+    /// columns of a large matrix (numpy does the same for its large arrays); the small per-thread
+    /// packing buffers stay on base pages.
     fn new(len: usize, huge: bool) -> Result<Self, BenchError> {
-        let total = len.checked_add(8).ok_or_else(|| alloc_error(len))?;
-        let mut vec = try_vec::<f64>(total)?;
-        if huge {
-            advise_huge_pages(vec.as_mut_ptr() as usize, total * 8);
-        }
-        vec.resize(total, 0.0);
-        let off = (64 - vec.as_ptr() as usize % 64) % 64 / 8;
-        Ok(Self { vec, off, len })
+        let bytes = len.checked_mul(8).ok_or_else(|| alloc_error(len))?;
+        let pages = if huge { Pages::Huge } else { Pages::Small };
+        // An anonymous mapping reads as zeros, as the solver's buffers must start.
+        let region = Region::new(bytes, pages).map_err(|_| alloc_error(len))?;
+        Ok(Self { region, len })
     }
     fn as_mut_slice(&mut self) -> &mut [f64] {
-        &mut self.vec[self.off..self.off + self.len]
+        &mut self.region.as_f64_mut()[..self.len]
     }
     #[cfg(test)]
     fn as_slice_for_test(&self) -> &[f64] {
-        &self.vec[self.off..self.off + self.len]
+        &self.region.as_f64()[..self.len]
     }
     fn as_mut_ptr(&mut self) -> *mut f64 {
         self.as_mut_slice().as_mut_ptr()
     }
 }
-
-/// Best effort `madvise(MADV_HUGEPAGE)` on the whole pages inside `[addr, addr + bytes)`.
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(addr: usize, bytes: usize) {
-    extern "C" {
-        fn madvise(addr: *mut core::ffi::c_void, len: usize, advice: i32) -> i32;
-    }
-    const MADV_HUGEPAGE: i32 = 14;
-    let start = addr.next_multiple_of(4096);
-    let end = addr.saturating_add(bytes) & !4095;
-    if end > start {
-        // SAFETY: the range lies inside an allocation this process owns; MADV_HUGEPAGE only
-        // changes how the kernel backs it, never its contents, and a failure is harmless.
-        unsafe { madvise(start as *mut core::ffi::c_void, end - start, MADV_HUGEPAGE) };
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_addr: usize, _bytes: usize) {}
 
 /// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major. A NaN
 /// anywhere makes it NaN, which fails the `< 16` test.

@@ -10,6 +10,7 @@
 //! * `peak` — the DRAM limit from DMI or the spec file.
 
 pub mod bandwidth;
+pub mod dmi;
 pub use hostbench_core::buffer;
 pub mod kernels;
 pub mod latency;

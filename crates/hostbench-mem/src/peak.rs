@@ -28,8 +28,8 @@ pub fn dram_peak(spec: &Spec) -> Option<Peak> {
 }
 
 fn dmi_peak() -> Option<Peak> {
-    let dimms = hostbench_core::dmi::read_dimms()?;
-    let p = hostbench_core::dmi::dram_peak(&dimms)?;
+    let dimms = crate::dmi::read_dimms()?;
+    let p = crate::dmi::dram_peak(&dimms)?;
     Some(Peak {
         value: p.bytes_per_s,
         basis: p.basis,

@@ -18,6 +18,7 @@ pub mod client;
 pub mod limit;
 pub mod reference;
 pub mod server;
+pub mod stream;
 pub mod subsystem;
 pub mod tcp;
 pub mod udp;

@@ -12,11 +12,10 @@ use std::time::{Duration, Instant};
 
 use hostbench_core::histogram::LatencyHist;
 
-use crate::tcp::{payload, Stop};
+pub use crate::stream::HEADER_BYTES;
+use crate::stream::{payload, Stop};
 use crate::wire::{SentReport, StreamReport};
 
-/// Session tag, sequence number, send time: 3 × u64, little-endian.
-pub const HEADER_BYTES: usize = 24;
 /// Sequence number of handshake datagrams.
 const HELLO_SEQ: u64 = u64::MAX;
 /// Receive buffer asked for on every UDP socket unless the test names one.

@@ -139,8 +139,8 @@ impl TestSpec {
 
     /// When stream `i` stops sending: at the test's end time, after its share of the bytes (the
     /// first streams take the remainder), or after the round-trip count.
-    pub fn stop(&self, i: u32) -> crate::tcp::Stop {
-        use crate::tcp::Stop;
+    pub fn stop(&self, i: u32) -> crate::stream::Stop {
+        use crate::stream::Stop;
         match (self.duration_ms, self.bytes, self.count) {
             (Some(ms), _, _) => Stop::At(Instant::now() + Duration::from_millis(ms)),
             (_, Some(b), _) => {
@@ -174,7 +174,7 @@ impl TestSpec {
             Proto::Udp => MAX_UDP_BLOCK,
         };
         let min_block = match (self.proto, self.kind) {
-            (Proto::Udp, TestKind::Throughput) => crate::udp::HEADER_BYTES as u32,
+            (Proto::Udp, TestKind::Throughput) => crate::stream::HEADER_BYTES as u32,
             _ => 1,
         };
         if self.block < min_block || self.block > max_block {

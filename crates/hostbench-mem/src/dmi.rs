@@ -1292,7 +1292,7 @@ mod tests {
     }
 
     /// Deterministic noise from the shared generator.
-    struct Rng(crate::rng::SplitMix64);
+    struct Rng(hostbench_core::rng::SplitMix64);
 
     impl Rng {
         fn next(&mut self) -> u64 {
@@ -1329,7 +1329,7 @@ mod tests {
         }
         assert_eq!(previous, 3);
 
-        let mut rng = Rng(crate::rng::SplitMix64::new(0x9E37_79B9_7F4A_7C15));
+        let mut rng = Rng(hostbench_core::rng::SplitMix64::new(0x9E37_79B9_7F4A_7C15));
         // Pure noise, with and without a plausible type-17 header in front.
         for i in 0..3000 {
             let n = (rng.next() % 400) as usize;

@@ -34,6 +34,15 @@ pub struct Common {
     pub spec: Spec,
 }
 
+impl Common {
+    /// `--duration`, when given, replaces a section's own sample length.
+    pub fn apply_duration(&self, sample: &mut Duration) {
+        if let Some(d) = self.duration {
+            *sample = d;
+        }
+    }
+}
+
 fn flag<T>(name: &str, r: Result<T, BenchError>) -> Result<T, BenchError> {
     r.map_err(|e| BenchError::invalid(format!("--{name}: {e}")))
 }
@@ -109,9 +118,7 @@ pub fn cpu(args: &CpuArgs, common: &Common) -> Result<CpuConfig, BenchError> {
     if let Some(o) = &args.ops {
         cfg.ops = Some(flag("ops", parse_count(o))?);
     }
-    if let Some(d) = common.duration {
-        cfg.duration = d;
-    }
+    common.apply_duration(&mut cfg.duration);
     cfg.reference = args.reference;
     flag("isa", cfg.resolve_isas())?;
     cfg.validate()?;
@@ -197,9 +204,7 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         .transpose()?;
 
     let mut cfg = hostbench_mem::MemConfig::default();
-    if let Some(d) = common.duration {
-        cfg.duration = d;
-    }
+    common.apply_duration(&mut cfg.duration);
     if let Some(p) = pages.as_ref().and_then(|p| p.first()) {
         cfg.pages = *p;
     }
@@ -305,9 +310,7 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
                 l.threads = t.clone();
             }
         }
-        if let Some(d) = common.duration {
-            l.duration = d;
-        }
+        common.apply_duration(&mut l.duration);
         l.validate()?;
         cfg.latency = Some(l);
     }
@@ -398,9 +401,7 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     if let Some(i) = &args.interval {
         cfg.interval = Some(flag("interval", parse_duration(i))?);
     }
-    if let Some(d) = common.duration {
-        cfg.duration = d;
-    }
+    common.apply_duration(&mut cfg.duration);
     cfg.validate()?;
     Ok(cfg)
 }
@@ -539,9 +540,7 @@ fn net_tests(
     }
     cfg.pin = !args.no_pin;
     cfg.reference = args.reference;
-    if let Some(d) = common.duration {
-        cfg.duration = d;
-    }
+    common.apply_duration(&mut cfg.duration);
     cfg.validate()?;
     Ok(cfg)
 }
@@ -680,9 +679,7 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
         cfg.transfer = None;
     }
     cfg.launch = want(args.launch, false);
-    if let Some(d) = common.duration {
-        cfg.duration = d;
-    }
+    common.apply_duration(&mut cfg.duration);
     cfg.validate().map_err(|e| match e {
         BenchError::InvalidInput(m) if m.starts_with("block") => {
             BenchError::invalid(format!("--block/--transfer-block: {m}"))

@@ -646,7 +646,7 @@ fn measure(
                             json!(rec.value * factor / p.value),
                         );
                     }
-                    None => rec.warnings.push(peak::no_peak_reason().into()),
+                    None => rec.warnings.push(peak::no_peak_reason()),
                 }
             }
         },

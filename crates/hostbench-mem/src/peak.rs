@@ -6,6 +6,9 @@
 //! not what is populated, and the research notes show population alone changes STREAM by 3×.
 //! Latency has no honest theoretical value, so none is given.
 
+use std::io::ErrorKind;
+use std::path::Path;
+
 use hostbench_core::model::Peak;
 use hostbench_core::spec::Spec;
 
@@ -36,10 +39,27 @@ fn dmi_peak() -> Option<Peak> {
     })
 }
 
-/// Why a DRAM record carries no peak.
-pub fn no_peak_reason() -> &'static str {
-    "no DRAM peak: the SMBIOS DIMM table is unreadable (needs root, absent in many VMs); \
-     give memory.dimm_mts and memory.channels (or memory.bandwidth_bps) in --spec"
+/// Why a DRAM record carries no peak: the SMBIOS table's actual state on this host, so the user
+/// knows whether root, another machine or only the spec file can supply it.
+pub fn no_peak_reason() -> String {
+    no_peak_reason_for(Path::new(crate::dmi::DMI_TABLE))
+}
+
+fn no_peak_reason_for(table: &Path) -> String {
+    let why = match std::fs::read(table) {
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            format!("this host exposes no SMBIOS table ({} is absent, as in many VMs)", table.display())
+        }
+        Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+            format!("{} is readable by root only", table.display())
+        }
+        Err(e) => format!("{} is unreadable: {e}", table.display()),
+        Ok(_) => "the SMBIOS table lists no populated DIMM with a speed".to_string(),
+    };
+    format!(
+        "no DRAM peak: {why}; give memory.dimm_mts and memory.channels (or memory.bandwidth_bps) \
+         in --spec"
+    )
 }
 
 #[cfg(test)]
@@ -54,5 +74,18 @@ mod tests {
         assert!(p.basis.contains("12 channels"));
         let spec = Spec::parse("[memory]\nbandwidth_bps = 5e10\n").unwrap();
         assert_eq!(dram_peak(&spec).unwrap().value, 5e10);
+    }
+
+    #[test]
+    fn no_peak_reason_says_what_the_table_is() {
+        let dir = std::env::temp_dir().join(format!("hb-dmi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let absent = no_peak_reason_for(&dir.join("DMI"));
+        assert!(absent.contains("no SMBIOS table"), "{absent}");
+        assert!(absent.contains("--spec"), "{absent}");
+        std::fs::write(dir.join("DMI"), [127u8, 4, 0, 0, 0, 0]).unwrap();
+        let empty = no_peak_reason_for(&dir.join("DMI"));
+        assert!(empty.contains("no populated DIMM"), "{empty}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -144,7 +144,7 @@ impl Subsystem for Mem {
     fn peaks(&self, _host: &Host, spec: &Spec) -> Vec<PeakLine> {
         let (peak, note) = match crate::peak::dram_peak(spec) {
             Some(p) => (Some(p), String::new()),
-            None => (None, crate::peak::no_peak_reason().to_string()),
+            None => (None, crate::peak::no_peak_reason()),
         };
         vec![PeakLine {
             subsystem: self.name().into(),

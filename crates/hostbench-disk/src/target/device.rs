@@ -1,0 +1,567 @@
+//! The block device under a directory and the link it hangs on (PCIe, SATA, SAS, NVMe-oF,
+//! virtio, …), read from sysfs; and the theoretical peak a disk record is compared with.
+//!
+//! Why this is its own module: a result means more next to the interface limit (`disk_peak`), and
+//! finding that limit is a walk through sysfs that differs per bus. The `_from` functions take the
+//! sysfs root as a parameter so tests can use a fixture tree.
+
+use std::path::{Path, PathBuf};
+
+use hostbench_core::model::Peak;
+use hostbench_core::spec::Spec;
+use hostbench_core::units::format_value;
+use serde::Serialize;
+
+/// Where sysfs lives; the `_from` functions take it as a parameter so tests can use a fixture tree.
+pub(super) const SYS_ROOT: &str = "/sys";
+
+/// The block device under a directory and the link it hangs on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceInfo {
+    /// Kernel name of the whole disk (partitions resolved to their disk): nvme0n1, vda, sda, dm-0.
+    pub name: String,
+    pub model: Option<String>,
+    pub rotational: Option<bool>,
+    pub logical_block: Option<u32>,
+    pub physical_block: Option<u32>,
+    /// "PCIe 4.0 x4", "SATA 6.0 Gb/s", "virtio", …; None for stacked devices (dm, md, loop).
+    pub interface: Option<String>,
+    /// The link's payload rate in bytes/s after line encoding; None where there is no wire limit
+    /// (virtio) or it could not be read.
+    pub interface_bps: Option<f64>,
+}
+
+/// PCIe per-lane payload rate after encoding (8b/10b for gen 1–2, 128b/130b for 3–5, FLIT for 6),
+/// keyed by the transfer rate in tenths of GT/s as sysfs prints it.
+const PCIE_GENS: &[(u32, u32, f64)] = &[
+    (25, 1, 0.25e9),
+    (50, 2, 0.5e9),
+    (80, 3, 0.985e9),
+    (160, 4, 1.969e9),
+    (320, 5, 3.938e9),
+    (640, 6, 7.563e9),
+];
+
+/// Find the device holding `dir` via its `st_dev`. None for filesystems without one (tmpfs,
+/// overlay, btrfs's anonymous device numbers, NFS) or where sysfs is not mounted.
+pub fn device_info(dir: &Path) -> Option<DeviceInfo> {
+    let (major, minor) = dev_of(dir)?;
+    device_info_from(Path::new(SYS_ROOT), major, minor)
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(super) fn dev_of(path: &Path) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    // The casts only unify c_uint (glibc) and c_int (bionic); device numbers are non-negative.
+    Some((libc::major(dev) as u32, libc::minor(dev) as u32))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(super) fn dev_of(_path: &Path) -> Option<(u32, u32)> {
+    None
+}
+
+/// The sysfs directory of the whole disk for `major:minor` (a partition resolves to its parent).
+fn disk_dir(sys_root: &Path, major: u32, minor: u32) -> Option<PathBuf> {
+    let dir = sys_root
+        .join("dev/block")
+        .join(format!("{major}:{minor}"))
+        .canonicalize()
+        .ok()?;
+    // A partition's directory sits inside its disk's and has no queue/ of its own.
+    if dir.join("partition").exists() {
+        return dir.parent().map(Path::to_path_buf);
+    }
+    Some(dir)
+}
+
+pub(super) fn logical_block_from(sys_root: &Path, major: u32, minor: u32) -> Option<u32> {
+    let disk = disk_dir(sys_root, major, minor)?;
+    read_num(&disk.join("queue/logical_block_size"))
+}
+
+/// `device_info` against a sysfs tree rooted at `sys_root` (normally `/sys`).
+pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<DeviceInfo> {
+    let disk = disk_dir(sys_root, major, minor)?;
+    let name = disk.file_name()?.to_string_lossy().into_owned();
+    let queue = disk.join("queue");
+    let mut info = DeviceInfo {
+        model: read_trim(&disk.join("device/model")),
+        rotational: read_trim(&queue.join("rotational")).map(|s| s != "0"),
+        logical_block: read_num(&queue.join("logical_block_size")),
+        physical_block: read_num(&queue.join("physical_block_size")),
+        interface: None,
+        interface_bps: None,
+        name,
+    };
+    let stacked = ["dm-", "md", "loop", "zram", "nbd", "ram", "drbd", "rbd"];
+    if stacked.iter().any(|p| info.name.starts_with(p)) {
+        // Stacked or virtual: the limit is that of the devices below (or of memory); guessing one
+        // would be worse than saying nothing.
+        return Some(info);
+    }
+    let components: Vec<String> = disk
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let numbered = |prefix: &str| {
+        components.iter().find_map(|c| {
+            let rest = c.strip_prefix(prefix)?;
+            (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())).then(|| rest.to_string())
+        })
+    };
+    if info.name.starts_with("nvme") {
+        (info.interface, info.interface_bps) = nvme_link(sys_root, &disk, &info.name);
+    } else if numbered("virtio").is_some() {
+        info.interface = Some("virtio".to_string());
+    } else if info.name.starts_with("xvd") {
+        info.interface = Some("Xen virtual block device".to_string());
+    } else if numbered("usb").is_some() {
+        // The USB generation is in the hub's `speed` file, but a bridge chip usually limits more.
+        info.interface = Some("USB".to_string());
+    } else if let Some((iface, bps)) = sas_link(&disk) {
+        (info.interface, info.interface_bps) = (Some(iface), bps);
+    } else if let Some(port) = numbered("ata") {
+        let spd = read_trim(
+            &sys_root
+                .join("class/ata_link")
+                .join(format!("link{port}"))
+                .join("sata_spd"),
+        );
+        if let Some(gbps) = spd.as_deref().and_then(leading_number) {
+            // 8b/10b encoding: 10 line bits per byte.
+            info.interface = Some(format!("SATA {gbps:.1} Gb/s"));
+            info.interface_bps = Some(gbps * 1e9 / 10.0);
+        } else {
+            info.interface = Some("SATA".to_string());
+        }
+    }
+    Some(info)
+}
+
+/// The SAS link of a disk behind a SAS transport (an `end_device-*` in its sysfs path): the
+/// negotiated rate of each phy of the port just above the end device (the HBA's, or an
+/// expander's for an expander-attached disk), summed over a wide port. None when the disk is not
+/// on SAS; a rate-less "SAS" when the phys cannot be read.
+fn sas_link(disk: &Path) -> Option<(String, Option<f64>)> {
+    let end_device = disk.ancestors().find(|a| {
+        a.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("end_device-"))
+    })?;
+    let port = end_device.parent()?;
+    let mut rates: Vec<f64> = std::fs::read_dir(port)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.starts_with("phy-").then(|| {
+                read_trim(
+                    &e.path()
+                        .join("sas_phy")
+                        .join(&name)
+                        .join("negotiated_linkrate"),
+                )
+            })?
+        })
+        .filter_map(|r| leading_number(&r))
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let Some(&fastest) = rates.last() else {
+        return Some(("SAS".to_string(), None));
+    };
+    // SAS-1 to SAS-3 (1.5–12 Gb/s) use 8b/10b, SAS-4 ("22.5 Gbit") 128b/150b.
+    let payload = |gbit: f64| {
+        if gbit > 12.0 {
+            gbit * 1e9 * 128.0 / 150.0 / 8.0
+        } else {
+            gbit * 1e9 / 10.0
+        }
+    };
+    let lanes = rates.len();
+    let name = if lanes > 1 {
+        format!("SAS {fastest:.1} Gb/s x{lanes}")
+    } else {
+        format!("SAS {fastest:.1} Gb/s")
+    };
+    Some((name, Some(rates.iter().map(|&g| payload(g)).sum())))
+}
+
+/// PCIe link of an NVMe namespace's controller, or the fabric transport for NVMe-oF.
+fn nvme_link(sys_root: &Path, disk: &Path, name: &str) -> (Option<String>, Option<f64>) {
+    // nvme0n1/device is the controller and its device the PCI function; with native multipath
+    // nvme0n1/device is the subsystem instead, so also try the controller named after the disk.
+    let ctrl_name: String = {
+        let digits: String = name["nvme".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        format!("nvme{digits}")
+    };
+    let ctrls = [
+        disk.join("device"),
+        sys_root.join("class/nvme").join(&ctrl_name),
+    ];
+    for ctrl in &ctrls {
+        if let Some(t) = read_trim(&ctrl.join("transport")) {
+            if t != "pcie" {
+                return (Some(format!("NVMe over {t}")), None);
+            }
+        }
+        let speed = read_trim(&ctrl.join("device/current_link_speed"));
+        let width = read_num(&ctrl.join("device/current_link_width"));
+        if let (Some(speed), Some(width)) = (speed, width) {
+            let gts = leading_number(&speed).map(|g| (g * 10.0).round() as u32);
+            let gen = gts.and_then(|t| PCIE_GENS.iter().find(|(r, _, _)| *r == t));
+            return match gen {
+                Some(&(_, gen, per_lane)) if width > 0 => (
+                    Some(format!("PCIe {gen}.0 x{width}")),
+                    Some(per_lane * f64::from(width)),
+                ),
+                // "Unknown" speed, link down, or a generation this table predates.
+                _ => (Some(format!("PCIe ({speed}, x{width})")), None),
+            };
+        }
+    }
+    (Some("NVMe".to_string()), None)
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+fn read_num(path: &Path) -> Option<u32> {
+    read_trim(path)?.parse().ok()
+}
+
+/// "16.0 GT/s PCIe" → 16.0, "6.0 Gbps" → 6.0.
+fn leading_number(s: &str) -> Option<f64> {
+    s.split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+        .filter(|v: &f64| *v > 0.0)
+}
+
+/// The theoretical limit for a disk record: the spec file's datasheet figure if given, else (for
+/// throughput only) the interface limit. IOPS have no honest peak without a datasheet.
+pub fn disk_peak(dev: Option<&DeviceInfo>, spec: &Spec, write: bool, iops: bool) -> Option<Peak> {
+    let (key, value) = match (write, iops) {
+        (false, false) => ("read_bps", spec.disk.read_bps),
+        (true, false) => ("write_bps", spec.disk.write_bps),
+        (false, true) => ("read_iops", spec.disk.read_iops),
+        (true, true) => ("write_iops", spec.disk.write_iops),
+    };
+    if let Some(value) = value {
+        return Some(Peak {
+            value,
+            basis: format!("spec file disk.{key}"),
+        });
+    }
+    if iops {
+        return None;
+    }
+    let dev = dev?;
+    let (iface, bps) = (dev.interface.as_deref()?, dev.interface_bps?);
+    Some(Peak {
+        value: bps,
+        basis: interface_basis(iface, bps),
+    })
+}
+
+fn interface_basis(iface: &str, bps: f64) -> String {
+    const NOT_DEVICE: &str = "(interface limit, not the device's)";
+    let words: Vec<&str> = iface.split_whitespace().collect();
+    if let ["PCIe", _gen, width] = words.as_slice() {
+        if let Some(lanes) = width.strip_prefix('x').and_then(|w| w.parse::<u32>().ok()) {
+            if lanes > 0 {
+                let per_lane = bps / f64::from(lanes) / 1e9;
+                return format!("{iface} link: {lanes} lanes x {per_lane} GB/s {NOT_DEVICE}");
+            }
+        }
+    }
+    if iface.starts_with("SATA") || iface.starts_with("SAS") {
+        let encoding = match leading_number(iface.split_once(' ').map_or("", |(_, r)| r)) {
+            Some(g) if iface.starts_with("SAS") && g > 12.0 => "128b/150b",
+            _ => "8b/10b",
+        };
+        return format!(
+            "{iface} link: {} after {encoding} encoding {NOT_DEVICE}",
+            format_value(bps, "B/s")
+        );
+    }
+    format!("{iface} link: {} {NOT_DEVICE}", format_value(bps, "B/s"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // ---- sysfs fixtures -------------------------------------------------------------------
+
+    fn write(p: &Path, s: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("{s}\n")).unwrap();
+    }
+
+    fn link(target: &str, at: &Path) {
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    }
+
+    fn queue(disk: &Path, rot: &str, lbs: &str, pbs: &str) {
+        write(&disk.join("queue/rotational"), rot);
+        write(&disk.join("queue/logical_block_size"), lbs);
+        write(&disk.join("queue/physical_block_size"), pbs);
+    }
+
+    /// An NVMe gen4 x4 drive with one partition, laid out like a real /sys.
+    fn nvme_fixture(root: &Path) {
+        let pci = root.join("devices/pci0000:00/0000:00:01.1/0000:01:00.0");
+        write(&pci.join("current_link_speed"), "16.0 GT/s PCIe");
+        write(&pci.join("current_link_width"), "4");
+        let ctrl = pci.join("nvme/nvme0");
+        write(
+            &ctrl.join("model"),
+            "Samsung SSD 980 PRO 1TB                 ",
+        );
+        write(&ctrl.join("transport"), "pcie");
+        link("../../../0000:01:00.0", &ctrl.join("device"));
+        let disk = ctrl.join("nvme0n1");
+        queue(&disk, "0", "512", "512");
+        link("../../nvme0", &disk.join("device"));
+        write(&disk.join("nvme0n1p1/partition"), "1");
+        link(
+            "../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/nvme/nvme0/nvme0n1/nvme0n1p1",
+            &root.join("dev/block/259:1"),
+        );
+        link(
+            "../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/nvme/nvme0/nvme0n1",
+            &root.join("dev/block/259:0"),
+        );
+        link(
+            "../../devices/pci0000:00/0000:00:01.1/0000:01:00.0/nvme/nvme0",
+            &root.join("class/nvme/nvme0"),
+        );
+    }
+
+    fn sata_fixture(root: &Path) {
+        let scsi = root.join("devices/pci0000:00/0000:00:1f.2/ata3/host2/target2:0:0/2:0:0:0");
+        write(&scsi.join("model"), "WDC WD40EFRX-68N");
+        let disk = scsi.join("block/sda");
+        queue(&disk, "1", "512", "4096");
+        link("../../../2:0:0:0", &disk.join("device"));
+        write(&disk.join("sda2/partition"), "2");
+        link(
+            "../../devices/pci0000:00/0000:00:1f.2/ata3/host2/target2:0:0/2:0:0:0/block/sda/sda2",
+            &root.join("dev/block/8:2"),
+        );
+        write(&root.join("class/ata_link/link3/sata_spd"), "6.0 Gbps");
+    }
+
+    /// A SAS disk behind an expander, on a 12 Gb/s narrow port, and a SAS-4 disk on a 2-phy
+    /// wide port straight off the HBA.
+    fn sas_fixture(root: &Path) {
+        let hba = "devices/pci0000:00/0000:00:03.0/0000:02:00.0/host0";
+        let sdb = sas_disk(
+            root,
+            hba,
+            "port-0:0/expander-0:0/port-0:0:3",
+            "0:0:3",
+            "sdb 8:16",
+        );
+        write(&sdb.join("device/model"), "ST8000NM0075");
+        sas_phys(
+            root,
+            hba,
+            "port-0:0/expander-0:0/port-0:0:3",
+            &["phy-0:0:3"],
+            "12.0 Gbit",
+        );
+        sas_disk(root, hba, "port-0:1", "0:1", "sdc 8:32");
+        sas_phys(root, hba, "port-0:1", &["phy-0:4", "phy-0:5"], "22.5 Gbit");
+    }
+
+    /// A disk `NAME MAJ:MIN` at `hba/port/end_device-END/...`, linked from dev/block.
+    fn sas_disk(root: &Path, hba: &str, port: &str, end: &str, name_dev: &str) -> PathBuf {
+        let (name, dev) = name_dev.split_once(' ').unwrap();
+        let rel = format!("{hba}/{port}/end_device-{end}/target0:0:0/0:0:0:0/block/{name}");
+        let disk = root.join(&rel);
+        queue(&disk, "1", "512", "4096");
+        std::fs::create_dir_all(disk.join("device")).unwrap();
+        link(&format!("../../{rel}"), &root.join("dev/block").join(dev));
+        disk
+    }
+
+    fn sas_phys(root: &Path, hba: &str, port: &str, phys: &[&str], rate: &str) {
+        for phy in phys {
+            let dir = root
+                .join(hba)
+                .join(port)
+                .join(phy)
+                .join("sas_phy")
+                .join(phy);
+            write(&dir.join("negotiated_linkrate"), rate);
+        }
+    }
+
+    fn virtio_fixture(root: &Path) {
+        let vdev = root.join("devices/pci0000:00/0000:00:02.0/virtio1");
+        write(&vdev.join("modalias"), "virtio:d00000002v00001AF4");
+        let disk = vdev.join("block/vda");
+        queue(&disk, "1", "512", "512");
+        link("../../../virtio1", &disk.join("device"));
+        link(
+            "../../devices/pci0000:00/0000:00:02.0/virtio1/block/vda",
+            &root.join("dev/block/254:0"),
+        );
+        let dm = root.join("devices/virtual/block/dm-0");
+        queue(&dm, "0", "4096", "4096");
+        link(
+            "../../devices/virtual/block/dm-0",
+            &root.join("dev/block/252:0"),
+        );
+    }
+
+    #[test]
+    fn device_info_nvme_gen4_x4_partition() {
+        let tmp = tempfile::tempdir().unwrap();
+        nvme_fixture(tmp.path());
+        for minor in [1, 0] {
+            let d = device_info_from(tmp.path(), 259, minor).unwrap();
+            assert_eq!(d.name, "nvme0n1");
+            assert_eq!(d.model.as_deref(), Some("Samsung SSD 980 PRO 1TB"));
+            assert_eq!(d.rotational, Some(false));
+            assert_eq!(d.logical_block, Some(512));
+            assert_eq!(d.interface.as_deref(), Some("PCIe 4.0 x4"));
+            assert!((d.interface_bps.unwrap() - 4.0 * 1.969e9).abs() < 1.0);
+        }
+        assert_eq!(logical_block_from(tmp.path(), 259, 1), Some(512));
+        assert!(device_info_from(tmp.path(), 259, 7).is_none());
+    }
+
+    #[test]
+    fn device_info_nvme_multipath_uses_class_controller() {
+        let tmp = tempfile::tempdir().unwrap();
+        nvme_fixture(tmp.path());
+        // Native multipath: the namespace hangs under the subsystem, not the controller.
+        let sub = tmp
+            .path()
+            .join("devices/virtual/nvme-subsystem/nvme-subsys0");
+        write(&sub.join("model"), "Some Drive");
+        let disk = sub.join("nvme0n2");
+        queue(&disk, "0", "4096", "4096");
+        link("../../nvme-subsys0", &disk.join("device"));
+        link(
+            "../../devices/virtual/nvme-subsystem/nvme-subsys0/nvme0n2",
+            &tmp.path().join("dev/block/259:5"),
+        );
+        let d = device_info_from(tmp.path(), 259, 5).unwrap();
+        assert_eq!(d.model.as_deref(), Some("Some Drive"));
+        assert_eq!(d.interface.as_deref(), Some("PCIe 4.0 x4"));
+    }
+
+    #[test]
+    fn device_info_sata_virtio_dm() {
+        let tmp = tempfile::tempdir().unwrap();
+        sata_fixture(tmp.path());
+        virtio_fixture(tmp.path());
+        let sda = device_info_from(tmp.path(), 8, 2).unwrap();
+        assert_eq!(sda.name, "sda");
+        assert_eq!(sda.model.as_deref(), Some("WDC WD40EFRX-68N"));
+        assert_eq!(sda.rotational, Some(true));
+        assert_eq!(sda.physical_block, Some(4096));
+        assert_eq!(sda.interface.as_deref(), Some("SATA 6.0 Gb/s"));
+        assert!((sda.interface_bps.unwrap() - 600e6).abs() < 1.0);
+
+        let vda = device_info_from(tmp.path(), 254, 0).unwrap();
+        assert_eq!(vda.name, "vda");
+        assert_eq!(vda.interface.as_deref(), Some("virtio"));
+        assert_eq!(vda.interface_bps, None);
+        assert_eq!(vda.model, None);
+
+        let dm = device_info_from(tmp.path(), 252, 0).unwrap();
+        assert_eq!(dm.name, "dm-0");
+        assert_eq!(dm.interface, None);
+        assert_eq!(dm.logical_block, Some(4096));
+    }
+
+    #[test]
+    fn device_info_sas_narrow_wide_and_sas4() {
+        let tmp = tempfile::tempdir().unwrap();
+        sas_fixture(tmp.path());
+        let sdb = device_info_from(tmp.path(), 8, 16).unwrap();
+        assert_eq!(sdb.model.as_deref(), Some("ST8000NM0075"));
+        assert_eq!(sdb.interface.as_deref(), Some("SAS 12.0 Gb/s"));
+        assert!((sdb.interface_bps.unwrap() - 1.2e9).abs() < 1.0);
+        let p = disk_peak(Some(&sdb), &Spec::default(), false, false).unwrap();
+        assert!(
+            p.basis.starts_with("SAS 12.0 Gb/s link: 1.2"),
+            "{}",
+            p.basis
+        );
+        assert!(p.basis.contains("8b/10b"), "{}", p.basis);
+        // Two 22.5 Gbit phys: 2 x 2.4 GB/s after 128b/150b.
+        let sdc = device_info_from(tmp.path(), 8, 32).unwrap();
+        assert_eq!(sdc.interface.as_deref(), Some("SAS 22.5 Gb/s x2"));
+        assert!((sdc.interface_bps.unwrap() - 4.8e9).abs() < 1.0);
+        let p = disk_peak(Some(&sdc), &Spec::default(), true, false).unwrap();
+        assert!(p.basis.contains("128b/150b"), "{}", p.basis);
+    }
+
+    #[test]
+    fn device_info_here_does_not_panic() {
+        let tmp = tempfile::tempdir().unwrap();
+        eprintln!("device_info(tempdir) = {:?}", device_info(tmp.path()));
+        eprintln!(
+            "device_info(/dev/shm) = {:?}",
+            device_info(Path::new("/dev/shm"))
+        );
+    }
+
+    #[test]
+    fn disk_peak_spec_wins_then_interface() {
+        let tmp = tempfile::tempdir().unwrap();
+        nvme_fixture(tmp.path());
+        let dev = device_info_from(tmp.path(), 259, 0).unwrap();
+        let none = Spec::default();
+        let p = disk_peak(Some(&dev), &none, false, false).unwrap();
+        assert!((p.value - 7.876e9).abs() < 1.0);
+        assert_eq!(
+            p.basis,
+            "PCIe 4.0 x4 link: 4 lanes x 1.969 GB/s (interface limit, not the device's)"
+        );
+        assert_eq!(disk_peak(Some(&dev), &none, false, true), None);
+        assert_eq!(disk_peak(None, &none, true, false), None);
+
+        let mut spec = Spec::default();
+        spec.disk.read_bps = Some(7.0e9);
+        spec.disk.write_iops = Some(1.0e6);
+        let p = disk_peak(Some(&dev), &spec, false, false).unwrap();
+        assert_eq!(
+            (p.value, p.basis.as_str()),
+            (7.0e9, "spec file disk.read_bps")
+        );
+        let p = disk_peak(None, &spec, true, true).unwrap();
+        assert_eq!(
+            (p.value, p.basis.as_str()),
+            (1.0e6, "spec file disk.write_iops")
+        );
+        // Write throughput has no spec figure: back to the link.
+        let p = disk_peak(Some(&dev), &spec, true, false).unwrap();
+        assert!(p.basis.starts_with("PCIe 4.0 x4 link"));
+
+        sata_fixture(tmp.path());
+        let sda = device_info_from(tmp.path(), 8, 2).unwrap();
+        let p = disk_peak(Some(&sda), &none, true, false).unwrap();
+        assert!(
+            p.basis
+                .starts_with("SATA 6.0 Gb/s link: 600 MB/s after 8b/10b"),
+            "{}",
+            p.basis
+        );
+    }
+}

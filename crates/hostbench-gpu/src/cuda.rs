@@ -20,9 +20,9 @@ use serde_json::{json, Value};
 
 use crate::ptx::{self, Arg, KernelArgs};
 use crate::replay::{self, FLOAT_B, INT_A, INT_B, STEPS};
+use crate::session::time_batch;
 use crate::{
-    peak, time_batch, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr,
-    Session, Timed,
+    peak, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr, Session, Timed,
 };
 
 /// Independent chains per thread (scalar SIMT lanes: latency 4 × 2 issue covers Volta–Hopper).

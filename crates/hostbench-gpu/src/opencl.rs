@@ -33,9 +33,9 @@ use serde_json::{json, Value};
 
 use crate::kernels::{self, MemLayout, MemOrder, FETCH, UNROLL};
 use crate::replay::{self, FLOAT_B, INT_A, INT_B, STEPS};
+use crate::session::time_batch;
 use crate::{
-    peak, time_batch, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr,
-    Session, Timed,
+    peak, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr, Session, Timed,
 };
 
 /// Independent chains per work-item (× the vector width): enough to cover FMA latency × pipes on

@@ -1,0 +1,323 @@
+//! The pointer-chase working set: one random cycle of cache lines (Sattolo), linked in cycle
+//! order, and the hand-written dependent-load loop that follows `K` chains through it.
+//!
+//! A random single cycle defeats stride prefetchers and visits every line once per lap; the
+//! loads are `asm!` (`mov r, [r]`, `ldr x, [x]`) so no base+index addressing cycle is added to an
+//! L1 hit; and since the cycle's order is kept, every walk checks where each chain must have
+//! ended. The module documentation of `latency` gives the full reasoning.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use hostbench_core::rng::SplitMix64;
+use hostbench_core::BenchError;
+
+use super::{region_len, LINE, MAX_LINES, UNROLL};
+use crate::buffer::{Pages, Region};
+
+/// Repeat a block 16 times (the unroll factor of the chase loop).
+macro_rules! x16 {
+    ($b:block) => {
+        $b $b $b $b $b $b $b $b $b $b $b $b $b $b $b $b
+    };
+}
+
+/// The pointer-chase working set: a region whose lines form one Sattolo cycle.
+pub(super) struct ChainSet {
+    pub(super) region: Region,
+    /// Exposed address of line 0; links hold `base + line × 64`.
+    base: usize,
+    /// `order[k]`: the line at position k of the cycle (position 0 is line 0).
+    pub(super) order: Arc<Vec<u32>>,
+    /// Cycle position where chain 0 starts the next walk; chain c starts `c × n / k` further.
+    cursor: u64,
+}
+
+/// A Sattolo cycle over the lines of a `ws`-byte working set, in walk order (see `cycle_order`).
+pub(super) fn random_cycle(ws: u64, seed: u64) -> Result<Arc<Vec<u32>>, BenchError> {
+    let n = u32::try_from(ws / LINE)
+        .ok()
+        .filter(|&n| n >= 2)
+        .ok_or_else(|| {
+            BenchError::invalid(format!(
+                "working set {ws} B must hold between 2 and {MAX_LINES} cache lines"
+            ))
+        })?;
+    cycle_order(&sattolo(n, seed)).map(Arc::new)
+}
+
+impl ChainSet {
+    /// Map and first-touch a region for `ws` bytes and link its lines along `order`.
+    pub(super) fn build(ws: u64, pages: Pages, order: Arc<Vec<u32>>) -> Result<Self, BenchError> {
+        if order.len() as u64 != ws / LINE {
+            return Err(BenchError::Failed(format!(
+                "cycle of {} lines does not fit a working set of {ws} B",
+                order.len()
+            )));
+        }
+        let mut region = Region::new(region_len(ws, pages, 0)?, pages)?;
+        // First touch from this (pinned) thread places every page on its NUMA node.
+        region.touch();
+        let base = link(&mut region, &order);
+        Ok(Self {
+            region,
+            base,
+            order,
+            cursor: 0,
+        })
+    }
+
+    fn addr_at(&self, pos: u64) -> usize {
+        let n = self.order.len() as u64;
+        self.base + self.order[(pos % n) as usize] as usize * LINE as usize
+    }
+
+    pub(super) fn walk<const K: usize>(&mut self, blocks: u64) -> Result<f64, BenchError> {
+        let n = self.order.len() as u64;
+        let spacing = n / K as u64;
+        if spacing < 2 {
+            return Err(BenchError::invalid(format!(
+                "{K} chains need at least {} cache lines, the cycle has {n}",
+                2 * K
+            )));
+        }
+        let steps = blocks * UNROLL;
+        let starts: [usize; K] =
+            std::array::from_fn(|c| self.addr_at(self.cursor + c as u64 * spacing));
+        let t0 = Instant::now();
+        // SAFETY: every start is the address of a line of `self.region`; `link` made every
+        // line's first word the address of another line of the same region, later changes only
+        // ever store such addresses, and the region lives (borrowed by `self`) for the call.
+        let ends = unsafe { chase::<K>(starts, blocks) };
+        let secs = t0.elapsed().as_secs_f64();
+        for (c, &end) in ends.iter().enumerate() {
+            let want = self.addr_at(self.cursor + c as u64 * spacing + steps);
+            if end != want {
+                return Err(BenchError::Validation(format!(
+                    "pointer chase chain {c} ended at byte offset {} instead of {} after {steps} \
+                     loads: the chain is corrupt or the loop did not run as written",
+                    end.wrapping_sub(self.base),
+                    want.wrapping_sub(self.base)
+                )));
+            }
+        }
+        self.cursor = (self.cursor + steps) % n;
+        Ok(secs)
+    }
+}
+
+/// Sattolo's algorithm: a uniformly random cyclic permutation of `0..n` as `next[line]`. With
+/// `j` drawn from `[0, i)` (never `i` itself, which is what separates it from Fisher–Yates) the
+/// result is always a single cycle through every line.
+fn sattolo(n: u32, seed: u64) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..n).collect();
+    let mut rng = SplitMix64::new(seed);
+    for i in (1..n as usize).rev() {
+        let j = rng.below(i as u64) as usize;
+        next.swap(i, j);
+    }
+    next
+}
+
+/// The lines of `next`'s cycle through line 0, in walk order. Fails unless it is one cycle
+/// through every line: this is the build-time check of the chain's shape.
+fn cycle_order(next: &[u32]) -> Result<Vec<u32>, BenchError> {
+    let n = next.len();
+    let mut order = Vec::with_capacity(n);
+    let mut x = 0u32;
+    for _ in 0..n {
+        order.push(x);
+        x = *next.get(x as usize).ok_or_else(|| {
+            BenchError::Validation(format!("chain links to line {x}, beyond its {n} lines"))
+        })?;
+        if x == 0 {
+            break;
+        }
+    }
+    if x != 0 || order.len() != n {
+        return Err(BenchError::Validation(format!(
+            "chain is not one cycle through all {n} lines (the cycle through line 0 has {})",
+            order.len()
+        )));
+    }
+    Ok(order)
+}
+
+/// Write the links: each line's first word gets the address of the next line in `order`. They
+/// are written in cycle order so that what stays cached afterwards is the end of the lap.
+/// Returns the (exposed) address of line 0.
+fn link(region: &mut Region, order: &[u32]) -> usize {
+    let base = region.as_mut_ptr().expose_provenance();
+    let words = words_mut(region);
+    let per_line = LINE as usize / std::mem::size_of::<usize>();
+    let successors = order.iter().skip(1).chain(order.first());
+    for (&line, &to) in order.iter().zip(successors) {
+        words[line as usize * per_line] = base + to as usize * LINE as usize;
+    }
+    base
+}
+
+/// The region as machine words.
+fn words_mut(region: &mut Region) -> &mut [usize] {
+    let len = region.len() / std::mem::size_of::<usize>();
+    // SAFETY: a Region starts on an ALIGN (2 MiB) boundary, so it is aligned for usize; `len`
+    // whole words lie inside it; every bit pattern is a valid usize; and the `&mut` borrow of the
+    // region makes this the only access for the slice's lifetime.
+    unsafe { std::slice::from_raw_parts_mut(region.as_mut_ptr().cast::<usize>(), len) }
+}
+
+/// Follow `K` chains for `blocks` × 16 dependent loads each, interleaved so their misses overlap;
+/// returns where each chain ended.
+///
+/// # Safety
+/// Every `p[c]` must be the address of a readable, aligned `usize` that holds the address
+/// of another such word, and so on for every word reached: a closed chain in live memory.
+#[inline(never)]
+unsafe fn chase<const K: usize>(mut p: [usize; K], blocks: u64) -> [usize; K] {
+    for _ in 0..blocks {
+        x16!({
+            for q in p.iter_mut() {
+                // SAFETY: by this function's contract `*q` is a link word of a closed chain, so
+                // it is readable and the address it holds is one too.
+                *q = unsafe { load_link(*q) };
+            }
+        });
+    }
+    p
+}
+
+/// One dependent load with simple addressing: `p = *p`.
+///
+/// # Safety
+/// `p` must be the address of a readable, aligned `usize`.
+#[inline(always)]
+unsafe fn load_link(p: usize) -> usize {
+    let mut p = p;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller guarantees `p` addresses a readable word; the instruction reads exactly
+    // that word and writes only the register.
+    unsafe {
+        core::arch::asm!(
+            "mov {p}, qword ptr [{p}]",
+            p = inout(reg) p,
+            options(nostack, readonly, preserves_flags)
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above; `ldr x, [x]` reads the 8-byte word at `p` into the same register.
+    unsafe {
+        core::arch::asm!(
+            "ldr {p}, [{p}]",
+            p = inout(reg) p,
+            options(nostack, readonly, preserves_flags)
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        // SAFETY: the caller guarantees `p` addresses a readable, aligned word, derived from a
+        // region whose provenance `link` exposed.
+        p = unsafe { std::ptr::read_volatile(std::ptr::with_exposed_provenance::<usize>(p)) };
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    use hostbench_core::rng::derive as mix;
+
+    use crate::latency::sweep::Walker;
+    use crate::latency::MAX_CHAINS;
+    use crate::sizing::KIB;
+
+    #[test]
+    fn sattolo_is_one_cycle_through_every_line() {
+        for n in [2u32, 3, 4, 5, 16, 17, 255, 1000, 4096, 65_537] {
+            for seed in 0..3 {
+                let next = sattolo(n, seed);
+                assert!(next.iter().enumerate().all(|(i, &j)| i as u32 != j));
+                let order = cycle_order(&next).unwrap();
+                assert_eq!(order.len(), n as usize);
+                let mut seen = vec![false; n as usize];
+                for &line in &order {
+                    assert!(!seen[line as usize], "n={n}: line {line} twice");
+                    seen[line as usize] = true;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sattolo_draws_every_cycle_equally_often() {
+        // n = 4 has (4 - 1)! = 6 cycles; 6000 draws give each about 1000 (σ ≈ 29).
+        let mut counts: HashMap<Vec<u32>, usize> = HashMap::new();
+        for seed in 0..6000 {
+            *counts.entry(sattolo(4, mix(99, seed))).or_default() += 1;
+        }
+        assert_eq!(counts.len(), 6);
+        assert!(
+            counts.values().all(|&c| (850..1150).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn several_cycles_are_rejected() {
+        assert!(matches!(
+            cycle_order(&[1, 0, 3, 2]),
+            Err(BenchError::Validation(_))
+        ));
+        assert!(matches!(
+            cycle_order(&[0, 1]),
+            Err(BenchError::Validation(_))
+        ));
+        assert!(cycle_order(&[1, 2, 0]).is_ok());
+    }
+
+    #[test]
+    fn chase_is_positive_and_lands_where_the_cycle_says() {
+        let mut c =
+            ChainSet::build(64 * KIB, Pages::Small, random_cycle(64 * KIB, 3).unwrap()).unwrap();
+        let n = c.order.len() as u64;
+        // Links follow the order, in memory.
+        for k in 0..n {
+            let word = c.addr_at(k) as *const usize;
+            // SAFETY: addr_at is the address of a line of c.region, which is alive.
+            assert_eq!(unsafe { word.read() }, c.addr_at(k + 1));
+        }
+        // A partial lap, a whole lap and more, with one chain and with several.
+        for blocks in [1, n / UNROLL, 3 * n / UNROLL + 1] {
+            let t = c.walk::<1>(blocks).unwrap();
+            assert!(t.is_finite() && t > 0.0);
+        }
+        let t = c.walk::<4>(5).unwrap();
+        assert!(t.is_finite() && t > 0.0);
+        let t = c.walk::<MAX_CHAINS>(2).unwrap();
+        assert!(t.is_finite() && t > 0.0);
+    }
+
+    #[test]
+    fn a_broken_link_fails_validation() {
+        let mut c =
+            ChainSet::build(16 * KIB, Pages::Small, random_cycle(16 * KIB, 5).unwrap()).unwrap();
+        c.walk::<1>(3).unwrap();
+        // Make the line after chain 0's start point at itself: the chase gets stuck there.
+        let stuck = c.order[((c.cursor + 1) % c.order.len() as u64) as usize] as usize;
+        let base = c.base;
+        words_mut(&mut c.region)[stuck * (LINE as usize / std::mem::size_of::<usize>())] =
+            base + stuck * LINE as usize;
+        let err = c.walk::<1>(c.order.len() as u64 / UNROLL).unwrap_err();
+        assert!(matches!(err, BenchError::Validation(_)), "{err}");
+        assert!(err.to_string().contains("chain 0"), "{err}");
+        // Walker::walk dispatches too, and rejects chain counts without a loop.
+        let mut w = Walker::Chase(c);
+        assert!(matches!(w.walk(2, 1), Err(BenchError::Validation(_))));
+        assert!(matches!(w.walk(0, 1), Err(BenchError::InvalidInput(_))));
+        assert!(matches!(
+            w.walk(MAX_CHAINS + 1, 1),
+            Err(BenchError::InvalidInput(_))
+        ));
+    }
+}

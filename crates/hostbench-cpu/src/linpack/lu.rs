@@ -1,0 +1,693 @@
+//! The LU itself: a right-looking blocked LU with partial pivoting and a look-ahead of one
+//! panel, and the blocked solve, on whichever micro-kernel the run chose.
+//!
+//! In each step thread 0 brings the next panel up to date and factors it (in a column-major
+//! scratch copy, by faer's recursive partial-pivoting LU) while the other threads claim column
+//! chunks of the trailing update from an atomic counter. Row interchanges are applied as a
+//! gather and never to earlier panels' `L` (the LINPACK `dgesl` convention; the forward
+//! substitution applies them as it goes). `U₁₂ = L₁₁⁻¹ A₁₂` multiplies by the inverse of the
+//! unit lower triangle, formed once per panel, so it runs on the same micro-kernel as the
+//! trailing update `A₂₂ −= L₂₁ U₁₂`. The solve is blocked the same way, with the matrix–vector
+//! products split over the threads. The header of the parent module describes the scheme in
+//! full.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::lu::partial_pivoting::factor::{
+    lu_in_place, lu_in_place_scratch, PartialPivLuParams,
+};
+use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
+use faer::{Accum, Auto, MatMut, Par, Spec};
+use hostbench_core::{affinity, BenchError};
+
+#[cfg(test)]
+use super::micro::Scalar;
+#[cfg(target_arch = "x86_64")]
+use super::micro::{avx2_available, Avx2};
+use super::micro::{avx512, Backend, FaerOnly, Micro};
+use super::sync::{atomics, Barrier, Shared};
+use super::system::{alloc_error, try_vec, AlignedBuf, System};
+
+/// Panel width. HPL's tuning guide puts NB in 32..256; 256 keeps the update's inner dimension
+/// long enough for the micro-kernel while the panel work (which grows with NB) stays small.
+pub(super) const NB: usize = 256;
+/// Widest column chunk of the trailing update: the packed `U₁₂` chunk (CHUNK × NB doubles,
+/// 576 KiB) stays in a 1 MiB L2 while each packed `L₂₁` micro-panel is reused across it.
+const CHUNK: usize = 288;
+
+// ---------------------------------------------------------------------------------------------
+// The parallel factorisation
+
+/// Factor `sys.a` in place and solve for `sys.b` with `backend`; returns `x` and the wall time
+/// of the factorisation plus the solve.
+pub(super) fn factor_and_solve(
+    sys: &mut System,
+    threads: usize,
+    backend: Backend,
+) -> Result<(Vec<f64>, f64), BenchError> {
+    match backend {
+        Backend::Faer => factor_and_solve_with::<FaerOnly>(sys, threads),
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 if avx2_available() => factor_and_solve_with::<Avx2>(sys, threads),
+        Backend::Avx2 => Err(BenchError::unsupported("this CPU has no AVX2 + FMA")),
+        Backend::Avx512 => avx512::factor_and_solve(sys, threads),
+        #[cfg(test)]
+        Backend::Scalar => factor_and_solve_with::<Scalar>(sys, threads),
+    }
+}
+
+/// Thread 0's private workspace for factoring panels.
+struct PanelScratch {
+    perm: Vec<usize>,
+    perm_inv: Vec<usize>,
+    /// The row order while replaying faer's permutation as transpositions, and its inverse.
+    order: Vec<usize>,
+    place: Vec<usize>,
+    targets: Vec<usize>,
+    /// Column-major copy of the panel, stride `lds`.
+    s: AlignedBuf,
+    lds: usize,
+    inv: AlignedBuf,
+    mem: MemBuffer,
+}
+
+fn panel_params() -> PartialPivLuParams {
+    // faer's default recursion threshold is 16; 8 measured a little faster on tall panels.
+    PartialPivLuParams {
+        recursion_threshold: 8,
+        ..<PartialPivLuParams as Auto<f64>>::auto()
+    }
+}
+
+fn zeros(len: usize) -> Result<Vec<usize>, BenchError> {
+    let mut v = try_vec(len)?;
+    v.resize(len, 0);
+    Ok(v)
+}
+
+pub(super) fn factor_and_solve_with<K: Micro>(
+    sys: &mut System,
+    threads: usize,
+) -> Result<(Vec<f64>, f64), BenchError> {
+    let n = sys.n;
+    let npan = n.div_ceil(NB);
+    let (lpack_len, linv_len, apack_len) = if K::PACKED {
+        (
+            n.next_multiple_of(K::NR) * NB,
+            NB.next_multiple_of(K::NR) * NB,
+            CHUNK.max(NB).next_multiple_of(K::MR) * NB,
+        )
+    } else {
+        (0, 0, 0)
+    };
+    let mut lpacks = [
+        AlignedBuf::new(lpack_len, true)?,
+        AlignedBuf::new(lpack_len, true)?,
+    ];
+    let mut linvs = [
+        AlignedBuf::new(linv_len, false)?,
+        AlignedBuf::new(linv_len, false)?,
+    ];
+    let mut apacks = try_vec(threads)?;
+    for _ in 0..threads {
+        apacks.push(AlignedBuf::new(apack_len, false)?);
+    }
+    let lds = n.next_multiple_of(8);
+    let req = lu_in_place_scratch::<usize, f64>(n, NB.min(n), Par::Seq, Spec::new(panel_params()));
+    let mem = MemBuffer::try_new(req).map_err(|_| alloc_error(n))?;
+    let ps = PanelScratch {
+        perm: zeros(n)?,
+        perm_inv: zeros(n)?,
+        order: zeros(n)?,
+        place: zeros(n)?,
+        targets: try_vec(NB)?,
+        s: AlignedBuf::new(lds * NB, true)?,
+        lds,
+        inv: AlignedBuf::new(NB * NB, false)?,
+        mem,
+    };
+    let mut x = try_vec(n)?;
+    x.extend_from_slice(&sys.b);
+    let sh = Shared {
+        a: sys.a.as_mut_ptr(),
+        lda: sys.lda,
+        n,
+        threads,
+        ipiv: atomics(n)?,
+        src_top: atomics(n)?,
+        mv_dst: atomics(n)?,
+        mv_src: atomics(n)?,
+        mv_cnt: atomics(npan)?,
+        lpack: [lpacks[0].as_mut_ptr(), lpacks[1].as_mut_ptr()],
+        linv: [linvs[0].as_mut_ptr(), linvs[1].as_mut_ptr()],
+        counters: atomics(npan)?,
+        barrier: Barrier::new(threads),
+        x: x.as_mut_ptr(),
+    };
+    warm_up_faer();
+
+    let order = affinity::placement_order();
+    let gate = Barrier::new(threads + 1);
+    let mut ps = Some(ps);
+    let seconds = std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        let mut spawn_error = None;
+        for (tid, apack) in apacks.iter_mut().enumerate() {
+            let (sh, gate) = (&sh, &gate);
+            let ps = if tid == 0 { ps.take() } else { None };
+            let cpu = affinity::cpu_for_thread(&order, tid);
+            let spawned = std::thread::Builder::new()
+                .name(format!("linpack-{tid}"))
+                .spawn_scoped(scope, move || {
+                    // One worker per CPU in the core crate's placement order (DESIGN.md §5);
+                    // best effort, an unpinned worker still computes the right answer.
+                    let _ = affinity::pin_current_thread(cpu);
+                    if !gate.wait() {
+                        return true;
+                    }
+                    let run = || worker::<K>(sh, tid, ps, apack.as_mut_slice());
+                    let ok = catch_unwind(AssertUnwindSafe(run)).is_ok();
+                    if !ok {
+                        sh.barrier.poison();
+                    }
+                    ok
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = spawn_error {
+            gate.poison();
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(BenchError::Failed(format!(
+                "linpack: cannot start {threads} threads: {e}"
+            )));
+        }
+        let t0 = Instant::now();
+        gate.wait();
+        let mut ok = true;
+        for h in handles {
+            ok &= h.join().unwrap_or(false);
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        if ok {
+            Ok(seconds)
+        } else {
+            Err(BenchError::Failed(
+                "linpack: a worker thread panicked".into(),
+            ))
+        }
+    })?;
+    Ok((x, seconds))
+}
+
+/// faer sizes its GEMM blocking from the cache sizes in sysfs the first time it multiplies;
+/// do that before the clock starts.
+fn warm_up_faer() {
+    let mut m = faer::Mat::<f64>::zeros(64, 64);
+    let id = faer::Mat::<f64>::identity(64, 64);
+    faer::linalg::matmul::matmul(
+        m.as_mut(),
+        Accum::Add,
+        id.as_ref(),
+        id.as_ref(),
+        1.0,
+        Par::Seq,
+    );
+}
+
+fn worker<K: Micro>(sh: &Shared, tid: usize, mut ps: Option<PanelScratch>, apack: &mut [f64]) {
+    let n = sh.n;
+    let npan = n.div_ceil(NB);
+    if let Some(ps) = ps.as_mut() {
+        // SAFETY: the other threads wait at the barrier below.
+        unsafe { factor_panel::<K>(sh, 0, ps) };
+    }
+    if !sh.barrier.wait() {
+        return;
+    }
+    for p in 0..npan {
+        let k = p * NB;
+        let rest0 = k + NB.min(n - k);
+        let next_end = rest0 + NB.min(n - rest0);
+        if let Some(ps) = ps.as_mut() {
+            if rest0 < n {
+                // Look-ahead: the next panel's columns first, then its factorisation, while
+                // the other threads work on the columns after it.
+                // SAFETY: thread 0 alone owns columns [rest0, next_end) in this step.
+                unsafe {
+                    update_cols::<K>(sh, p, rest0, next_end, apack);
+                    factor_panel::<K>(sh, p + 1, ps);
+                }
+            }
+        }
+        if next_end < n {
+            // Wide chunks reuse each packed L21 panel more; at least ~4 per thread keep the
+            // threads busy until the end of the step.
+            let width = ((n - next_end) / (4 * sh.threads))
+                .next_multiple_of(K::MR)
+                .clamp(4 * K::MR, CHUNK);
+            let nchunks = (n - next_end).div_ceil(width);
+            loop {
+                let c = sh.counters[p].fetch_add(1, Ordering::Relaxed);
+                if c >= nchunks {
+                    break;
+                }
+                let j0 = next_end + c * width;
+                // SAFETY: the counter hands chunk c to exactly one thread.
+                unsafe { update_cols::<K>(sh, p, j0, (j0 + width).min(n), apack) };
+            }
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+    }
+    // SAFETY: the factorisation is complete on all threads (last barrier).
+    unsafe { solve::<K>(sh, tid) };
+}
+
+/// Factor panel p (rows [k, n), columns [k, k + kb)) in a column-major copy, record its
+/// interchanges, prepare the packed operands of the updates and write the panel back.
+///
+/// # Safety
+/// The calling thread owns the panel's columns, and panel buffers p % 2, in this step.
+unsafe fn factor_panel<K: Micro>(sh: &Shared, p: usize, ps: &mut PanelScratch) {
+    let n = sh.n;
+    let k = p * NB;
+    let kb = NB.min(n - k);
+    let m = n - k;
+    let lds = ps.lds;
+    let s = ps.s.as_mut_ptr();
+    // SAFETY: the panel is owned (caller); S holds lds × NB values.
+    unsafe { copy_panel(sh, k, m, kb, s, lds, true) };
+    // SAFETY: S is m × kb column-major with stride lds and nothing else refers to it.
+    let mut panel = unsafe { MatMut::from_raw_parts_mut(s, m, kb, 1, lds as isize) };
+    // faer reports a permutation, never a failure: a zero pivot gives inf/NaN, which the
+    // residual check then rejects.
+    let _ = lu_in_place(
+        panel.as_mut(),
+        &mut ps.perm[..m],
+        &mut ps.perm_inv[..m],
+        Par::Seq,
+        MemStack::new(&mut ps.mem),
+        Spec::new(panel_params()),
+    );
+
+    // Replay faer's permutation as the transpositions that produce it, in order: that is the
+    // LAPACK pivot vector the solve needs, and the gather/move lists of the updates.
+    let order = &mut ps.order[..m];
+    let place = &mut ps.place[..m];
+    for (i, (o, pl)) in order.iter_mut().zip(place.iter_mut()).enumerate() {
+        *o = i;
+        *pl = i;
+    }
+    ps.targets.clear();
+    for i in 0..kb {
+        let want = ps.perm[i];
+        let at = place[want];
+        let here = order[i];
+        order[i] = want;
+        order[at] = here;
+        place[here] = at;
+        place[want] = i;
+        Shared::set(&sh.ipiv, k + i, k + at);
+        if at >= kb {
+            ps.targets.push(at);
+        }
+    }
+    for (r, &src) in order[..kb].iter().enumerate() {
+        Shared::set(&sh.src_top, k + r, k + src);
+    }
+    // A row below the panel changes only if a pivot was taken from it, and then it receives a
+    // former panel row. Sorted, the moves walk down the matrix.
+    ps.targets.sort_unstable();
+    ps.targets.dedup();
+    for (idx, &t) in ps.targets.iter().enumerate() {
+        Shared::set(&sh.mv_dst, k + idx, k + t);
+        Shared::set(&sh.mv_src, k + idx, k + order[t]);
+    }
+    Shared::set(&sh.mv_cnt, p, ps.targets.len());
+
+    if K::PACKED {
+        // −L₁₁⁻ᵀ in NR-column panels: U₁₂ᵀ = A₁₂ᵀ L₁₁⁻ᵀ then runs on the micro-kernel. Forming
+        // the inverse costs kb³/3 flops once per panel, against kb² per column it saves.
+        let inv = &mut ps.inv.as_mut_slice()[..kb * kb];
+        let mut im = MatMut::from_column_major_slice_mut(inv, kb, kb);
+        for j in 0..kb {
+            for i in 0..kb {
+                im[(i, j)] = if i == j { 1.0 } else { 0.0 };
+            }
+        }
+        let l11 = panel.as_ref().submatrix(0, 0, kb, kb);
+        solve_unit_lower_triangular_in_place(l11, im.as_mut(), Par::Seq);
+        let dst = sh.linv[p % 2];
+        let nr = K::NR;
+        for q in 0..kb.div_ceil(nr) {
+            for kk in 0..kb {
+                for cc in 0..nr {
+                    let c = q * nr + cc;
+                    let v = if c < kb { -im[(c, kk)] } else { 0.0 };
+                    // SAFETY: linv holds ceil(NB/NR)·NR·NB values; buffer p % 2 is ours.
+                    unsafe { *dst.add((q * kb + kk) * nr + cc) = v };
+                }
+            }
+        }
+        // L₂₁ᵀ in NR-column panels (rows of L₂₁ become columns): the B operand of the update.
+        let dst = sh.lpack[p % 2];
+        let m2 = m - kb;
+        for q in 0..m2.div_ceil(nr) {
+            let i0 = kb + q * nr;
+            let rows = nr.min(m - i0);
+            for kk in 0..kb {
+                // SAFETY: lpack holds ceil(n/NR)·NR·NB values; S covers m × kb.
+                unsafe {
+                    let d = dst.add((q * kb + kk) * nr);
+                    core::ptr::copy_nonoverlapping(s.add(i0 + kk * lds), d, rows);
+                    for ii in rows..nr {
+                        *d.add(ii) = 0.0;
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: as for the copy in.
+    unsafe { copy_panel(sh, k, m, kb, s, lds, false) };
+}
+
+/// Copy the panel between A (row-major) and S (column-major): `S[r + c·lds] = A(k + r, k + c)`
+/// when `into_s`, the reverse otherwise. Eight rows at a time, so S is written a cache line at
+/// a time and A is read eight rows in parallel.
+///
+/// # Safety
+/// The panel is owned by the caller and S holds `lds × kb` values.
+unsafe fn copy_panel(
+    sh: &Shared,
+    k: usize,
+    m: usize,
+    kb: usize,
+    s: *mut f64,
+    lds: usize,
+    into_s: bool,
+) {
+    let mut r0 = 0;
+    while r0 < m {
+        let rb = 8.min(m - r0);
+        for c in 0..kb {
+            for rr in 0..rb {
+                // SAFETY: r0 + rr < m, c < kb: inside both the panel and S.
+                unsafe {
+                    let ap = sh.at(k + r0 + rr, k + c);
+                    let sp = s.add(r0 + rr + c * lds);
+                    if into_s {
+                        *sp = *ap;
+                    } else {
+                        *ap = *sp;
+                    }
+                }
+            }
+        }
+        r0 += rb;
+    }
+}
+
+/// Pack rows `src(kk)`, kk < kb, columns [j0, j0 + w) of A into MR-column panels (k-major).
+///
+/// # Safety
+/// The rows and columns are in range; `dst` holds `ceil(w / MR)·MR·kb` values.
+unsafe fn pack_rows<K: Micro>(
+    dst: *mut f64,
+    sh: &Shared,
+    kb: usize,
+    j0: usize,
+    w: usize,
+    src: impl Fn(usize) -> usize,
+) {
+    let mr = K::MR;
+    for kk in 0..kb {
+        // SAFETY: in range by the caller's contract.
+        unsafe {
+            let row = sh.at(src(kk), j0);
+            for ip in 0..w.div_ceil(mr) {
+                let c0 = ip * mr;
+                let cols = mr.min(w - c0);
+                let d = dst.add((ip * kb + kk) * mr);
+                core::ptr::copy_nonoverlapping(row.add(c0), d, cols);
+                for c in cols..mr {
+                    *d.add(c) = 0.0;
+                }
+            }
+        }
+    }
+}
+
+/// Apply panel p to columns [j0, j1): row interchanges, `U₁₂ = L₁₁⁻¹ A₁₂`, and the trailing
+/// update `A₂₂ −= L₂₁ U₁₂`.
+///
+/// # Safety
+/// The calling thread owns columns [j0, j1) in this step, and `apack` has room for the chunk.
+unsafe fn update_cols<K: Micro>(sh: &Shared, p: usize, j0: usize, j1: usize, apack: &mut [f64]) {
+    let n = sh.n;
+    let k = p * NB;
+    let kb = NB.min(n - k);
+    let w = j1 - j0;
+    let m2 = n - k - kb;
+    if !K::PACKED {
+        for i in k..k + kb {
+            let t = Shared::get(&sh.ipiv, i);
+            if t != i {
+                // SAFETY: rows i < t are distinct; the columns are ours.
+                unsafe { core::ptr::swap_nonoverlapping(sh.at(i, j0), sh.at(t, j0), w) };
+            }
+        }
+        // SAFETY: L₁₁ and L₂₁ are read-only in this step; the column block is ours.
+        unsafe {
+            let u12 = sh.view_mut(k, j0, kb, w);
+            solve_unit_lower_triangular_in_place(sh.view(k, k, kb, kb), u12, Par::Seq);
+            if m2 > 0 {
+                faer::linalg::matmul::matmul(
+                    sh.view_mut(k + kb, j0, m2, w),
+                    Accum::Add,
+                    sh.view(k + kb, k, m2, kb),
+                    sh.view(k, j0, kb, w),
+                    -1.0,
+                    Par::Seq,
+                );
+            }
+        }
+        return;
+    }
+    let (mr, nr, lda) = (K::MR, K::NR, sh.lda);
+    let nap = w.div_ceil(mr);
+    let ap = apack.as_mut_ptr();
+    // In the kernel's column-major view the chunk is transposed: C(j, i) = A(i, j) with
+    // stride lda, the A operand is U₁₂ᵀ (MR columns of A per panel) and B is L₂₁ᵀ.
+    // SAFETY: columns [j0, j1) are ours; the panel rows read below are not written by anyone
+    // in this step; the packed buffers of panel p were completed before the last barrier.
+    unsafe {
+        // Interchanges as a gather: the new top rows go straight into the packed buffer, then
+        // the rows below that change receive the still untouched former top rows.
+        pack_rows::<K>(ap, sh, kb, j0, w, |kk| Shared::get(&sh.src_top, k + kk));
+        for idx in 0..Shared::get(&sh.mv_cnt, p) {
+            let dst = Shared::get(&sh.mv_dst, k + idx);
+            let src = Shared::get(&sh.mv_src, k + idx);
+            core::ptr::copy_nonoverlapping(sh.at(src, j0), sh.at(dst, j0), w);
+        }
+        // U₁₂ᵀ = (swapped A₁₂)ᵀ · L₁₁⁻ᵀ, written over the top rows. L₁₁⁻ᵀ is upper triangular,
+        // so panel q of it only needs the first (q + 1)·NR steps.
+        let li = sh.linv[p % 2] as *const f64;
+        for q in 0..kb.div_ceil(nr) {
+            let ncols = nr.min(kb - q * nr);
+            for ip in 0..nap {
+                K::kernel(
+                    q * nr + ncols,
+                    ap.add(ip * mr * kb),
+                    li.add(q * nr * kb),
+                    sh.at(k + q * nr, j0 + ip * mr),
+                    lda,
+                    mr.min(w - ip * mr),
+                    ncols,
+                    true,
+                    core::ptr::null(),
+                );
+            }
+        }
+        if m2 == 0 {
+            return;
+        }
+        pack_rows::<K>(ap, sh, kb, j0, w, |kk| k + kk);
+        // A₂₂ −= L₂₁ U₁₂: each packed L₂₁ᵀ panel (NR rows of A) is loaded once into L1 and
+        // used against the whole chunk, whose packed U₁₂ᵀ stays in L2.
+        let lp = sh.lpack[p % 2] as *const f64;
+        let njr = m2.div_ceil(nr);
+        let prefetch_at = 1.min(nap - 1);
+        for jr in 0..njr {
+            let b = lp.add(jr * nr * kb);
+            let rows = nr.min(m2 - jr * nr);
+            for ip in 0..nap {
+                let pf = if ip == prefetch_at && jr + 1 < njr {
+                    b.add(nr * kb)
+                } else {
+                    core::ptr::null()
+                };
+                K::kernel(
+                    kb,
+                    ap.add(ip * mr * kb),
+                    b,
+                    sh.at(k + kb + jr * nr, j0 + ip * mr),
+                    lda,
+                    mr.min(w - ip * mr),
+                    rows,
+                    false,
+                    pf,
+                );
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The solve
+
+/// Rows [lo, hi) split evenly: this thread's share.
+fn share(tid: usize, threads: usize, lo: usize, hi: usize) -> (usize, usize) {
+    let len = hi - lo;
+    (lo + len * tid / threads, lo + len * (tid + 1) / threads)
+}
+
+/// `L y = P b` then `U x = y`, block by block. The interchanges were never applied to earlier
+/// panels' L, so they are applied to x as the forward substitution reaches them (LINPACK's
+/// `dgesl` order). Thread 0 solves each diagonal block; the matrix–vector product with the rest
+/// of the block column is split by rows over all threads.
+///
+/// # Safety
+/// Called by every worker once the factorisation is complete. x is written by thread 0 alone
+/// (diagonal blocks) or by each thread in its own rows, with barriers between the phases.
+unsafe fn solve<K: Micro>(sh: &Shared, tid: usize) {
+    let (n, lda, x) = (sh.n, sh.lda, sh.x);
+    let npan = n.div_ceil(NB);
+    // SAFETY (both closures): the factored matrix is read-only now, and the x block read is
+    // final and not written in the phase that reads it.
+    let row = |i: usize, j0: usize, j1: usize| unsafe {
+        core::slice::from_raw_parts(sh.a.add(i * lda + j0), j1 - j0)
+    };
+    let xs = |i0: usize, i1: usize| unsafe { core::slice::from_raw_parts(x.add(i0), i1 - i0) };
+    // SAFETY (dot): the backend was chosen after detecting its instruction set.
+    let dot = |a: &[f64], b: &[f64]| unsafe { K::dot(a, b) };
+    for p in 0..npan {
+        let k = p * NB;
+        let kb = NB.min(n - k);
+        if tid == 0 {
+            for i in k..k + kb {
+                // SAFETY: thread 0 owns x in this phase.
+                unsafe { core::ptr::swap(x.add(i), x.add(Shared::get(&sh.ipiv, i))) };
+            }
+            for r in 1..kb {
+                let d = dot(row(k + r, k, k + r), xs(k, k + r));
+                // SAFETY: as above.
+                unsafe { *x.add(k + r) -= d };
+            }
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+        let (lo, hi) = share(tid, sh.threads, k + kb, n);
+        for i in lo..hi {
+            let d = dot(row(i, k, k + kb), xs(k, k + kb));
+            // SAFETY: row i is in this thread's share.
+            unsafe { *x.add(i) -= d };
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+    }
+    for p in (0..npan).rev() {
+        let k = p * NB;
+        let kb = NB.min(n - k);
+        if tid == 0 {
+            for i in (k..k + kb).rev() {
+                let d = dot(row(i, i + 1, k + kb), xs(i + 1, k + kb));
+                // SAFETY: thread 0 owns x in this phase; A(i, i) is in range.
+                unsafe { *x.add(i) = (*x.add(i) - d) / *sh.at(i, i) };
+            }
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+        let (lo, hi) = share(tid, sh.threads, 0, k);
+        for i in lo..hi {
+            let d = dot(row(i, k, k + kb), xs(k, k + kb));
+            // SAFETY: row i is in this thread's share.
+            unsafe { *x.add(i) -= d };
+        }
+        if !sh.barrier.wait() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linpack::micro::avx2_available;
+    use crate::linpack::system::run_with;
+    use crate::linpack::test_support::{cfg, max_abs};
+    use faer::linalg::solvers::Solve;
+    use faer::MatRef;
+
+    /// Every backend this machine can run, plus the portable scalar one for the packed path.
+    fn backends() -> Vec<Backend> {
+        let mut v = vec![Backend::Faer, Backend::Scalar];
+        if avx2_available() {
+            v.push(Backend::Avx2);
+        }
+        if avx512::available() {
+            v.push(Backend::Avx512);
+        }
+        v
+    }
+
+    #[test]
+    fn every_backend_solves_across_panel_boundaries() {
+        // 601 = 2 full panels and a ragged one: partial panels, edge tiles, the look-ahead and
+        // the chunk queue all take part.
+        for backend in backends() {
+            for threads in [1, 3] {
+                let out = run_with(&cfg(601, threads), backend).unwrap();
+                assert!(
+                    out.passed,
+                    "{backend:?}, {threads} threads: residual {}",
+                    out.residual
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_backend_matches_faers_own_solve() {
+        let n = 300;
+        let sys = System::generate(&cfg(n, 1)).unwrap();
+        let a = MatRef::from_column_major_slice(&sys.a0, n, n).to_owned();
+        let b = faer::Mat::from_fn(n, 1, |i, _| sys.b[i]);
+        let reference = a.partial_piv_lu().solve(&b);
+        let scale = max_abs((0..n).map(|i| reference[(i, 0)]));
+        for backend in backends() {
+            let mut sys = System::generate(&cfg(n, 2)).unwrap();
+            let (x, _) = factor_and_solve(&mut sys, 2, backend).unwrap();
+            let diff = max_abs((0..n).map(|i| x[i] - reference[(i, 0)]));
+            assert!(
+                diff / scale < 1e-10,
+                "{backend:?}: relative difference {}",
+                diff / scale
+            );
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! HPL-style dense solve: LU with partial pivoting of a random `n × n` system, timed and checked
+//! the way HPL does it.
+//!
+//! It is *HPL-style, not HPL*: one process on one machine, no MPI, no process grid and no
+//! `HPL.dat` search, our own generator. What it keeps from HPL is what makes the figure
+//! comparable with HPL and with an OpenBLAS `dgetrf` + `dgetrs` of the same order:
+//!
+//! - the operation count `2/3 n³ + 3/2 n²` (HPL's `HPL_pdtest.c`), divided by the wall time of
+//!   the factorisation plus the solve only (generating the matrix and checking the answer are
+//!   not timed);
+//! - the scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)`, computed against the original
+//!   `A` and `b`, which must stay below 16 (HPL's default threshold).
+//!
+//! The matrix and right-hand side are uniform in `[-0.5, 0.5)`, drawn from a counter-based
+//! splitmix64 stream, so a seed always gives the same system whatever the thread count.
+//!
+//! # Algorithm
+//!
+//! A right-looking blocked LU (panels of [`NB`](lu::NB) columns) with a look-ahead of one panel,
+//! the scheme HPL and OpenBLAS use to hide the panel factorisation, which is latency bound:
+//!
+//! - In each step thread 0 first brings the *next* panel up to date and factors it, while the
+//!   other threads update the rest of the trailing matrix; thread 0 joins them when it is done.
+//!   The trailing update is cut into column chunks claimed from an atomic counter, so a thread
+//!   slowed down by another process on a shared machine simply takes fewer chunks.
+//! - The matrix is stored row-major, so a row interchange moves contiguous memory instead of
+//!   touching one cache line per column. Row interchanges are applied as a gather driven by the
+//!   panel's permutation, and never to earlier panels' `L` (the LINPACK `dgesl` convention; the
+//!   forward substitution applies them as it goes).
+//! - The panel is copied to a column-major scratch block and factored there by faer's recursive
+//!   partial-pivoting LU.
+//! - The triangular solve `U₁₂ = L₁₁⁻¹ A₁₂` multiplies by the inverse of the unit lower
+//!   triangle, formed once per panel, so it runs on the same micro-kernel as the trailing
+//!   update (`A₂₂ −= L₂₁ U₁₂`), which is where nearly all the time goes.
+//! - The micro-kernels are packed register-tile GEMM kernels, BLIS style: AVX-512 (24 × 8 tile)
+//!   or AVX2 + FMA (8 × 6), chosen at run time, so the binary still runs on any x86-64. Without
+//!   either (or off x86-64) the same blocked algorithm calls faer's `matmul` and triangular solve
+//!   instead.
+//! - The solve is blocked the same way, with the matrix–vector products split over the threads.
+//! - Each worker is pinned to a CPU in the core crate's placement order (DESIGN.md §5); the
+//!   calling thread only waits, so its own affinity is left alone.
+//!
+//! # Layout
+//!
+//! - `system`: the configuration and outcome, the generated `A` and `b` and their aligned
+//!   buffers, the residual check, the sizing of `n` and the run entry points;
+//! - `micro`: the packed micro-kernels per ISA (AVX-512, AVX2 + FMA, the faer fallback) and the
+//!   choice between them;
+//! - `sync`: the poisonable barrier and the state the worker threads share;
+//! - `lu`: the blocked LU with look-ahead, the panel factorisation and the blocked solve.
+
+mod lu;
+mod micro;
+mod sync;
+mod system;
+
+pub use system::{default_n, memory_needed, run, LinpackConfig, LinpackOutcome};
+
+/// Helpers shared by the submodules' tests.
+#[cfg(test)]
+mod test_support {
+    use super::LinpackConfig;
+
+    pub(super) fn cfg(n: usize, threads: usize) -> LinpackConfig {
+        LinpackConfig {
+            n,
+            threads,
+            seed: 7,
+        }
+    }
+
+    pub(super) fn max_abs(v: impl IntoIterator<Item = f64>) -> f64 {
+        v.into_iter().fold(0.0, |m, e| m.max(e.abs()))
+    }
+}

@@ -1,0 +1,190 @@
+//! The synchronisation of the worker threads: a barrier that a panicking worker poisons
+//! instead of leaving the others waiting forever, and the state all workers share (the matrix,
+//! the pivots carried in atomics, the double-buffered packed operands, the chunk counters),
+//! with the ownership rules that make sharing it sound.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+
+use faer::{MatMut, MatRef};
+use hostbench_core::BenchError;
+
+use super::system::try_vec;
+
+/// A barrier that can be poisoned: a worker that panics releases the others instead of leaving
+/// them waiting forever. `wait` returns false once poisoned.
+pub(super) struct Barrier {
+    parties: usize,
+    generation: AtomicUsize,
+    state: Mutex<BarrierState>,
+    cv: Condvar,
+}
+
+struct BarrierState {
+    arrived: usize,
+    poisoned: bool,
+}
+
+impl Barrier {
+    pub(super) fn new(parties: usize) -> Self {
+        Self {
+            parties,
+            generation: AtomicUsize::new(0),
+            state: Mutex::new(BarrierState {
+                arrived: 0,
+                poisoned: false,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BarrierState> {
+        // A panic while holding this lock cannot leave the counters inconsistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn wait(&self) -> bool {
+        let mut st = self.lock();
+        if st.poisoned {
+            return false;
+        }
+        let gen = self.generation.load(Ordering::Acquire);
+        st.arrived += 1;
+        if st.arrived == self.parties {
+            st.arrived = 0;
+            self.generation
+                .store(gen.wrapping_add(1), Ordering::Release);
+            self.cv.notify_all();
+            return true;
+        }
+        drop(st);
+        // Steps are milliseconds apart and the others are usually just behind: spin briefly
+        // before sleeping, which costs a futex wake-up on every step.
+        for _ in 0..1000 {
+            if self.generation.load(Ordering::Acquire) != gen {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        let mut st = self.lock();
+        while self.generation.load(Ordering::Acquire) == gen && !st.poisoned {
+            st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
+        }
+        self.generation.load(Ordering::Acquire) != gen
+    }
+
+    pub(super) fn poison(&self) {
+        self.lock().poisoned = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Everything the worker threads share.
+///
+/// The matrix is row-major (`A(i, j)` at `a[i * lda + j]`). Within one step of the
+/// factorisation every thread writes a disjoint set of columns (thread 0 the next panel, the
+/// others the chunks they claimed), reads only what no one writes in that step (the current
+/// panel, its packed copies and its pivots), and steps are separated by the barrier.
+pub(super) struct Shared {
+    pub(super) a: *mut f64,
+    pub(super) lda: usize,
+    pub(super) n: usize,
+    pub(super) threads: usize,
+    /// LAPACK-style transpositions: row `i` was swapped with row `ipiv[i] ≥ i`.
+    pub(super) ipiv: Vec<AtomicUsize>,
+    /// The same interchanges of panel p as a gather: row `k + r` of the result is row
+    /// `src_top[k + r]` of the input for r < kb ...
+    pub(super) src_top: Vec<AtomicUsize>,
+    /// ... and the rows below the panel that change get a former panel row:
+    /// `mv_dst[k + i] ← mv_src[k + i]` for i < `mv_cnt[p]`.
+    pub(super) mv_dst: Vec<AtomicUsize>,
+    pub(super) mv_src: Vec<AtomicUsize>,
+    pub(super) mv_cnt: Vec<AtomicUsize>,
+    /// Packed `L₂₁ᵀ` of panels p (p % 2), double-buffered: thread 0 packs the next panel while
+    /// the others read the current one.
+    pub(super) lpack: [*mut f64; 2],
+    /// Packed `−L₁₁⁻ᵀ`, double-buffered the same way.
+    pub(super) linv: [*mut f64; 2],
+    /// Next unclaimed column chunk of each step.
+    pub(super) counters: Vec<AtomicUsize>,
+    pub(super) barrier: Barrier,
+    /// The right-hand side, overwritten with the solution.
+    pub(super) x: *mut f64,
+}
+
+// SAFETY: the raw pointers are only dereferenced under the ownership rules documented on
+// `Shared` (disjoint columns or rows per thread within a phase, barriers between phases); the
+// atomics carry the pivots, and the barrier orders the plain memory accesses between phases.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// Pointer to `A(i, j)`.
+    ///
+    /// # Safety
+    /// `i < n` and `j ≤ lda`.
+    pub(super) unsafe fn at(&self, i: usize, j: usize) -> *mut f64 {
+        // SAFETY: inside the allocation by the caller's bounds.
+        unsafe { self.a.add(i * self.lda + j) }
+    }
+
+    /// Row-major view of the block at (r, c).
+    ///
+    /// # Safety
+    /// In range, and no thread writes the block while the view lives.
+    pub(super) unsafe fn view<'a>(
+        &self,
+        r: usize,
+        c: usize,
+        nr: usize,
+        nc: usize,
+    ) -> MatRef<'a, f64> {
+        // SAFETY: forwarded from the caller.
+        unsafe { MatRef::from_raw_parts(self.at(r, c), nr, nc, self.lda as isize, 1) }
+    }
+
+    /// Mutable row-major view of the block at (r, c).
+    ///
+    /// # Safety
+    /// In range, and this thread owns the block while the view lives.
+    pub(super) unsafe fn view_mut<'a>(
+        &self,
+        r: usize,
+        c: usize,
+        nr: usize,
+        nc: usize,
+    ) -> MatMut<'a, f64> {
+        // SAFETY: forwarded from the caller.
+        unsafe { MatMut::from_raw_parts_mut(self.at(r, c), nr, nc, self.lda as isize, 1) }
+    }
+
+    pub(super) fn get(v: &[AtomicUsize], i: usize) -> usize {
+        v[i].load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set(v: &[AtomicUsize], i: usize, value: usize) {
+        v[i].store(value, Ordering::Relaxed);
+    }
+}
+
+/// Vectors of `len` atomics (pivot bookkeeping shared between the threads).
+pub(super) fn atomics(len: usize) -> Result<Vec<AtomicUsize>, BenchError> {
+    let mut v = try_vec(len)?;
+    v.extend((0..len).map(|_| AtomicUsize::new(0)));
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn barrier_releases_waiters_when_poisoned() {
+        let b = Barrier::new(2);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| (b.wait(), b.wait()));
+            assert!(b.wait());
+            b.poison();
+            assert_eq!(h.join().unwrap(), (true, false));
+        });
+    }
+}

@@ -1,0 +1,373 @@
+//! The system: what to solve and what came out ([`LinpackConfig`], [`LinpackOutcome`]), the run
+//! entry points, the sizing of `n` to the memory available, the generated `A` and `b` in their
+//! aligned buffers, and HPL's scaled residual check.
+//!
+//! The matrix and right-hand side are uniform in `[-0.5, 0.5)`, drawn from a counter-based
+//! splitmix64 stream, so a seed always gives the same system whatever the thread count. The
+//! figure is HPL's: the operation count `2/3 n³ + 3/2 n²` over the wall time of the
+//! factorisation plus the solve only (generating the matrix and checking the answer are not
+//! timed), and the scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` against the original
+//! `A` and `b`, which must stay below 16.
+
+use hostbench_core::buffer::{Pages, Region};
+use hostbench_core::parallel::MAX_THREADS;
+use hostbench_core::rng;
+use hostbench_core::BenchError;
+
+use super::lu::{factor_and_solve, NB};
+use super::micro::Backend;
+
+/// What to solve: the order `n`, the worker thread count and the generator seed.
+pub struct LinpackConfig {
+    pub n: usize,
+    pub threads: usize,
+    pub seed: u64,
+}
+
+/// One timed solve.
+pub struct LinpackOutcome {
+    pub n: usize,
+    pub threads: usize,
+    /// Wall time of the factorisation and the solve.
+    pub seconds: f64,
+    /// HPL operation count, `2/3 n³ + 3/2 n²`.
+    pub flops: f64,
+    /// HPL scaled residual against the original `A` and `b`.
+    pub residual: f64,
+    /// `residual < 16`.
+    pub passed: bool,
+}
+
+/// HPL's pass threshold for the scaled residual.
+const THRESHOLD: f64 = 16.0;
+/// Cap of [`default_n`]: the default run should take seconds, not minutes, on a 2-core machine.
+const DEFAULT_N_CAP: usize = 8000;
+
+/// Bytes a run of order `n` allocates: `A` (row-major, padded), the copy of `A` kept for the
+/// residual, `b`, `x`, the panel scratch and packing buffers and the pivot bookkeeping. Each
+/// worker thread adds a packing buffer of about 0.6 MiB on top, which this does not count.
+pub fn memory_needed(n: usize) -> u64 {
+    let n64 = n as u64;
+    let f = 8u64; // bytes per f64 (and per usize on 64-bit targets)
+    let lda = lda_for(n).unwrap_or(usize::MAX) as u64;
+    let nb = NB as u64;
+    let a = lda.saturating_mul(n64).saturating_mul(f);
+    let a0 = n64.saturating_mul(n64).saturating_mul(f);
+    // scratch panel + two packed L21 panels + two packed inverses and their source
+    let panel = n64
+        .saturating_add(8)
+        .saturating_mul(nb)
+        .saturating_mul(3 * f);
+    let inverse = (3 * nb * nb + 3 * nb) * f;
+    // b, x, residual vectors, permutations and pivot bookkeeping: about 16 words per row
+    let vectors = n64.saturating_mul(16 * f);
+    a.saturating_add(a0)
+        .saturating_add(panel)
+        .saturating_add(inverse)
+        .saturating_add(vectors)
+}
+
+/// Largest `n` (a multiple of 64, at least 64, at most 8000) whose run fits in half of
+/// `available_bytes`, leaving the other half to the OS and everything else.
+pub fn default_n(available_bytes: u64) -> usize {
+    let budget = available_bytes / 2;
+    let mut n = DEFAULT_N_CAP;
+    while n > 64 && memory_needed(n) > budget {
+        n -= 64;
+    }
+    n
+}
+
+/// Generate the system, time the LU factorisation and solve on `cfg.threads` threads, and check
+/// the answer.
+pub fn run(cfg: &LinpackConfig) -> Result<LinpackOutcome, BenchError> {
+    run_with(cfg, Backend::best())
+}
+
+/// HPL's operation count for order `n`.
+fn hpl_flops(n: usize) -> f64 {
+    let n = n as f64;
+    2.0 / 3.0 * n * n * n + 1.5 * n * n
+}
+
+pub(super) fn run_with(
+    cfg: &LinpackConfig,
+    backend: Backend,
+) -> Result<LinpackOutcome, BenchError> {
+    let mut sys = System::generate(cfg)?;
+    let (x, seconds) = factor_and_solve(&mut sys, cfg.threads, backend)?;
+    let residual = scaled_residual(&sys.a0, sys.n, &x, &sys.b);
+    Ok(LinpackOutcome {
+        n: sys.n,
+        threads: cfg.threads,
+        seconds,
+        flops: hpl_flops(sys.n),
+        residual,
+        passed: residual < THRESHOLD,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The system
+
+/// Element `idx` of the stream for `seed`, uniform in [-0.5, 0.5) with 53 random bits.
+#[inline]
+fn uniform(seed: u64, idx: u64) -> f64 {
+    // Counter-based splitmix64: element `idx` without the ones before it (see `rng`).
+    let bits = rng::mix64(seed.wrapping_add(idx.wrapping_add(1).wrapping_mul(rng::GAMMA)));
+    (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64) - 0.5
+}
+
+/// Row stride of the working matrix: a multiple of 8 doubles so every row starts on a cache line,
+/// and not a multiple of 4 KiB, whose rows would all fall into the same cache sets.
+/// `None` when that overflows.
+fn lda_for(n: usize) -> Option<usize> {
+    let lda = n.checked_next_multiple_of(8)?;
+    if lda % 512 == 0 {
+        lda.checked_add(8)
+    } else {
+        Some(lda)
+    }
+}
+
+/// The generated system: `a` is the working copy (row-major, stride `lda`, factored in place),
+/// `a0` the untouched original (column-major) and `b` the right-hand side.
+pub(super) struct System {
+    pub(super) n: usize,
+    pub(super) lda: usize,
+    pub(super) a: AlignedBuf,
+    pub(super) a0: Vec<f64>,
+    pub(super) b: Vec<f64>,
+}
+
+impl System {
+    pub(super) fn generate(cfg: &LinpackConfig) -> Result<Self, BenchError> {
+        let n = cfg.n;
+        if n == 0 {
+            return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
+        }
+        hostbench_core::parallel::check_threads([cfg.threads], MAX_THREADS, "linpack threads")?;
+        let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
+        let lda = lda_for(n).ok_or_else(too_large)?;
+        let len = lda.checked_mul(n).ok_or_else(too_large)?;
+        let len0 = n.checked_mul(n).ok_or_else(too_large)?;
+        let seed = cfg.seed;
+        // A(i, j) is element j·n + i of the stream whatever the storage order.
+        let mut a = AlignedBuf::new(len, true)?;
+        for (i, row) in a.as_mut_slice().chunks_exact_mut(lda).enumerate() {
+            for (j, v) in row[..n].iter_mut().enumerate() {
+                *v = uniform(seed, (j * n + i) as u64);
+            }
+        }
+        let mut a0 = try_vec(len0)?;
+        a0.extend((0..len0).map(|idx| uniform(seed, idx as u64)));
+        let mut b = try_vec(n)?;
+        b.extend((0..n).map(|i| uniform(seed ^ 0x5555_5555_5555_5555, i as u64)));
+        Ok(Self { n, lda, a, a0, b })
+    }
+}
+
+pub(super) fn alloc_error(len: usize) -> BenchError {
+    BenchError::Failed(format!(
+        "linpack: cannot allocate {len} doubles ({} bytes)",
+        len.saturating_mul(8)
+    ))
+}
+
+/// An empty vector with room for `len` values, or an error instead of an abort when memory runs
+/// out.
+pub(super) fn try_vec<T>(len: usize) -> Result<Vec<T>, BenchError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| alloc_error(len))?;
+    Ok(v)
+}
+
+/// A zeroed `f64` buffer on the shared aligned mapping (`hostbench_core::buffer::Region`, 2 MiB
+/// aligned, so the kernels' aligned loads hold and rows never split a vector across two cache
+/// lines).
+pub(super) struct AlignedBuf {
+    region: Region,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `huge`: ask for transparent huge pages, which saves TLB misses when walking down the
+    /// columns of a large matrix (numpy does the same for its large arrays); the small per-thread
+    /// packing buffers stay on base pages.
+    pub(super) fn new(len: usize, huge: bool) -> Result<Self, BenchError> {
+        let bytes = len.checked_mul(8).ok_or_else(|| alloc_error(len))?;
+        let pages = if huge { Pages::Huge } else { Pages::Small };
+        // An anonymous mapping reads as zeros, as the solver's buffers must start.
+        let region = Region::new(bytes, pages).map_err(|_| alloc_error(len))?;
+        Ok(Self { region, len })
+    }
+    pub(super) fn as_mut_slice(&mut self) -> &mut [f64] {
+        &mut self.region.as_f64_mut()[..self.len]
+    }
+    #[cfg(test)]
+    fn as_slice_for_test(&self) -> &[f64] {
+        &self.region.as_f64()[..self.len]
+    }
+    pub(super) fn as_mut_ptr(&mut self) -> *mut f64 {
+        self.as_mut_slice().as_mut_ptr()
+    }
+}
+
+/// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major. A NaN
+/// anywhere makes it NaN, which fails the `< 16` test.
+fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
+    let mut r = b.to_vec();
+    let mut row_sums = vec![0.0f64; n];
+    for (col, &xj) in a.chunks_exact(n).zip(x) {
+        for ((ri, si), &v) in r.iter_mut().zip(row_sums.iter_mut()).zip(col) {
+            *ri -= v * xj;
+            *si += v.abs();
+        }
+    }
+    norm_inf(&r) / (f64::EPSILON * (norm_inf(&row_sums) * norm_inf(x) + norm_inf(b)) * n as f64)
+}
+
+/// `max |v[i]|`, NaN if any element is NaN (`f64::max` would skip it).
+fn norm_inf(v: &[f64]) -> f64 {
+    v.iter().fold(0.0f64, |m, e| {
+        if e.is_nan() || e.abs() > m {
+            e.abs()
+        } else {
+            m
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linpack::test_support::{cfg, max_abs};
+
+    #[test]
+    fn small_solve_passes_on_one_and_two_threads() {
+        for threads in [1, 2] {
+            let out = run(&cfg(200, threads)).unwrap();
+            assert!(out.passed, "{threads} threads: residual {}", out.residual);
+            assert!(out.residual.is_finite() && out.residual < THRESHOLD);
+            assert_eq!((out.n, out.threads), (200, threads));
+            assert!(out.seconds > 0.0);
+            assert_eq!(out.flops, hpl_flops(200));
+        }
+    }
+
+    #[test]
+    fn corrupted_solution_fails_the_residual_check() {
+        let n = 200;
+        let mut sys = System::generate(&cfg(n, 1)).unwrap();
+        let (mut x, _) = factor_and_solve(&mut sys, 1, Backend::Faer).unwrap();
+        assert!(scaled_residual(&sys.a0, n, &x, &sys.b) < THRESHOLD);
+        // An error of one part in a million in a single entry is far above rounding level.
+        x[n / 2] += 1e-6 * max_abs(x.iter().copied());
+        let r = scaled_residual(&sys.a0, n, &x, &sys.b);
+        assert!(
+            r >= THRESHOLD,
+            "corrupted solution still passes: residual {r}"
+        );
+        x[n / 2] = f64::NAN;
+        assert!(scaled_residual(&sys.a0, n, &x, &sys.b).is_nan());
+    }
+
+    #[test]
+    fn flop_count_is_hpls() {
+        // 2/3 · 10⁹ + 3/2 · 10⁶
+        assert!((hpl_flops(1000) - 668_166_666.666_666_7).abs() < 1e-3);
+        assert!((hpl_flops(8000) - (2.0 / 3.0 * 512e9 + 96e6)).abs() < 1.0);
+        assert_eq!(hpl_flops(0), 0.0);
+    }
+
+    #[test]
+    fn default_n_and_memory_needed_are_sane() {
+        assert_eq!(default_n(0), 64);
+        assert_eq!(default_n(u64::MAX), 8000);
+        for avail in [1u64 << 20, 100 << 20, 1 << 30, 2 << 30, 3 << 30, 64 << 30] {
+            let n = default_n(avail);
+            assert!(
+                (64..=8000).contains(&n) && n.is_multiple_of(64),
+                "{avail}: {n}"
+            );
+            if n > 64 {
+                assert!(memory_needed(n) <= avail / 2, "{avail}: {n} does not fit");
+            }
+            if n < 8000 {
+                assert!(
+                    memory_needed(n + 64) > avail / 2,
+                    "{avail}: {n} is not the largest"
+                );
+            }
+        }
+        // at least the matrix and its copy, growing with n, saturating instead of overflowing
+        assert!(memory_needed(1000) >= 2 * 8 * 1000 * 1000);
+        assert!(memory_needed(2000) > memory_needed(1000));
+        assert_eq!(memory_needed(usize::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn invalid_input_is_an_error_not_a_panic() {
+        let err = |n, threads| {
+            run(&LinpackConfig {
+                n,
+                threads,
+                seed: 1,
+            })
+            .err()
+        };
+        match err(0, 1) {
+            Some(BenchError::InvalidInput(m)) => assert!(m.contains("n") && m.contains('0'), "{m}"),
+            _ => panic!("n = 0 accepted"),
+        }
+        match err(10, 0) {
+            Some(BenchError::InvalidInput(m)) => assert!(m.contains("threads"), "{m}"),
+            _ => panic!("threads = 0 accepted"),
+        }
+        assert!(matches!(
+            err(10, MAX_THREADS + 1),
+            Some(BenchError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            err(usize::MAX, 1),
+            Some(BenchError::InvalidInput(_))
+        ));
+        // fits in usize but not in any memory: an allocation error, not an abort
+        assert!(err(3_000_000_000, 1).is_some());
+    }
+
+    #[test]
+    fn tiny_orders_and_more_threads_than_work() {
+        for n in [1, 2, 7, 64] {
+            for threads in [1, 4] {
+                let out = run(&cfg(n, threads)).unwrap();
+                assert!(
+                    out.passed,
+                    "n {n}, {threads} threads: residual {}",
+                    out.residual
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn generator_is_deterministic_and_uniform() {
+        let a = System::generate(&cfg(50, 1)).unwrap();
+        let b = System::generate(&cfg(50, 3)).unwrap();
+        assert_eq!(a.a0, b.a0);
+        assert_eq!(a.b, b.b);
+        let c = System::generate(&LinpackConfig {
+            n: 50,
+            threads: 1,
+            seed: 8,
+        })
+        .unwrap();
+        assert_ne!(a.a0, c.a0);
+        assert!(a.a0.iter().all(|v| (-0.5..0.5).contains(v)));
+        let mean = a.a0.iter().sum::<f64>() / a.a0.len() as f64;
+        assert!(mean.abs() < 0.02, "mean {mean}");
+        // the working copy is the same matrix, stored row-major
+        let ws = a.a.as_slice_for_test();
+        assert_eq!(ws[3 * a.lda + 5], a.a0[5 * 50 + 3]);
+    }
+}

@@ -1,4 +1,4 @@
-"""Helpers shared by the side-by-side summarizers (summarize-mem.py, summarize-disk.py)."""
+"""Helpers shared by the side-by-side summarizers (summarize-{mem,disk,net,gpu}.py)."""
 
 import glob
 import json
@@ -42,8 +42,13 @@ def load_rounds(script):
     return out, rounds, text(os.path.join(out, "meta.txt")) or ""
 
 
-def print_notes(notes, out):
-    """The closing bullet list: every note, then where the exact commands of the run are."""
+def print_notes(notes, out, empty=()):
+    """The closing lines: the series that got no value in any round (a tool failed or was not run),
+    every note, then where the exact commands of the run are."""
+    if empty:
+        print()
+        print("No value in any round (failed or not run; see commands.log and the rNN/ files): "
+              + ", ".join(empty))
     if notes:
         print()
         for s in notes:

@@ -371,10 +371,7 @@ def main():
     tools = tools_line.group(1).split() if tools_line else ["hostbench", "fio"]
     empty = [f"{tool} {t}" for t in tags for tool, runs in (("hostbench", hb[t]), ("fio", fio[t]))
              if tool in tools and not any(runs)]
-    if empty:
-        print()
-        print("No value in any round (failed or not run; see commands.log and the rNN/ files): " + ", ".join(empty))
-    print_notes(notes, out)
+    print_notes(notes, out, empty)
 
 
 if __name__ == "__main__":

@@ -228,10 +228,7 @@ def main():
     empty = [name for name, vals in series.items()
              if not any(vals) and (not parts or part_of(name) in parts
                                    or (name.startswith("STREAM") and ("triad" in parts or "copy" in parts)))]
-    if empty:
-        print()
-        print("No value in any round (not run, or failed; see commands.log and the rNN/ files): " + ", ".join(empty))
-    print_notes(notes, out)
+    print_notes(notes, out, empty)
 
 
 if __name__ == "__main__":

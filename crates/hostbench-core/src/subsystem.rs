@@ -121,6 +121,11 @@ pub trait Subsystem: Sync {
         Applicable::Yes
     }
 
+    /// Process-wide set-up that must happen before any thread of the run exists, called once for
+    /// every selected subsystem before the runner starts (disk installs its Ctrl-C cleanup here:
+    /// the signal mask it sets is inherited only by threads created after it).
+    fn prepare(&self) {}
+
     /// Cases and seconds per sample this run will take, before it starts: the same case count
     /// `run` announces to the runner.
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase;

@@ -70,6 +70,11 @@ impl Subsystem for Disk {
         "disk"
     }
 
+    fn prepare(&self) {
+        // Scratch directories are removed on Ctrl-C too; see `target::install_signal_cleanup`.
+        crate::target::install_signal_cleanup();
+    }
+
     fn summary(&self) -> &'static str {
         "sequential and random read/write throughput, IOPS and latency against the interface limit"
     }

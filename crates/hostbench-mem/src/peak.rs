@@ -48,7 +48,10 @@ pub fn no_peak_reason() -> String {
 fn no_peak_reason_for(table: &Path) -> String {
     let why = match std::fs::read(table) {
         Err(e) if e.kind() == ErrorKind::NotFound => {
-            format!("this host exposes no SMBIOS table ({} is absent, as in many VMs)", table.display())
+            format!(
+                "this host exposes no SMBIOS table ({} is absent, as in many VMs)",
+                table.display()
+            )
         }
         Err(e) if e.kind() == ErrorKind::PermissionDenied => {
             format!("{} is readable by root only", table.display())

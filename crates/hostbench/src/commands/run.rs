@@ -29,9 +29,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         Some(hostbench_report::history::Store::open(&path)?)
     };
     let selected = subsystem::select(&SUBSYSTEMS, args.only.as_deref(), args.skip.as_deref())?;
-    if selected.iter().any(|s| s.name() == "disk") {
-        // Before any worker thread exists (see `target::install_signal_cleanup`).
-        hostbench_disk::target::install_signal_cleanup();
+    for s in &selected {
+        s.prepare();
     }
     let host = super::host_inventory(&common.spec);
     let stamp = hostbench_core::model::now_rfc3339().replace(':', "");

@@ -49,6 +49,101 @@ pub fn avx512bw() -> bool {
     false
 }
 
+/// AVX-512 VNNI (512-bit int8/int16 dot products).
+pub fn avx512vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vnni");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AVX-512 BF16 (`vdpbf16ps`).
+pub fn avx512bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512bf16");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AVX-512 FP16 (half-precision arithmetic, `vfmadd*ph`).
+pub fn avx512fp16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx512fp16");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AVX-VNNI: the VEX-encoded 256-bit dot products of cores without (or besides) AVX-512.
+/// CPUID.(7,1):EAX bit 4, read by hand: its detection macro is not stable.
+pub fn avx_vnni() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return avx2() && cpuid(0, 0).eax >= 7 && cpuid(7, 1).eax & (1 << 4) != 0;
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AMX tiles present and enabled by the OS (CPUID.7:EDX bit 24, and XCR0 bits 17 and 18 for the
+/// tile configuration and data). Done by hand because the AMX detection macros are not stable.
+/// The kernel must still grant the process its tile state (`arch_prctl`), which the CPU crate asks
+/// for before the first tile instruction.
+pub fn amx_tile() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx_leaf_bit(24) && xcr0() & (0b11 << 17) == 0b11 << 17;
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AMX int8 tile multiplies (`tdpbssd` and kin), CPUID.7:EDX bit 25.
+pub fn amx_int8() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx_tile() && amx_leaf_bit(25);
+    #[allow(unreachable_code)]
+    false
+}
+
+/// AMX bf16 tile multiplies (`tdpbf16ps`), CPUID.7:EDX bit 22.
+pub fn amx_bf16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx_tile() && amx_leaf_bit(22);
+    #[allow(unreachable_code)]
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+fn amx_leaf_bit(bit: u32) -> bool {
+    cpuid(0, 0).eax >= 7 && cpuid(7, 0).edx & (1 << bit) != 0
+}
+
+/// XCR0, the state components the OS enabled; 0 where the OS does not expose XGETBV.
+#[cfg(target_arch = "x86_64")]
+fn xcr0() -> u64 {
+    if cpuid(1, 0).ecx & (1 << 27) == 0 {
+        return 0;
+    }
+    let (lo, hi): (u32, u32);
+    // SAFETY: CPUID.1:ECX.OSXSAVE (checked above) means the OS enabled XGETBV; reading XCR0 has
+    // no side effects and touches no memory.
+    unsafe {
+        core::arch::asm!(
+            "xgetbv",
+            in("ecx") 0u32,
+            out("eax") lo,
+            out("edx") hi,
+            options(nomem, nostack, preserves_flags),
+        );
+    }
+    u64::from(hi) << 32 | u64::from(lo)
+}
+
+/// One CPUID leaf and subleaf.
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)] // `__cpuid_count` became a safe function in newer Rust releases.
+pub fn cpuid(leaf: u32, subleaf: u32) -> core::arch::x86_64::CpuidResult {
+    // SAFETY: CPUID exists on every x86-64 processor and only reads identification registers.
+    unsafe { core::arch::x86_64::__cpuid_count(leaf, subleaf) }
+}
+
 /// Advanced SIMD on AArch64.
 pub fn neon() -> bool {
     #[cfg(target_arch = "aarch64")]

@@ -51,6 +51,10 @@ pub struct CpuSpec {
     pub int_add_pipes: Option<f64>,
     /// Scalar integer add instructions per cycle per core.
     pub scalar_int_pipes: Option<f64>,
+    /// Vector dot-product instructions (VNNI, `vdpbf16ps`) per cycle per core.
+    pub dot_pipes: Option<f64>,
+    /// AMX tile multiplies per cycle per core (1/16 on Sapphire Rapids).
+    pub tile_per_cycle: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -113,6 +117,8 @@ impl Spec {
             ("cpu.muladd_pipes", self.cpu.muladd_pipes),
             ("cpu.int_add_pipes", self.cpu.int_add_pipes),
             ("cpu.scalar_int_pipes", self.cpu.scalar_int_pipes),
+            ("cpu.dot_pipes", self.cpu.dot_pipes),
+            ("cpu.tile_per_cycle", self.cpu.tile_per_cycle),
             ("memory.dimm_mts", self.memory.dimm_mts),
             ("memory.bandwidth_bps", self.memory.bandwidth_bps),
             ("disk.read_bps", self.disk.read_bps),

@@ -15,6 +15,8 @@ hostbench_core::named_enum! {
         I32 = "i32",
         I16 = "i16" | "hp",
         I8 = "i8" | "qp",
+        F16 = "f16" | "fp16" | "half",
+        BF16 = "bf16",
     }
 }
 
@@ -23,13 +25,13 @@ impl Dtype {
         match self {
             Self::F64 | Self::I64 => 8,
             Self::F32 | Self::I32 => 4,
-            Self::I16 => 2,
+            Self::I16 | Self::F16 | Self::BF16 => 2,
             Self::I8 => 1,
         }
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, Self::F64 | Self::F32)
+        matches!(self, Self::F64 | Self::F32 | Self::F16 | Self::BF16)
     }
 
     /// Benchmark id and unit this dtype reports under.
@@ -43,7 +45,8 @@ impl Dtype {
 }
 
 hostbench_core::named_enum! {
-    /// Instruction set a kernel is written for.
+    /// Instruction set a kernel is written for: the general vector ISAs (every dtype from i8 to
+    /// f64), then the dot-product and matrix units, which run only their own low-precision dtypes.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub enum Isa("ISA") {
         Scalar = "scalar",
@@ -51,26 +54,65 @@ hostbench_core::named_enum! {
         Avx2Fma = "avx2-fma" | "avx2" | "avx-fma" | "fma",
         Avx512 = "avx512" | "avx-512" | "avx512f",
         Neon = "neon" | "asimd",
+        AvxVnni = "avx-vnni" | "avxvnni",
+        Avx512Vnni = "avx512-vnni" | "avx512vnni" | "vnni",
+        Avx512Bf16 = "avx512-bf16" | "avx512bf16",
+        Avx512Fp16 = "avx512-fp16" | "avx512fp16",
+        Amx = "amx",
     }
 }
 
 impl Isa {
-    /// Vector register width in bits (64 for scalar: one element of any dtype).
+    /// Vector register width in bits (64 for scalar: one element of any dtype; a tile's 8192 for
+    /// AMX).
     pub fn width_bits(self) -> usize {
         match self {
             Self::Scalar => 64,
             Self::Sse2 | Self::Neon => 128,
-            Self::Avx2Fma => 256,
-            Self::Avx512 => 512,
+            Self::Avx2Fma | Self::AvxVnni => 256,
+            Self::Avx512 | Self::Avx512Vnni | Self::Avx512Bf16 | Self::Avx512Fp16 => 512,
+            Self::Amx => 8192,
         }
     }
 
-    /// Elements per instruction for `dtype`.
+    /// Elements of `dtype` one instruction works on: lanes for the vector ISAs, input elements
+    /// (each in one multiply-accumulate) for the dot products, and multiply-accumulates for a
+    /// tile multiply (16 × 16 results of 64 i8 or 32 bf16 products each).
     pub fn lanes(self, dtype: Dtype) -> usize {
         match self {
             Self::Scalar => 1,
+            Self::Amx => 16 * 16 * (64 / dtype.bytes()),
             _ => self.width_bits() / 8 / dtype.bytes(),
         }
+    }
+
+    /// A dot-product or matrix unit: runs only its own dtypes, and is not what "the widest ISA"
+    /// means for the classic adds and FMAs.
+    pub fn is_unit(self) -> bool {
+        matches!(
+            self,
+            Self::AvxVnni | Self::Avx512Vnni | Self::Avx512Bf16 | Self::Avx512Fp16 | Self::Amx
+        )
+    }
+
+    /// Whether this build has a kernel for `dtype` on this ISA at all (whatever the CPU).
+    pub fn has_kernel(self, dtype: Dtype) -> bool {
+        match self {
+            Self::AvxVnni | Self::Avx512Vnni => matches!(dtype, Dtype::I8 | Dtype::I16),
+            Self::Avx512Bf16 => dtype == Dtype::BF16,
+            Self::Avx512Fp16 => dtype == Dtype::F16,
+            Self::Amx => matches!(dtype, Dtype::I8 | Dtype::BF16),
+            _ => !matches!(dtype, Dtype::F16 | Dtype::BF16),
+        }
+    }
+
+    /// The dtypes this ISA has kernels for.
+    pub fn dtypes(self) -> Vec<Dtype> {
+        Dtype::ALL
+            .iter()
+            .copied()
+            .filter(|&d| self.has_kernel(d))
+            .collect()
     }
 
     /// Can this CPU run this ISA at all?
@@ -82,29 +124,47 @@ impl Isa {
             Self::Avx2Fma => has::avx2_fma(),
             Self::Avx512 => has::avx512f(),
             Self::Neon => has::neon(),
+            Self::AvxVnni => has::avx_vnni(),
+            Self::Avx512Vnni => has::avx512vnni(),
+            Self::Avx512Bf16 => has::avx512bf16(),
+            Self::Avx512Fp16 => has::avx512fp16(),
+            Self::Amx => has::amx_int8() || has::amx_bf16(),
         }
     }
 
-    /// Can this CPU run this ISA's kernel for `dtype`? (512-bit byte/word adds need AVX-512BW.)
+    /// Can this CPU run this ISA's kernel for `dtype`? (512-bit byte/word adds need AVX-512BW;
+    /// AMX's int8 and bf16 multiplies are separate features.)
     pub fn supports(self, dtype: Dtype) -> Result<(), BenchError> {
+        if !self.has_kernel(dtype) {
+            let theirs: Vec<&str> = self.dtypes().iter().map(|d| d.name()).collect();
+            return Err(BenchError::invalid(format!(
+                "ISA {self} has no {dtype} kernel (it runs {})",
+                theirs.join(", ")
+            )));
+        }
         if !self.available() {
             return Err(BenchError::unsupported(format!(
                 "ISA {} is not available on this CPU",
                 self.name()
             )));
         }
-        if self == Self::Avx512
-            && matches!(dtype, Dtype::I8 | Dtype::I16)
-            && !hostbench_core::isa::avx512bw()
-        {
-            return Err(BenchError::unsupported(format!(
-                "{dtype} on avx512 needs AVX-512BW, which this CPU lacks"
-            )));
+        let missing = match (self, dtype) {
+            (Self::Avx512, Dtype::I8 | Dtype::I16) if !hostbench_core::isa::avx512bw() => {
+                Some("AVX-512BW")
+            }
+            (Self::Amx, Dtype::I8) if !hostbench_core::isa::amx_int8() => Some("AMX-INT8"),
+            (Self::Amx, Dtype::BF16) if !hostbench_core::isa::amx_bf16() => Some("AMX-BF16"),
+            _ => None,
+        };
+        match missing {
+            Some(feature) => Err(BenchError::unsupported(format!(
+                "{dtype} on {self} needs {feature}, which this CPU lacks"
+            ))),
+            None => Ok(()),
         }
-        Ok(())
     }
 
-    /// Every ISA this build knows, narrowest first.
+    /// Every ISA this build knows, narrowest first, the units after the general ISAs.
     pub fn all() -> &'static [Isa] {
         &[
             Self::Scalar,
@@ -112,6 +172,11 @@ impl Isa {
             Self::Avx2Fma,
             Self::Avx512,
             Self::Neon,
+            Self::AvxVnni,
+            Self::Avx512Vnni,
+            Self::Avx512Bf16,
+            Self::Avx512Fp16,
+            Self::Amx,
         ]
     }
 
@@ -124,9 +189,20 @@ impl Isa {
             .collect()
     }
 
-    /// The widest ISA this CPU runs (the default).
+    /// The widest general vector ISA this CPU runs (the default for the classic dtypes).
     pub fn best() -> Isa {
-        Self::detected().last().copied().unwrap_or(Self::Scalar)
+        Self::detected()
+            .into_iter()
+            .rfind(|i| !i.is_unit())
+            .unwrap_or(Self::Scalar)
+    }
+
+    /// The dot-product and matrix units this CPU has.
+    pub fn units() -> Vec<Isa> {
+        Self::detected()
+            .into_iter()
+            .filter(|i| i.is_unit())
+            .collect()
     }
 }
 
@@ -152,13 +228,36 @@ mod tests {
         assert_eq!(Isa::Sse2.lanes(Dtype::I16), 8);
         assert_eq!(Isa::Neon.lanes(Dtype::F64), 2);
         assert_eq!(Isa::Scalar.lanes(Dtype::I8), 1);
+        assert_eq!(Isa::Avx512Fp16.lanes(Dtype::F16), 32);
+        assert_eq!(Isa::Avx512Vnni.lanes(Dtype::I8), 64);
+        assert_eq!(Isa::AvxVnni.lanes(Dtype::I16), 16);
+        assert_eq!(Isa::Avx512Bf16.lanes(Dtype::BF16), 32);
+        // One tile multiply: 16 x 16 results of 64 i8 (or 32 bf16) products each.
+        assert_eq!(Isa::Amx.lanes(Dtype::I8), 16384);
+        assert_eq!(Isa::Amx.lanes(Dtype::BF16), 8192);
+    }
+
+    #[test]
+    fn units_run_only_their_dtypes() {
+        assert_eq!(Isa::Amx.dtypes(), vec![Dtype::I8, Dtype::BF16]);
+        assert_eq!(Isa::Avx512Vnni.dtypes(), vec![Dtype::I16, Dtype::I8]);
+        assert_eq!(Isa::Avx512Fp16.dtypes(), vec![Dtype::F16]);
+        assert!(!Isa::Avx512.has_kernel(Dtype::BF16));
+        let e = Isa::Amx.supports(Dtype::F64).unwrap_err();
+        assert!(matches!(e, BenchError::InvalidInput(_)), "{e}");
+        assert!(e.to_string().contains("i8, bf16"), "{e}");
+        assert!(!Isa::best().is_unit());
+        assert!(Isa::units().iter().all(|u| u.is_unit() && u.available()));
     }
 
     #[test]
     fn detection_is_consistent() {
         let detected = Isa::detected();
         assert!(detected.contains(&Isa::Scalar));
-        assert_eq!(Isa::best(), *detected.last().unwrap());
+        assert_eq!(
+            Isa::best(),
+            detected.iter().copied().rfind(|i| !i.is_unit()).unwrap()
+        );
         assert!(Isa::parse("avx9").is_err());
     }
 }

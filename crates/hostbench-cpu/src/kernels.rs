@@ -25,6 +25,21 @@ use crate::isa::{Dtype, Isa};
 pub const UNROLL: u64 = 4;
 /// Blocks per kernel call: keeps f32 chain values below 2^24, where they stop being exact.
 pub const MAX_BLOCKS_PER_CALL: u64 = 1 << 20;
+/// Blocks a half-precision chain climbs before it turns and descends: from -2048 (plus the chain's
+/// index) to at most +2048, binary16's exact range for integers, and back. Turning inside the
+/// kernel keeps calls as long as the other dtypes' (a per-call check every few microseconds, as
+/// capping the call at one climb would need, cost 5 % of the rate).
+pub const F16_LEG: u64 = 1000;
+
+/// Blocks a turning chain is above its start after `n` blocks: a triangle wave of legs `leg`.
+pub fn leg_position(n: u64, leg: u64) -> u64 {
+    let phase = n % (2 * leg);
+    if phase <= leg {
+        phase
+    } else {
+        2 * leg - phase
+    }
+}
 
 /// What one kernel instruction is, for the peak formula.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,13 +52,19 @@ pub enum OpKind {
     VecIntAdd,
     /// Scalar integer add in a general-purpose register.
     ScalarIntAdd,
+    /// Dot-product instruction (VNNI, `vdpbf16ps`): each input element takes part in one
+    /// multiply-accumulate, counted as 2 operations like an FMA.
+    Dot,
+    /// AMX tile multiply: 16 × 16 results, each a dot product of 64 i8 or 32 bf16 pairs; every
+    /// multiply-accumulate counts 2 operations.
+    Tile,
 }
 
 impl OpKind {
     pub fn ops_per_lane(self) -> f64 {
         match self {
-            Self::Fma => 2.0,
-            _ => 1.0,
+            Self::Fma | Self::Dot | Self::Tile => 2.0,
+            Self::MulAdd | Self::VecIntAdd | Self::ScalarIntAdd => 1.0,
         }
     }
 
@@ -53,6 +74,8 @@ impl OpKind {
             Self::MulAdd => "mul+add",
             Self::VecIntAdd => "vector int add",
             Self::ScalarIntAdd => "scalar int add",
+            Self::Dot => "dot product",
+            Self::Tile => "tile multiply",
         }
     }
 }
@@ -109,6 +132,69 @@ int_elem!(i64);
 int_elem!(i32);
 int_elem!(i16);
 int_elem!(i8);
+
+/// IEEE binary16 as its bits: Rust has no stable `f16`. The half-precision chains hold integers
+/// of magnitude at most 2048, every one of which binary16 represents exactly.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
+impl F16 {
+    /// Largest magnitude up to which every integer is exact in binary16 (11 significant bits).
+    pub const EXACT: i64 = 2048;
+
+    /// The binary16 encoding of an integer with `|v| <= EXACT`.
+    pub fn from_int(v: i64) -> F16 {
+        debug_assert!(v.abs() <= Self::EXACT, "{v} is not exact in binary16");
+        if v == 0 {
+            return F16(0);
+        }
+        let sign: u16 = if v < 0 { 0x8000 } else { 0 };
+        let m = v.unsigned_abs();
+        let e = 63 - m.leading_zeros() as u64; // floor(log2 m), at most 11
+        let mantissa = ((m << 10) >> e) & 0x3ff;
+        F16(sign | ((e + 15) << 10) as u16 | mantissa as u16)
+    }
+
+    /// The value of an integral binary16 number (what `from_int` makes).
+    pub fn to_int(self) -> i64 {
+        let exp = i32::from((self.0 >> 10) & 0x1f);
+        let mantissa = f64::from(self.0 & 0x3ff);
+        let magnitude = if exp == 0 {
+            mantissa * 2f64.powi(-24)
+        } else {
+            (1024.0 + mantissa) * 2f64.powi(exp - 25)
+        };
+        let v = magnitude as i64;
+        if self.0 & 0x8000 != 0 {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+impl std::fmt::Debug for F16 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (f16 {:#06x})", self.to_int(), self.0)
+    }
+}
+
+impl Elem for F16 {
+    /// Chains start at the bottom of the exact range and climb through it.
+    fn from_index(j: usize) -> Self {
+        F16::from_int(j as i64 - F16::EXACT)
+    }
+    fn one() -> Self {
+        F16(0x3c00)
+    }
+    fn zero() -> Self {
+        F16(0)
+    }
+    fn advanced(self, n: u64) -> Self {
+        F16::from_int(self.to_int() + n as i64)
+    }
+}
 
 /// Signature shared by every generated kernel: run `blocks × UNROLL` iterations of `init.len()`
 /// chains; `step` is added (or FMA'd with multiplier `mul`) each iteration; results go to `out`.
@@ -407,6 +493,102 @@ mod x86 {
         "add {acc}, {a} # {m}",
         "add {acc}, {a} # {m}"
     );
+
+    // Dot-product and half-precision units. Both sources are splats of the kernel's operand
+    // (all-ones elements), so each instruction advances every accumulator lane by a known amount.
+    kernel!(
+        vnni512_i8,
+        "avx512f,avx512vnni",
+        __m512i,
+        i32,
+        16,
+        zmm_reg,
+        "vpdpbusd {acc}, {m}, {a}",
+        "vpdpbusd {acc}, {m}, {a}"
+    );
+    kernel!(
+        vnni512_i16,
+        "avx512f,avx512vnni",
+        __m512i,
+        i32,
+        16,
+        zmm_reg,
+        "vpdpwssd {acc}, {m}, {a}",
+        "vpdpwssd {acc}, {m}, {a}"
+    );
+    // AVX-VNNI: the same dot products VEX-encoded on 256 bits (`{vex}` picks that encoding where
+    // the CPU also has the EVEX one).
+    kernel!(
+        vnni256_i8,
+        "avx2",
+        __m256i,
+        i32,
+        8,
+        ymm_reg,
+        "{{vex}} vpdpbusd {acc}, {m}, {a}",
+        "{{vex}} vpdpbusd {acc}, {m}, {a}"
+    );
+    kernel!(
+        vnni256_i16,
+        "avx2",
+        __m256i,
+        i32,
+        8,
+        ymm_reg,
+        "{{vex}} vpdpwssd {acc}, {m}, {a}",
+        "{{vex}} vpdpwssd {acc}, {m}, {a}"
+    );
+    kernel!(
+        bf16_dot,
+        "avx512f,avx512bf16",
+        __m512,
+        f32,
+        16,
+        zmm_reg,
+        "vdpbf16ps {acc}, {m}, {a}",
+        "vdpbf16ps {acc}, {m}, {a}"
+    );
+    /// Half-precision FMA chains (`acc = acc × 1 + a`) whose addend flips between +1 and -1 every
+    /// `F16_LEG` blocks, so the values stay in binary16's exact integer range however long the
+    /// call (see `F16_LEG`); otherwise the shape of `kernel!`.
+    #[target_feature(enable = "avx512f,avx512fp16")]
+    pub(super) fn fp16_fma<const C: usize>(
+        blocks: u64,
+        init: &[super::F16],
+        step: super::F16,
+        mul: super::F16,
+        out: &mut [super::F16],
+    ) {
+        use super::{F16, F16_LEG};
+        // SAFETY: `[F16; 32]` and `__m512i` have the same size and every bit pattern is valid.
+        let splat = |x: F16| unsafe { core::mem::transmute::<[F16; 32], __m512i>([x; 32]) };
+        let m = splat(mul);
+        let up = splat(step);
+        let down = splat(F16(step.0 ^ 0x8000));
+        let mut acc: [__m512i; C] = core::array::from_fn(|j| splat(init[j]));
+        let (mut rising, mut left) = (true, F16_LEG);
+        for _ in 0..blocks {
+            if left == 0 {
+                (rising, left) = (!rising, F16_LEG);
+            }
+            left -= 1;
+            let a = if rising { up } else { down };
+            for _ in 0..UNROLL {
+                for acc in acc.iter_mut() {
+                    // SAFETY: register-only arithmetic the enabled target feature provides.
+                    unsafe {
+                        core::arch::asm!("vfmadd213ph {acc}, {m}, {a}", acc = inout(zmm_reg) *acc,
+                            m = in(zmm_reg) m, a = in(zmm_reg) a, options(nomem, nostack))
+                    }
+                }
+            }
+        }
+        for (j, v) in acc.iter().enumerate() {
+            // SAFETY: same-size plain-data reinterpretation, as in `splat`.
+            let lanes = unsafe { core::mem::transmute::<__m512i, [F16; 32]>(*v) };
+            out[j * 32..(j + 1) * 32].copy_from_slice(&lanes);
+        }
+    }
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -539,6 +721,9 @@ mod arm {
     );
 }
 
+/// One validated call of a kernel: run that many blocks, then check every chain's result.
+pub type KernelCall = Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync>;
+
 /// A runnable, validated kernel for one (ISA, dtype, chain count).
 #[derive(Clone)]
 pub struct Kernel {
@@ -547,7 +732,9 @@ pub struct Kernel {
     pub chains: usize,
     pub lanes: usize,
     pub kind: OpKind,
-    call: Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync>,
+    /// The most blocks one validated call may run before its values leave the exact range.
+    max_blocks: u64,
+    call: KernelCall,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -575,7 +762,7 @@ impl Kernel {
     pub fn run(&self, blocks: u64) -> Result<(), BenchError> {
         let mut left = blocks;
         while left > 0 {
-            let now = left.min(MAX_BLOCKS_PER_CALL);
+            let now = left.min(self.max_blocks);
             (self.call)(now)?;
             left -= now;
         }
@@ -586,7 +773,11 @@ impl Kernel {
 /// Chain counts worth trying: enough to cover latency × pipes, few enough to stay in registers.
 pub fn chain_candidates(isa: Isa, dtype: Dtype) -> &'static [usize] {
     match isa {
-        Isa::Avx512 | Isa::Neon => &[4, 8, 12, 16, 20, 24],
+        // Accumulator tiles: eight tile registers hold at most six besides the two sources.
+        Isa::Amx => crate::amx::CHAINS,
+        Isa::Avx512 | Isa::Neon | Isa::Avx512Vnni | Isa::Avx512Bf16 | Isa::Avx512Fp16 => {
+            &[4, 8, 12, 16, 20, 24]
+        }
         Isa::Scalar if !dtype.is_float() && cfg!(target_arch = "x86_64") => &[2, 4, 6, 8],
         Isa::Scalar if !dtype.is_float() => &[2, 4, 6, 8, 12],
         _ => &[2, 4, 6, 8, 10, 12],
@@ -595,6 +786,11 @@ pub fn chain_candidates(isa: Isa, dtype: Dtype) -> &'static [usize] {
 
 /// What one instruction of this kernel is.
 pub fn op_kind(isa: Isa, dtype: Dtype) -> OpKind {
+    match isa {
+        Isa::Amx => return OpKind::Tile,
+        Isa::AvxVnni | Isa::Avx512Vnni | Isa::Avx512Bf16 => return OpKind::Dot,
+        _ => {}
+    }
     match (isa, dtype.is_float()) {
         (Isa::Scalar, false) => OpKind::ScalarIntAdd,
         (_, false) => OpKind::VecIntAdd,
@@ -604,27 +800,47 @@ pub fn op_kind(isa: Isa, dtype: Dtype) -> OpKind {
     }
 }
 
+/// What every instruction of a kernel does: both sources are splats of `operand`, after which each
+/// accumulator lane (there are `acc_lanes` per chain) has advanced by `gain`. For the adds and
+/// FMAs the operand is 1 and the gain 1; a dot product of all-ones elements gains the number of
+/// products it sums into one lane (4 for `vpdpbusd`, 2 for `vpdpwssd` and `vdpbf16ps`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Step<T> {
+    pub operand: T,
+    pub gain: u64,
+    pub acc_lanes: usize,
+    /// Chains that turn every this many blocks (half precision), instead of climbing for ever.
+    pub leg: Option<u64>,
+}
+
 fn wrap<T: Elem>(
     raw: RawKernel<T>,
     isa: Isa,
     dtype: Dtype,
     chains: usize,
-    lanes: usize,
-) -> Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync> {
+    step: Step<T>,
+) -> KernelCall {
     let mul_chains = op_kind(isa, dtype) == OpKind::MulAdd;
+    let lanes = step.acc_lanes;
     Arc::new(move |blocks: u64| {
         let init: Vec<T> = (0..chains).map(T::from_index).collect();
         let mut out = vec![T::zero(); chains * lanes];
         // SAFETY: `Kernel::new` only builds kernels whose ISA `Isa::supports` confirmed at run
         // time, and `init`/`out` have the lengths the kernel indexes (chains, chains × lanes).
-        unsafe { raw(blocks, &init, T::one(), T::one(), &mut out) };
+        unsafe { raw(blocks, &init, step.operand, step.operand, &mut out) };
         let n = blocks * UNROLL;
+        // Instructions' worth of climb: all of them, or where the triangle wave stands.
+        let climbed = match step.leg {
+            Some(leg) => leg_position(blocks, leg) * UNROLL,
+            None => n,
+        };
         for j in 0..chains {
-            // Multiply chains (×1.0) keep their start value; every other chain advanced by n.
+            // Multiply chains (×1.0) keep their start value; every other chain advanced by the
+            // climbed instructions' gain.
             let expect = if mul_chains && j % 2 == 0 {
                 init[j]
             } else {
-                init[j].advanced(n)
+                init[j].advanced(climbed * step.gain)
             };
             if let Some(bad) = out[j * lanes..(j + 1) * lanes]
                 .iter()
@@ -637,6 +853,14 @@ fn wrap<T: Elem>(
         }
         Ok(())
     })
+}
+
+/// Blocks one validated call may run: fewer where the chain values would leave the exact range.
+fn max_blocks(isa: Isa, dtype: Dtype) -> u64 {
+    match isa {
+        Isa::Amx => crate::amx::max_blocks(dtype),
+        _ => MAX_BLOCKS_PER_CALL,
+    }
 }
 
 /// Pick the monomorphised kernel for a chain count from `chain_candidates`.
@@ -668,9 +892,21 @@ impl Kernel {
         isa.supports(dtype)?;
         let lanes = isa.lanes(dtype);
         macro_rules! make {
-            ($m:ident :: $f:ident, $t:ty) => {{
+            ($m:ident :: $f:ident, $t:ty) => {
+                make!($m::$f, $t, <$t as Elem>::one(), 1, lanes, None)
+            };
+            ($m:ident :: $f:ident, $t:ty, $operand:expr, $gain:expr, $acc_lanes:expr) => {
+                make!($m::$f, $t, $operand, $gain, $acc_lanes, None)
+            };
+            ($m:ident :: $f:ident, $t:ty, $operand:expr, $gain:expr, $acc_lanes:expr, $leg:expr) => {{
                 let raw: RawKernel<$t> = by_chains!($m::$f, chains, isa, dtype);
-                wrap::<$t>(raw, isa, dtype, chains, lanes)
+                let step = Step {
+                    operand: $operand,
+                    gain: $gain,
+                    acc_lanes: $acc_lanes,
+                    leg: $leg,
+                };
+                wrap::<$t>(raw, isa, dtype, chains, step)
             }};
         }
         #[cfg(target_arch = "x86_64")]
@@ -699,7 +935,25 @@ impl Kernel {
             (Isa::Scalar, Dtype::I32) => make!(x86::scalar_i32, i32),
             (Isa::Scalar, Dtype::I16) => make!(x86::scalar_i16, i16),
             (Isa::Scalar, Dtype::I8) => make!(x86::scalar_i8, i8),
-            (Isa::Neon, _) => return Err(BenchError::unsupported("NEON on x86-64")),
+            // u8 x s8 products of ones, four summed into each i32 lane.
+            (Isa::Avx512Vnni, Dtype::I8) => make!(x86::vnni512_i8, i32, 0x0101_0101, 4, 16),
+            // i16 x i16 products of ones, two summed into each i32 lane.
+            (Isa::Avx512Vnni, Dtype::I16) => make!(x86::vnni512_i16, i32, 0x0001_0001, 2, 16),
+            (Isa::AvxVnni, Dtype::I8) => make!(x86::vnni256_i8, i32, 0x0101_0101, 4, 8),
+            (Isa::AvxVnni, Dtype::I16) => make!(x86::vnni256_i16, i32, 0x0001_0001, 2, 8),
+            // Pairs of bf16 ones (0x3f80) summed into each f32 lane.
+            (Isa::Avx512Bf16, Dtype::BF16) => {
+                make!(x86::bf16_dot, f32, f32::from_bits(0x3f80_3f80), 2, 16)
+            }
+            (Isa::Avx512Fp16, Dtype::F16) => {
+                make!(x86::fp16_fma, F16, F16::one(), 1, 32, Some(F16_LEG))
+            }
+            (Isa::Amx, _) => crate::amx::kernel(dtype, chains)?,
+            (other, _) => {
+                return Err(BenchError::unsupported(format!(
+                    "no {dtype} kernel for {other} on x86-64"
+                )))
+            }
         };
         #[cfg(target_arch = "aarch64")]
         let call = match (isa, dtype) {
@@ -718,7 +972,7 @@ impl Kernel {
             (other, _) => return Err(BenchError::unsupported(format!("{other} on AArch64"))),
         };
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        let call: Arc<dyn Fn(u64) -> Result<(), BenchError> + Send + Sync> = {
+        let call: KernelCall = {
             let _ = lanes;
             return Err(BenchError::unsupported(
                 "no CPU kernels for this architecture",
@@ -730,6 +984,7 @@ impl Kernel {
             chains,
             lanes,
             kind: op_kind(isa, dtype),
+            max_blocks: max_blocks(isa, dtype),
             call,
         })
     }
@@ -768,12 +1023,76 @@ mod tests {
                 out[j] = *v;
             }
         };
-        let call = wrap::<i32>(raw, Isa::Scalar, Dtype::I32, 4, 1);
+        let step = Step {
+            operand: 1,
+            gain: 1,
+            acc_lanes: 1,
+            leg: None,
+        };
+        let call = wrap::<i32>(raw, Isa::Scalar, Dtype::I32, 4, step);
         let err = call(10).unwrap_err().to_string();
         assert!(
             err.contains("validation failed") && err.contains("expected"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn half_precision_integers_round_trip_exactly() {
+        assert_eq!(F16::from_int(1).0, 0x3c00);
+        assert_eq!(F16::from_int(-2).0, 0xc000);
+        assert_eq!(F16::from_int(2048).0, 0x6800);
+        assert_eq!(F16::from_int(1000).0, 0x63d0);
+        for v in -F16::EXACT..=F16::EXACT {
+            assert_eq!(F16::from_int(v).to_int(), v);
+        }
+        // A chain's start values and the top of its climb stay inside the exact range.
+        let top = F16::from_index(23).to_int() + (F16_LEG * UNROLL) as i64;
+        assert!(top <= F16::EXACT, "{top}");
+        // The climb turns: up one leg, back down the next, then up again.
+        assert_eq!(leg_position(0, 10), 0);
+        assert_eq!(leg_position(10, 10), 10);
+        assert_eq!(leg_position(13, 10), 7);
+        assert_eq!(leg_position(20, 10), 0);
+        assert_eq!(leg_position(25, 10), 5);
+    }
+
+    /// The dot-product units' kernels report a lane that did not advance by the documented
+    /// gain, not only the plain adds.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_unit_kernel_that_skips_work_fails() {
+        if Isa::Avx512Vnni.supports(Dtype::I8).is_err() {
+            eprintln!("skipped: no AVX512-VNNI on this host");
+            return;
+        }
+        // The real instruction, one gain short: the check expects 5 per instruction, vpdpbusd
+        // of all-ones bytes adds 4.
+        let step = Step {
+            operand: 0x0101_0101,
+            gain: 5,
+            acc_lanes: 16,
+            leg: None,
+        };
+        let raw: RawKernel<i32> = x86::vnni512_i8::<4>;
+        let err = wrap::<i32>(raw, Isa::Avx512Vnni, Dtype::I8, 4, step)(10)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("expected"), "{err}");
+        let ok = Step { gain: 4, ..step };
+        wrap::<i32>(raw, Isa::Avx512Vnni, Dtype::I8, 4, ok)(10).unwrap();
+    }
+
+    /// Half-precision chains turn at the top of the exact range and come back down, and the
+    /// check follows them over several legs.
+    #[test]
+    fn half_precision_chains_turn_and_validate() {
+        if Isa::Avx512Fp16.supports(Dtype::F16).is_err() {
+            eprintln!("skipped: no AVX512-FP16 on this host");
+            return;
+        }
+        let k = Kernel::new(Isa::Avx512Fp16, Dtype::F16, 8).unwrap();
+        k.run(2 * F16_LEG + F16_LEG / 2).unwrap();
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! validated kernel. Each record carries the clock measured under that load, operations per cycle
 //! per core, and the peak with its basis, so an efficiency below 100 % can be read for what it is.
 
+pub mod amx;
 pub mod engine;
 pub mod isa;
 pub mod kernels;
@@ -78,9 +79,39 @@ impl Default for CpuConfig {
 pub use hostbench_core::parallel::{default_threads, MAX_THREADS};
 
 impl CpuConfig {
-    /// Turn the ISA choice into a concrete list, refusing ISAs this CPU lacks.
+    /// Turn the ISA choice into a concrete list, refusing ISAs this CPU lacks. `best` is the widest
+    /// general ISA plus every dot-product and matrix unit this CPU has (each runs only its own
+    /// dtypes, so the classic i8 and i16 adds stay on the general ISA).
     pub fn resolve_isas(&self) -> Result<Vec<Isa>, BenchError> {
-        hostbench_core::isa::resolve(&self.isas, &Isa::detected())
+        match &self.isas {
+            IsaChoice::Best => Ok(std::iter::once(Isa::best()).chain(Isa::units()).collect()),
+            other => hostbench_core::isa::resolve(other, &Isa::detected()),
+        }
+    }
+
+    /// The (ISA, dtype) pairs to measure, ISA by ISA: every pair with a kernel. A pair without one
+    /// (f64 on AMX, bf16 on AVX2) is left out, not skipped; nothing left is a usage error.
+    pub fn pairs(&self) -> Result<Vec<(Isa, Dtype)>, BenchError> {
+        let isas = self.resolve_isas()?;
+        let pairs: Vec<(Isa, Dtype)> = isas
+            .iter()
+            .flat_map(|&i| {
+                self.dtypes
+                    .iter()
+                    .filter(move |&&d| i.has_kernel(d))
+                    .map(move |&d| (i, d))
+            })
+            .collect();
+        if pairs.is_empty() {
+            let names = |v: Vec<String>| v.join(", ");
+            return Err(BenchError::invalid(format!(
+                "no kernel for dtype {} on ISA {} (f16 runs on avx512-fp16, bf16 on avx512-bf16 \
+                 and amx, the VNNI units run i8 and i16)",
+                names(self.dtypes.iter().map(ToString::to_string).collect()),
+                names(isas.iter().map(ToString::to_string).collect()),
+            )));
+        }
+        Ok(pairs)
     }
 
     pub fn validate(&self) -> Result<(), BenchError> {
@@ -95,7 +126,7 @@ impl CpuConfig {
                 )));
             }
         }
-        self.resolve_isas().map(|_| ())
+        self.pairs().map(|_| ())
     }
 }
 
@@ -127,74 +158,72 @@ pub fn run_compute(
     spec: &Spec,
 ) -> Result<(), BenchError> {
     cfg.validate()?;
-    let isas = cfg.resolve_isas()?;
+    let pairs = cfg.pairs()?;
     let order = affinity::placement_order();
     let physical = physical_cores(spec, &order);
-    runner.plan(isas.len() * cfg.dtypes.len() * cfg.threads.len());
+    runner.plan(pairs.len() * cfg.threads.len());
     let runner_repeat = runner.config().repeat;
-    for &isa in &isas {
-        for &dtype in &cfg.dtypes {
-            let (benchmark, unit) = dtype.benchmark();
-            let cases: Vec<(usize, Case)> = cfg
-                .threads
-                .iter()
-                .map(|&t| {
-                    let case = Case::new(benchmark, Metric::Throughput, unit)
-                        .param("dtype", dtype.name())
-                        .param("isa", isa.name())
-                        .param("threads", t)
-                        .param("scaling", cfg.scaling.name());
-                    (t, case)
-                })
-                .collect();
-            let tuned = match isa
-                .supports(dtype)
-                .and_then(|()| engine::tune(isa, dtype, &order))
-            {
-                Ok(t) => t,
-                Err(e @ BenchError::InvalidInput(_)) => return Err(e),
-                Err(e) => {
-                    for (_, case) in &cases {
-                        runner.skip(case, &e)?;
-                    }
-                    continue;
+    for &(isa, dtype) in &pairs {
+        let (benchmark, unit) = dtype.benchmark();
+        let cases: Vec<(usize, Case)> = cfg
+            .threads
+            .iter()
+            .map(|&t| {
+                let case = Case::new(benchmark, Metric::Throughput, unit)
+                    .param("dtype", dtype.name())
+                    .param("isa", isa.name())
+                    .param("threads", t)
+                    .param("scaling", cfg.scaling.name());
+                (t, case)
+            })
+            .collect();
+        let tuned = match isa
+            .supports(dtype)
+            .and_then(|()| engine::tune(isa, dtype, &order))
+        {
+            Ok(t) => t,
+            Err(e @ BenchError::InvalidInput(_)) => return Err(e),
+            Err(e) => {
+                for (_, case) in &cases {
+                    runner.skip(case, &e)?;
                 }
-            };
-            for (threads, case) in cases {
-                let kernel = &tuned.kernel;
-                let per_block = kernel.ops_per_block();
-                let per_thread_ops = match (cfg.scaling, cfg.ops) {
-                    (Scaling::Strong, Some(total)) => total / threads as f64,
-                    (Scaling::Weak, Some(each)) => each,
-                    (Scaling::Strong, None) => {
-                        tuned.rate_1t * cfg.duration.as_secs_f64() / threads as f64
-                    }
-                    (Scaling::Weak, None) => tuned.rate_1t * cfg.duration.as_secs_f64(),
-                };
-                let blocks = (per_thread_ops / per_block).round().max(1.0) as u64;
-                let work = blocks as f64 * per_block * threads as f64;
-                let cores_used = threads.min(physical);
-                runner.run_case(
-                    &case,
-                    || {
-                        let r = engine::run_threads(kernel, threads, blocks, &order)?;
-                        let mut s = Sample::new(work / r.wall_s);
-                        if let Some(hz) = r.clock_hz {
-                            s = s.with("clock_hz", hz);
-                        }
-                        if let Some(hz) = r.clock_scalar_hz {
-                            s = s.with("clock_scalar_hz", hz);
-                        }
-                        Ok(s)
-                    },
-                    |rec| {
-                        finish_record(rec, host, spec, &tuned, cores_used, work);
-                        if cfg.reference && dtype.is_float() {
-                            attach_reference(rec, dtype, isa, threads, runner_repeat);
-                        }
-                    },
-                )?;
+                continue;
             }
+        };
+        for (threads, case) in cases {
+            let kernel = &tuned.kernel;
+            let per_block = kernel.ops_per_block();
+            let per_thread_ops = match (cfg.scaling, cfg.ops) {
+                (Scaling::Strong, Some(total)) => total / threads as f64,
+                (Scaling::Weak, Some(each)) => each,
+                (Scaling::Strong, None) => {
+                    tuned.rate_1t * cfg.duration.as_secs_f64() / threads as f64
+                }
+                (Scaling::Weak, None) => tuned.rate_1t * cfg.duration.as_secs_f64(),
+            };
+            let blocks = (per_thread_ops / per_block).round().max(1.0) as u64;
+            let work = blocks as f64 * per_block * threads as f64;
+            let cores_used = threads.min(physical);
+            runner.run_case(
+                &case,
+                || {
+                    let r = engine::run_threads(kernel, threads, blocks, &order)?;
+                    let mut s = Sample::new(work / r.wall_s);
+                    if let Some(hz) = r.clock_hz {
+                        s = s.with("clock_hz", hz);
+                    }
+                    if let Some(hz) = r.clock_scalar_hz {
+                        s = s.with("clock_scalar_hz", hz);
+                    }
+                    Ok(s)
+                },
+                |rec| {
+                    finish_record(rec, host, spec, &tuned, cores_used, work);
+                    if cfg.reference && reference::likwid_kernel(dtype, isa).is_some() {
+                        attach_reference(rec, dtype, isa, threads, runner_repeat);
+                    }
+                },
+            )?;
         }
     }
     Ok(())
@@ -278,12 +307,12 @@ pub struct PeakRow {
     pub note: String,
 }
 
-/// Peaks for every dtype on the widest ISA and all physical cores. The clock is read under each
+/// Peaks for every dtype on the widest general ISA, and for every dot-product and matrix unit's
+/// dtypes, on all physical cores. The clock is read under each
 /// kernel's instruction class (one short measurement per class); the pipe count comes from the
 /// spec file or the documented table, and only where neither fixes it is the kernel tuned on one
 /// core to measure it, labelled as measured or inferred.
 pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
-    let isa = Isa::best();
     let order = affinity::placement_order();
     let cores = physical_cores(spec, &affinity::allowed_cpus());
     let mut clocks: Vec<(loadclock::Load, Option<f64>)> = Vec::new();
@@ -295,9 +324,10 @@ pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
         clocks.push((load, hz));
         hz
     };
-    Dtype::ALL
-        .iter()
-        .map(|&dtype| {
+    std::iter::once(Isa::best())
+        .chain(Isa::units())
+        .flat_map(|isa| isa.dtypes().into_iter().map(move |d| (isa, d)))
+        .map(|(isa, dtype)| {
             let (_, unit) = dtype.benchmark();
             let kind = kernels::op_kind(isa, dtype);
             let load = loadclock::Load::of(isa, kind);

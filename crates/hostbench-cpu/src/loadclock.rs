@@ -38,6 +38,8 @@ pub enum Load {
     Float(u16),
     /// Vector integer adds of this many bits.
     Int(u16),
+    /// AMX tile multiplies.
+    Tile,
 }
 
 impl Load {
@@ -47,7 +49,9 @@ impl Load {
         match kind {
             OpKind::ScalarIntAdd => Load::Scalar,
             _ if isa == Isa::Scalar || !cfg!(target_arch = "x86_64") => Load::Scalar,
-            OpKind::Fma | OpKind::MulAdd => Load::Float(bits),
+            OpKind::Tile => Load::Tile,
+            // Dot products run on the FMA units, and count as heavy for the licence as FMAs do.
+            OpKind::Fma | OpKind::MulAdd | OpKind::Dot => Load::Float(bits),
             OpKind::VecIntAdd => Load::Int(bits),
         }
     }
@@ -58,6 +62,7 @@ impl Load {
             Load::Scalar => "measured".into(),
             Load::Float(b) => format!("measured under {b}-bit FP load"),
             Load::Int(b) => format!("measured under {b}-bit integer load"),
+            Load::Tile => "measured under AMX tile load".into(),
         }
     }
 
@@ -76,6 +81,9 @@ impl Load {
             Load::Int(b) => {
                 format!("dependent scalar add chain interleaved with {b}-bit integer adds (3 per 4 adds)")
             }
+            Load::Tile => {
+                "dependent scalar add chain with an AMX tile multiply every 32 adds".into()
+            }
         }
     }
 
@@ -88,6 +96,7 @@ impl Load {
             Load::Float(256) => has::avx2_fma(),
             Load::Int(256) => has::avx2(),
             Load::Float(512) | Load::Int(512) => has::avx512f(),
+            Load::Tile => has::amx_int8() || has::amx_bf16(),
             _ => false,
         }
     }
@@ -208,6 +217,7 @@ mod x86 {
             Load::Int(256) => |b| unsafe { int256(b) },
             Load::Float(128) => |b| unsafe { float128(b) },
             Load::Int(128) => |b| unsafe { int128(b) },
+            Load::Tile => return crate::amx::clock_chain(),
             _ => return None,
         })
     }

@@ -79,6 +79,12 @@ pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<Documented> {
     let neoverse_2x128 = is(&["Neoverse N1", "Neoverse N2", "Neoverse N3"]);
     let neoverse_4x128 = is(&["Neoverse V1", "Neoverse V2", "Neoverse V3"]);
     Some(match kind {
+        // AMX (Intel's optimization manual, "Intel AMX"): the TMUL issues one 16 × 16 × 64 int8 or
+        // 16 × 16 × 32 bf16 tile multiply every 16 cycles, i.e. 1024 int8 or 512 bf16
+        // multiply-accumulates per cycle per core.
+        Tile if golden_cove_or_later => Fixed(1.0 / 16.0),
+        // AVX512-FP16 runs on the two 512-bit FMA units of these cores (twice the f32 lanes).
+        Fma if isa == Isa::Avx512Fp16 && golden_cove_or_later => Fixed(2.0),
         // Zen 4 runs 512-bit FMAs as two 256-bit halves: one per cycle.
         Fma if ua == "Zen 4" => Fixed(if wide { 1.0 } else { 2.0 }),
         Fma if ua == "Zen 5" && wide => ZEN5_FMA512,
@@ -162,6 +168,8 @@ pub fn pipes(
         OpKind::MulAdd => spec.muladd_pipes,
         OpKind::VecIntAdd => spec.int_add_pipes,
         OpKind::ScalarIntAdd => spec.scalar_int_pipes,
+        OpKind::Dot => spec.dot_pipes,
+        OpKind::Tile => spec.tile_per_cycle,
     };
     if let Some(p) = from_spec {
         return Some(Pipes {
@@ -201,10 +209,16 @@ pub fn pipes(
         }
         None => {}
     }
+    // Whole instructions per cycle, or for an instruction that takes several cycles (a tile
+    // multiply; `vdpbf16ps` on some cores) a whole number of cycles per instruction.
     measured_instr_per_cycle.map(|m| Pipes {
-        per_cycle: m.round().max(1.0),
+        per_cycle: if m >= 0.75 {
+            m.round()
+        } else {
+            1.0 / (1.0 / m).round()
+        },
         source: format!(
-            "inferred from the 1-thread run ({m:.2}/cycle); no table entry for this CPU"
+            "inferred from the 1-thread run ({m:.3}/cycle); no table entry for this CPU"
         ),
     })
 }
@@ -230,19 +244,32 @@ pub fn cpu_peak(
     let per_cycle = ops_per_cycle(isa, dtype, kind, pipes);
     let op_unit = unit.trim_end_matches("/s");
     let lanes = isa.lanes(dtype);
-    let times_two = if kind == OpKind::Fma { " x 2" } else { "" };
+    let times_two = if kind.ops_per_lane() == 2.0 {
+        " x 2"
+    } else {
+        ""
+    };
     let pipes_txt = if pipes.per_cycle.fract() == 0.0 {
         format!("{:.0}", pipes.per_cycle)
+    } else if (1.0 / pipes.per_cycle).fract() == 0.0 {
+        format!("1/{:.0}", 1.0 / pipes.per_cycle)
     } else {
         format!("{}", pipes.per_cycle)
+    };
+    // What one instruction's `lanes` are: vector lanes, dot-product input pairs, or a tile
+    // multiply's multiply-accumulates.
+    let lane_word = match kind {
+        OpKind::Dot => "products",
+        OpKind::Tile => "MACs",
+        _ if lanes == 1 => "lane",
+        _ => "lanes",
     };
     Peak {
         value: cores as f64 * clock_hz * per_cycle,
         basis: format!(
-            "{cores} core{} x {} ({clock_source}) x {per_cycle} {op_unit}/cycle ({lanes} lane{} x {pipes_txt} {}/cycle [{}]{times_two})",
+            "{cores} core{} x {} ({clock_source}) x {per_cycle} {op_unit}/cycle ({lanes} {lane_word} x {pipes_txt} {}/cycle [{}]{times_two})",
             if cores == 1 { "" } else { "s" },
             format_value(clock_hz, "Hz"),
-            if lanes == 1 { "" } else { "s" },
             kind.describe(),
             pipes.source,
         ),
@@ -355,6 +382,60 @@ mod tests {
         assert_eq!(inf.per_cycle, 2.0);
         assert!(inf.source.starts_with("inferred"));
         assert!(pipes(&host, &spec, Isa::Avx2Fma, OpKind::Fma, None).is_none());
+        // Slower than one per cycle: a whole number of cycles per instruction.
+        let half = pipes(&host, &spec, Isa::Avx512Bf16, OpKind::Dot, Some(0.497)).unwrap();
+        assert_eq!(half.per_cycle, 0.5);
+        let tile = pipes(&host, &spec, Isa::Amx, OpKind::Tile, Some(0.0621)).unwrap();
+        assert_eq!(tile.per_cycle, 1.0 / 16.0);
+        spec.tile_per_cycle = Some(0.125);
+        let from_spec = pipes(&host, &spec, Isa::Amx, OpKind::Tile, Some(0.0621)).unwrap();
+        assert_eq!(
+            (from_spec.per_cycle, from_spec.source.as_str()),
+            (0.125, "spec file")
+        );
+    }
+
+    #[test]
+    fn amx_is_documented_on_sapphire_rapids_and_later() {
+        use Documented::Fixed;
+        for ua in ["Sapphire Rapids", "Emerald Rapids", "Granite Rapids"] {
+            assert_eq!(
+                table(ua, Isa::Amx, OpKind::Tile),
+                Some(Fixed(1.0 / 16.0)),
+                "{ua}"
+            );
+            assert_eq!(
+                table(ua, Isa::Avx512Fp16, OpKind::Fma),
+                Some(Fixed(2.0)),
+                "{ua}"
+            );
+        }
+        assert_eq!(table("Ice Lake-SP", Isa::Amx, OpKind::Tile), None);
+        // 1024 int8 multiply-accumulates per cycle: 2048 OP/cycle.
+        let p = Pipes {
+            per_cycle: 1.0 / 16.0,
+            source: "t".into(),
+        };
+        assert_eq!(ops_per_cycle(Isa::Amx, Dtype::I8, OpKind::Tile, &p), 2048.0);
+        assert_eq!(
+            ops_per_cycle(Isa::Amx, Dtype::BF16, OpKind::Tile, &p),
+            1024.0
+        );
+        let basis = cpu_peak(
+            1,
+            3.0e9,
+            "measured",
+            Isa::Amx,
+            Dtype::I8,
+            OpKind::Tile,
+            &p,
+            "OP/s",
+        )
+        .basis;
+        assert!(
+            basis.contains("16384 MACs x 1/16 tile multiply/cycle"),
+            "{basis}"
+        );
     }
 
     #[test]

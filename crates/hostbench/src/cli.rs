@@ -82,10 +82,13 @@ pub struct InfoArgs {
 
 #[derive(Debug, Args)]
 pub struct CpuArgs {
-    /// Data types: f64, f32, i64, i32, i16, i8 (aliases dp, sp, hp, qp).
+    /// Data types: f64, f32, i64, i32, i16, i8 (aliases dp, sp, hp, qp), f16, bf16. f16 and bf16
+    /// run only on their units (avx512-fp16; avx512-bf16, amx); pairs without a kernel are left out.
     #[arg(long, value_name = "LIST")]
     pub dtype: Option<String>,
-    /// Instruction sets: scalar, sse2, avx2-fma, avx512, neon, `auto` (widest) or `all`.
+    /// Instruction sets: scalar, sse2, avx2-fma, avx512, neon; the dot-product and matrix units
+    /// avx-vnni, avx512-vnni (i8, i16), avx512-bf16 (bf16), avx512-fp16 (f16), amx (i8, bf16);
+    /// `auto` (the widest general ISA plus every unit this CPU has) or `all`.
     #[arg(long, value_name = "LIST", default_value = "auto")]
     pub isa: String,
     /// Thread counts, e.g. 1,2,4,8 (more than the CPU count oversubscribes). Default 1,2,4,…,CPUs.

@@ -27,8 +27,27 @@ fn info_json_has_inventory_and_peaks() {
         .iter()
         .filter(|p| p["subsystem"] == "cpu")
         .collect();
-    // One per dtype (f64, f32, i64, i32, i16, i8) on the widest ISA.
-    assert_eq!(peaks.len(), 6);
+    // One per dtype (f64, f32, i64, i32, i16, i8) on the widest general ISA, then one per dtype of
+    // each dot-product or matrix unit this host has (none on many hosts).
+    let unit_dtypes = |isa: &str| -> Option<&[&str]> {
+        Some(match isa {
+            "avx-vnni" | "avx512-vnni" => &["i16", "i8"],
+            "avx512-bf16" => &["bf16"],
+            "avx512-fp16" => &["f16"],
+            "amx" => &["i8", "bf16"],
+            _ => return None,
+        })
+    };
+    let mut general = 0;
+    for p in &peaks {
+        let what = p["what"].as_str().expect("what");
+        let (dtype, isa) = what.split_once(' ').expect("dtype isa");
+        match unit_dtypes(isa) {
+            Some(dtypes) => assert!(dtypes.contains(&dtype), "{what}"),
+            None => general += 1,
+        }
+    }
+    assert_eq!(general, 6, "{peaks:?}");
     for p in peaks {
         // Either a peak with its basis, or the reason there is none; never a bare number.
         match p["peak"].as_object() {
@@ -207,6 +226,74 @@ fn exhausted_budget_records_skips_and_fails() {
     assert_eq!(out.status.code(), Some(1));
     let doc = json_of(&out);
     assert_eq!(doc["skipped"][0]["kind"], "budget");
+}
+
+/// The dot-product and matrix units run, validated, wherever the host has them, and are refused
+/// with one line and exit 2 where it does not. What the host has comes from `info`'s CPUID list,
+/// not from the units' own detection, so the two are checked against each other.
+#[test]
+fn cpu_units_run_where_present_and_are_refused_where_absent() {
+    let info = json_of(&run_ok("info --json", &[]));
+    let host_isa: Vec<&str> = info["host"]["cpu"]["isa"]
+        .as_array()
+        .expect("isa")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // (unit, the CPUID feature `info` lists for it, its dtypes); AVX-VNNI is not in that list.
+    let units: [(&str, Option<&str>, &[&str]); 5] = [
+        ("avx512-vnni", Some("avx512vnni"), &["i16", "i8"]),
+        ("avx512-bf16", Some("avx512bf16"), &["bf16"]),
+        ("avx512-fp16", Some("avx512fp16"), &["f16"]),
+        ("amx", Some("amx"), &["i8", "bf16"]),
+        ("avx-vnni", None, &["i16", "i8"]),
+    ];
+    for (isa, feature, dtypes) in units {
+        let out = hostbench()
+            .args(["cpu", "--isa", isa, "--threads", "1", "--ops", "2e8"])
+            .args(["--repeat", "1", "--warmup", "0", "--json", "-", "--quiet"])
+            .output()
+            .expect("run");
+        let present = feature.map(|f| host_isa.contains(&f));
+        if out.status.code() == Some(2) {
+            assert_ne!(present, Some(true), "{isa} refused on a host that lists it");
+            assert_usage_error(&["cpu", "--isa", isa], isa);
+            continue;
+        }
+        assert_ne!(present, Some(false), "{isa} ran on a host that lacks it");
+        let doc = json_of(&out);
+        let records = doc["records"].as_array().expect("records");
+        let skipped = doc["skipped"].as_array().map_or(0, Vec::len);
+        // Every dtype of the unit measured, or skipped with the reason (a kernel that refuses AMX
+        // tile state); nothing else.
+        assert_eq!(records.len() + skipped, dtypes.len(), "{isa}: {doc}");
+        assert!(out.status.success() || skipped > 0, "{isa}: {doc}");
+        for r in records {
+            assert_record_contract(r);
+            let dtype = r["params"]["dtype"].as_str().expect("dtype");
+            assert!(dtypes.contains(&dtype), "{isa} ran {dtype}");
+            assert_eq!(r["params"]["isa"], isa);
+            let bench = if dtype.starts_with('i') {
+                "cpu.iops"
+            } else {
+                "cpu.flops"
+            };
+            assert_eq!(r["benchmark"], bench);
+            assert!(r["value"].as_f64().expect("value") > 0.0);
+            if let Some(peak) = r["peak"].as_object() {
+                let basis = peak["basis"].as_str().expect("basis");
+                assert!(
+                    basis.contains("/cycle") && basis.contains("measured"),
+                    "{basis}"
+                );
+            }
+        }
+    }
+    // A dtype only a unit runs, on a general ISA alone: nothing to measure, one line, exit 2.
+    assert_usage_error(
+        &["cpu", "--dtype", "bf16", "--isa", "scalar"],
+        "no kernel for dtype bf16",
+    );
 }
 
 #[test]

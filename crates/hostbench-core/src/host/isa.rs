@@ -2,10 +2,7 @@
 //!
 //! This always describes the live CPU, even for a fixture inventory: it comes from CPUID / HWCAP
 //! through `is_x86_feature_detected!` and friends, and no file can stand in for it. AMX is checked
-//! by hand (CPUID plus XCR0) because its detection macro is still unstable.
-
-#[cfg(target_arch = "x86_64")]
-use super::virt::cpuid;
+//! by hand (CPUID plus XCR0, in `crate::isa`) because its detection macro is still unstable.
 
 /// ISA extensions the live CPU and OS support, in the contract's fixed order.
 pub(super) fn live_isa() -> Vec<String> {
@@ -25,7 +22,7 @@ pub(super) fn live_isa() -> Vec<String> {
             ("avx512vnni", is_x86_feature_detected!("avx512vnni")),
             ("avx512bf16", is_x86_feature_detected!("avx512bf16")),
             ("avx512fp16", is_x86_feature_detected!("avx512fp16")),
-            ("amx", amx_usable()),
+            ("amx", crate::isa::amx_tile()),
         ];
         isa.extend(checks.iter().filter(|(_, on)| *on).map(|(name, _)| *name));
     }
@@ -44,33 +41,6 @@ pub(super) fn live_isa() -> Vec<String> {
         isa.extend(checks.iter().filter(|(_, on)| *on).map(|(name, _)| *name));
     }
     isa.into_iter().map(str::to_string).collect()
-}
-
-/// AMX tiles present and enabled by the OS (XCR0 bits 17 and 18). Done by hand because
-/// `is_x86_feature_detected!("amx-tile")` is still unstable.
-#[cfg(target_arch = "x86_64")]
-fn amx_usable() -> bool {
-    if cpuid(0, 0).eax < 7 || cpuid(1, 0).ecx & (1 << 27) == 0 || cpuid(7, 0).edx & (1 << 24) == 0 {
-        return false;
-    }
-    let (lo, _hi): (u32, u32);
-    // SAFETY: CPUID.1:ECX.OSXSAVE (checked above) means the OS enabled XGETBV; reading XCR0 has
-    // no side effects and touches no memory.
-    unsafe {
-        core::arch::asm!(
-            "xgetbv",
-            in("ecx") 0u32,
-            out("eax") lo,
-            out("edx") _hi,
-            options(nomem, nostack, preserves_flags),
-        );
-    }
-    lo & (0b11 << 17) == 0b11 << 17
-}
-
-#[cfg(target_arch = "x86")]
-fn amx_usable() -> bool {
-    false
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 use std::path::Path;
 
 use super::{read_trimmed, Source, UNKNOWN};
+#[cfg(target_arch = "x86_64")]
+use crate::isa::cpuid;
 
 /// What the CPU (or the fixture's cpuinfo) says about running under a hypervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,13 +62,6 @@ fn live_hypervisor_probe() -> HvProbe {
 #[cfg(not(target_arch = "x86_64"))]
 fn live_hypervisor_probe() -> HvProbe {
     HvProbe::Absent
-}
-
-#[cfg(target_arch = "x86_64")]
-#[allow(unused_unsafe)] // `__cpuid_count` became a safe function in newer Rust releases.
-pub(super) fn cpuid(leaf: u32, subleaf: u32) -> core::arch::x86_64::CpuidResult {
-    // SAFETY: CPUID exists on every x86-64 processor and only reads identification registers.
-    unsafe { core::arch::x86_64::__cpuid_count(leaf, subleaf) }
 }
 
 /// The 12-byte vendor signature in EBX, ECX, EDX of a hypervisor leaf.

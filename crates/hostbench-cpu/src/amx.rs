@@ -44,7 +44,7 @@ pub fn kernel(dtype: Dtype, chains: usize) -> Result<KernelCall, BenchError> {
     return x86::kernel(dtype, chains);
     #[allow(unreachable_code)]
     Err(BenchError::unsupported(format!(
-        "AMX {dtype} on this architecture"
+        "AMX {dtype} with {chains} accumulators on this architecture"
     )))
 }
 

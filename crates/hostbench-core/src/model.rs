@@ -25,6 +25,17 @@ pub struct RunResult {
     /// Cases that did not produce a record, with the reason (unsupported, failed, over budget).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// Subsystems this host does not have (no GPU): neither run nor skipped, so they do not make
+    /// the run partial.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_applicable: Vec<NotApplicable>,
+}
+
+/// A subsystem the host does not have, and why (e.g. "no GPU or OpenCL device found (…)").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotApplicable {
+    pub subsystem: String,
+    pub reason: String,
 }
 
 impl RunResult {
@@ -37,6 +48,7 @@ impl RunResult {
             finished_at: None,
             records: Vec::new(),
             skipped: Vec::new(),
+            not_applicable: Vec::new(),
         }
     }
 }

@@ -375,6 +375,17 @@ impl Runner {
         self.save_partial()
     }
 
+    /// Record a subsystem this host does not have: not a skip, so the run stays complete.
+    pub fn not_applicable(&mut self, subsystem: &str, reason: &str) -> Result<(), BenchError> {
+        self.result
+            .not_applicable
+            .push(crate::model::NotApplicable {
+                subsystem: subsystem.to_string(),
+                reason: reason.to_string(),
+            });
+        self.save_partial()
+    }
+
     /// Measure, let `finish` attach peaks and extras, and commit; an unsupported or failing case
     /// is recorded as skipped and the run continues. Only bad input stops the run.
     pub fn run_case(

@@ -187,19 +187,18 @@ pub fn select<'r>(
 
 /// Run `selected` in order through `runner`, the one orchestration `run` and the fleet share:
 /// every applicable subsystem is announced with its estimate before the first case (one progress
-/// bar for the whole run), then each runs in its phase. Returns the subsystems this host does not
-/// have, with the reason; they are neither run nor recorded as skipped.
+/// bar for the whole run), then each runs in its phase. A subsystem this host does not have is
+/// recorded as not applicable (`RunResult::not_applicable`), neither run nor skipped.
 pub fn run_all(
     selected: &[&dyn Subsystem],
     runner: &mut Runner,
     ctx: &RunContext<'_>,
-) -> Result<Vec<(String, String)>, BenchError> {
+) -> Result<(), BenchError> {
     let mut runnable = Vec::new();
-    let mut not_applicable = Vec::new();
     for &s in selected {
         match s.applicable(ctx.host) {
             Applicable::Yes => runnable.push(s),
-            Applicable::No(why) => not_applicable.push((s.name().to_string(), why)),
+            Applicable::No(why) => runner.not_applicable(s.name(), &why)?,
         }
     }
     let phases: Vec<Phase> = runnable.iter().map(|s| s.estimate(ctx)).collect();
@@ -208,7 +207,7 @@ pub fn run_all(
         runner.begin_phase(s.name());
         s.run(runner, ctx)?;
     }
-    Ok(not_applicable)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -332,12 +331,16 @@ mod tests {
         };
         let mut runner = Runner::new(crate::RunnerConfig::quiet(2), host.clone());
         let selected = select(&reg, None, Some("a")).unwrap();
-        let left_out = run_all(&selected, &mut runner, &ctx).unwrap();
-        assert_eq!(
-            left_out,
-            vec![("b".to_string(), "no such device".to_string())]
-        );
+        run_all(&selected, &mut runner, &ctx).unwrap();
         let result = runner.finish().unwrap();
+        // b is not on this host: recorded as such, not as a skip.
+        assert_eq!(
+            result.not_applicable,
+            vec![crate::model::NotApplicable {
+                subsystem: "b".into(),
+                reason: "no such device".into()
+            }]
+        );
         // Only c ran: its first case skipped with the reason, its second measured with the
         // command line's duration scaled (40 ms x 0.5 = 20 ms: 50 per second).
         assert_eq!(result.records.len(), 1);
@@ -352,8 +355,9 @@ mod tests {
         assert_eq!(result.skipped[0].kind, "unsupported");
         // With nothing selected, nothing runs and nothing is left out.
         let mut runner = Runner::new(crate::RunnerConfig::quiet(1), host.clone());
-        assert!(run_all(&[], &mut runner, &ctx).unwrap().is_empty());
-        assert!(runner.finish().unwrap().records.is_empty());
+        run_all(&[], &mut runner, &ctx).unwrap();
+        let empty = runner.finish().unwrap();
+        assert!(empty.records.is_empty() && empty.not_applicable.is_empty());
     }
 
     #[test]

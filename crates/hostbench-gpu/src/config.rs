@@ -95,6 +95,21 @@ pub struct ComputeConfig {
     pub dtypes: Vec<Dtype>,
     /// Vector widths tried per dtype (1, 2, 4, 8, 16 as clpeak); the best is the record.
     pub widths: Vec<u32>,
+    /// The dtypes were asked for by name (`--dtype`): one the device lacks is a skipped case
+    /// (exit 3). Otherwise they are defaults, and a dtype the device lacks (f16 without
+    /// `cl_khr_fp16`) is left out, not counted against the run.
+    pub explicit: bool,
+}
+
+impl ComputeConfig {
+    /// The dtypes to run on `info`: all of them when asked for by name, else those it has.
+    pub fn dtypes_for(&self, info: &crate::DeviceInfo) -> Vec<Dtype> {
+        self.dtypes
+            .iter()
+            .copied()
+            .filter(|d| self.explicit || !info.missing.iter().any(|(m, _)| m == d))
+            .collect()
+    }
 }
 
 /// Device-memory bandwidth: kernels × block sizes.
@@ -147,6 +162,7 @@ impl Default for GpuConfig {
             compute: Some(ComputeConfig {
                 dtypes: Dtype::ALL.to_vec(),
                 widths: VECTOR_WIDTHS.to_vec(),
+                explicit: false,
             }),
             memory: Some(MemoryConfig {
                 kernels: MemKernel::ALL.to_vec(),
@@ -237,6 +253,7 @@ mod tests {
             compute: Some(ComputeConfig {
                 dtypes: vec![Dtype::F32],
                 widths: vec![3],
+                explicit: true,
             }),
             ..GpuConfig::default()
         };

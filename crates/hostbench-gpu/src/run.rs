@@ -57,7 +57,7 @@ pub fn run_gpu(
     for info in devices {
         let mut cases = 0;
         if let Some(c) = &cfg.compute {
-            cases += c.dtypes.len();
+            cases += c.dtypes_for(info).len();
         }
         if let Some(m) = &cfg.memory {
             cases += m.kernels.len() * m.blocks.len();
@@ -96,7 +96,7 @@ pub fn run_available(runner: &mut Runner, cfg: &GpuConfig) -> Result<(), BenchEr
 fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Result<(), BenchError> {
     let info = s.info().clone();
     if let Some(c) = &cfg.compute {
-        for &d in &c.dtypes {
+        for d in c.dtypes_for(&info) {
             run_compute(runner, cfg, s, &info, d, &c.widths)?;
         }
     }

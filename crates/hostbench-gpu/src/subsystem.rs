@@ -1,12 +1,13 @@
-//! The GPU subsystem for `hostbench run`, on every OpenCL and CUDA device found (none: one
-//! skipped entry with the reason): `standard` runs every dtype, the three memory kernels at 1 B,
+//! The GPU subsystem for `hostbench run`, on every OpenCL and CUDA device found (none: not
+//! applicable, with the reason): `standard` runs every dtype, the three memory kernels at 1 B,
 //! 1 KiB, 1 MiB and 256 MiB, transfers of 1 MiB and 64 MiB and the launch latency; `quick` trims
 //! each; `full` is `hostbench gpu`'s default (blocks up to 1 GiB); `classic` the 1 B / 1 KiB /
 //! 1 MiB points.
 
 use std::time::Duration;
 
-use hostbench_core::subsystem::{Profile, ReferenceTool, RunContext, Subsystem};
+use hostbench_core::model::Host;
+use hostbench_core::subsystem::{Applicable, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
 use crate::{Dtype, GpuConfig, MemKernel};
@@ -64,6 +65,17 @@ impl Subsystem for Gpu {
 
     fn summary(&self) -> &'static str {
         "OpenCL and CUDA compute, device memory, transfers and launch latency"
+    }
+
+    /// A host with no OpenCL or CUDA device has no GPU to measure: not applicable, so a run
+    /// there is complete (exit 0), and the reason names what each backend found.
+    fn applicable(&self, _host: &Host) -> Applicable {
+        let listing = crate::list_devices(&GpuConfig::default().backends);
+        if listing.devices.is_empty() {
+            Applicable::No(listing.none_reason())
+        } else {
+            Applicable::Yes
+        }
     }
 
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {

@@ -45,6 +45,8 @@ pub struct Report<'a> {
     /// Footnotes `[1]`, `[2]`, … of the Theoretical column.
     pub bases: Vec<String>,
     pub skipped: &'a [Skipped],
+    /// Subsystems the host does not have (no GPU), with the reason.
+    pub not_applicable: &'a [hostbench_core::model::NotApplicable],
 }
 
 /// One subsystem (`cpu`, `mem`, …).
@@ -292,6 +294,7 @@ impl<'a> Report<'a> {
             sections,
             bases,
             skipped: &run.skipped,
+            not_applicable: &run.not_applicable,
         }
     }
 }

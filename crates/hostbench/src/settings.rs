@@ -629,6 +629,7 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
     if let Some(c) = cfg.compute.as_mut() {
         if let Some(d) = &args.dtype {
             c.dtypes = flag("dtype", parse_list(d, "dtype", Dtype::parse))?;
+            c.explicit = true;
         }
         if let Some(w) = &args.vector_width {
             c.widths = flag(

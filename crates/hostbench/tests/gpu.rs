@@ -36,6 +36,43 @@ fn list_shows_the_opencl_device() {
     assert!(text.contains("cuda"), "{text}");
 }
 
+/// The default dtypes are what the device has: one it lacks (f16 without `cl_khr_fp16`, as on
+/// PoCL for x86) is left out, so the default run is complete (exit 0); asked for by name, the
+/// same dtype is a skipped case (exit 3 beside the others).
+#[test]
+fn default_gpu_dtypes_are_the_devices_own() {
+    if !opencl_device() {
+        return;
+    }
+    let args = "gpu --backend opencl --device 0 --vector-width 1 --duration 5ms --repeat 1 \
+                --warmup 0 --json -";
+    let out = hostbench()
+        .args(args.split_whitespace())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let doc = json_of(&out);
+    assert!(doc["skipped"].as_array().is_none_or(Vec::is_empty), "{doc}");
+    let ran: Vec<&str> = records(&doc, "gpu.flops")
+        .iter()
+        .chain(records(&doc, "gpu.iops").iter())
+        .filter_map(|r| r["params"]["dtype"].as_str())
+        .collect();
+    // f32 and i32 every OpenCL device has; f64 and f16 are extensions.
+    assert!(ran.contains(&"f32") && ran.contains(&"i32"), "{ran:?}");
+    if !ran.contains(&"f16") {
+        let out = hostbench()
+            .args(args.split_whitespace())
+            .args(["--dtype", "f32,f16"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(3));
+        let doc = json_of(&out);
+        assert_eq!(doc["skipped"][0]["params"]["dtype"], "f16");
+    }
+}
+
 #[test]
 fn opencl_kernels_are_validated_and_records_follow_the_contract() {
     if !opencl_device() {
@@ -158,25 +195,42 @@ fn no_opencl_driver_and_no_cuda_driver_is_a_clean_no_device() {
             assert_eq!(doc["skipped"][0]["kind"], "unsupported");
         }
     }
-    // `run` records the GPU section as skipped with the reason and goes on.
+    // `run` on a host without a GPU: the section is not applicable (with the reason), not
+    // skipped, so the run is complete and exits 0.
     let dir = tempfile::tempdir().expect("tempdir");
     let out = hostbench()
-        .args("run --only cpu,gpu --duration 5ms --repeat 1 --warmup 0 --quiet --out".split(' '))
+        .args("run --only cpu,gpu --duration 5ms --repeat 1 --warmup 0 --out".split(' '))
         .arg(dir.path())
         .env("OCL_ICD_VENDORS", empty.path())
         .output()
         .expect("run");
-    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
     let doc = only_run_json(dir.path());
     assert!(!doc["records"].as_array().expect("records").is_empty());
     if !cuda_gpu {
-        assert_eq!(out.status.code(), Some(3));
-        let s = &doc["skipped"][0];
-        assert_eq!(s["benchmark"], "gpu");
-        assert!(s["reason"]
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("gpu: not applicable on this host"), "{err}");
+        let na = &doc["not_applicable"][0];
+        assert_eq!(na["subsystem"], "gpu");
+        assert!(na["reason"]
             .as_str()
             .expect("reason")
             .contains("no OpenCL platform"));
+        assert!(doc["skipped"].as_array().is_none_or(|s| s
+            .iter()
+            .all(|s| !s["benchmark"].as_str().unwrap_or("").starts_with("gpu"))));
+        // The report says so too.
+        let run_dir = std::fs::read_dir(dir.path())
+            .expect("dir")
+            .flatten()
+            .next()
+            .expect("run dir");
+        let md = std::fs::read_to_string(run_dir.path().join("report.md")).expect("report.md");
+        assert!(
+            md.contains("## Not on this host") && md.contains("- gpu: no GPU or OpenCL device"),
+            "{md}"
+        );
     }
 }
 

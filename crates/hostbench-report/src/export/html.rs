@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use hostbench_core::model::RunResult;
 
-use super::{group_heading, host_line, skipped_line, Exporter};
+use super::{
+    group_heading, host_line, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE,
+};
 use crate::chart;
 use crate::error::ReportError;
 use crate::table::{Report, HEADER};
@@ -164,6 +166,13 @@ fn render(
             writeln!(o, "<li>{}</li>", esc(b))?;
         }
         writeln!(o, "</ol>")?;
+    }
+    if !rep.not_applicable.is_empty() {
+        writeln!(o, "<h2>{NOT_APPLICABLE}</h2>\n<ul class=\"notes\">")?;
+        for n in rep.not_applicable {
+            writeln!(o, "<li>{}</li>", esc(&not_applicable_line(n)))?;
+        }
+        writeln!(o, "</ul>")?;
     }
     if !rep.skipped.is_empty() {
         writeln!(o, "<h2>Skipped</h2>\n<ul class=\"notes\">")?;

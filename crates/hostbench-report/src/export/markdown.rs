@@ -5,7 +5,9 @@ use std::fmt::Write as _;
 
 use hostbench_core::model::RunResult;
 
-use super::{group_heading, host_line, skipped_line, Exporter};
+use super::{
+    group_heading, host_line, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE,
+};
 use crate::error::ReportError;
 use crate::table::{Report, HEADER};
 
@@ -69,6 +71,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         writeln!(out, "\n## Theoretical peaks\n")?;
         for (i, b) in rep.bases.iter().enumerate() {
             writeln!(out, "{}. {}", i + 1, cell(b))?;
+        }
+    }
+    if !rep.not_applicable.is_empty() {
+        writeln!(out, "\n## {NOT_APPLICABLE}\n")?;
+        for n in rep.not_applicable {
+            writeln!(out, "- {}", cell(&not_applicable_line(n)))?;
         }
     }
     if !rep.skipped.is_empty() {

@@ -120,6 +120,14 @@ pub(crate) fn group_heading(g: &crate::table::Group<'_>) -> String {
     format!("{} ({}, {better})", g.benchmark, g.unit)
 }
 
+/// `gpu: no GPU or OpenCL device found (opencl: …; cuda: …)`.
+pub(crate) fn not_applicable_line(n: &hostbench_core::model::NotApplicable) -> String {
+    format!("{}: {}", n.subsystem, n.reason)
+}
+
+/// The heading of the list of subsystems a host does not have.
+pub(crate) const NOT_APPLICABLE: &str = "Not on this host";
+
 /// `cpu.flops isa=avx512 threads=1 (unsupported): reason`.
 pub(crate) fn skipped_line(s: &hostbench_core::model::Skipped) -> String {
     let params: Vec<String> = s

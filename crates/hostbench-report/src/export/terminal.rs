@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use hostbench_core::model::RunResult;
 
-use super::{group_heading, skipped_line, Exporter};
+use super::{group_heading, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE};
 use crate::error::ReportError;
 use crate::table::{Report, HEADER};
 
@@ -47,6 +47,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         writeln!(out, "\nNotes:")?;
         for n in notes {
             writeln!(out, "  {n}")?;
+        }
+    }
+    if !rep.not_applicable.is_empty() {
+        writeln!(out, "\n{NOT_APPLICABLE}:")?;
+        for n in rep.not_applicable {
+            writeln!(out, "  {}", not_applicable_line(n))?;
         }
     }
     if !rep.skipped.is_empty() {

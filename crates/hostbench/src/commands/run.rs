@@ -60,11 +60,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         duration: common.duration,
         scratch_dir: &args.disk_dir,
     };
-    for (name, why) in subsystem::run_all(&selected, &mut runner, &ctx)? {
-        if !common.quiet {
-            eprintln!("{name}: not applicable on this host ({why})");
-        }
-    }
+    subsystem::run_all(&selected, &mut runner, &ctx)?;
     let result = runner.finish()?;
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
@@ -81,6 +77,12 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         None => None,
     };
     if !common.quiet {
+        for na in &result.not_applicable {
+            eprintln!(
+                "\n{}: not applicable on this host ({})",
+                na.subsystem, na.reason
+            );
+        }
         eprintln!("\nResults written to {}", dir.display());
         for f in std::iter::once(&run_json).chain(&written) {
             eprintln!("  {}", f.display());

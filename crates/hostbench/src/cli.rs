@@ -162,8 +162,9 @@ pub struct MemArgs {
     /// Thread counts, e.g. 1,2,4,8. Default 1,2,4,…,CPUs (latency: 1).
     #[arg(long, value_name = "LIST")]
     pub threads: Option<String>,
-    /// Bandwidth working set, all arrays of all threads (e.g. 1GiB). Default: every array at
-    /// least 4 x the sum of all last-level caches, and at least 1 GiB in all.
+    /// Working set of the named section: the bandwidth arrays, all threads (e.g. 1GiB; the
+    /// default without a section flag), and/or the one latency point with `--latency` (unless
+    /// --lat-sizes). Default: every array at least 4 x the sum of all LLCs, 1 GiB in all.
     #[arg(long, value_name = "SIZE")]
     pub size: Option<String>,
     /// Passes over the working set per bandwidth sample (the classic assignment used 100).

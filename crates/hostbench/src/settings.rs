@@ -164,15 +164,18 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         BandwidthConfig, Block, Isa as MemIsa, Kernel, Pages, Pattern, Store, SweepConfig,
     };
     let host_caches = hostbench_core::host::inventory();
+    let any_section = args.bandwidth || args.sweep || args.latency || args.classic;
+    // `--size` is the working set of whichever section was named (`--latency --size 1GiB` is
+    // one latency point of 1 GiB); with no section named it means the bandwidth arrays, as
+    // before. Either way it never adds a section the user did not ask for.
     let bw_flags = args.kernel.is_some()
         || args.pattern.is_some()
         || args.block.is_some()
         || args.store.is_some()
-        || args.size.is_some()
+        || (args.size.is_some() && !any_section)
         || args.passes.is_some();
     let sweep_flags = args.sweep_sizes.is_some();
     let lat_flags = args.lat_sizes.is_some() || args.lat_pattern.is_some() || args.chains.is_some();
-    let any_section = args.bandwidth || args.sweep || args.latency || args.classic;
     let implied = bw_flags || sweep_flags || lat_flags;
     let (want_bw, want_sweep, want_lat) = if any_section || implied {
         (
@@ -295,6 +298,8 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         }
         if let Some(list) = &args.lat_sizes {
             l.working_sets = sizes_list("lat-sizes", list)?;
+        } else if let (true, Some(size)) = (want_lat, &args.size) {
+            l.working_sets = sizes_list("size", size)?;
         }
         if let Some(p) = pages {
             l.pages = p;

@@ -426,6 +426,31 @@ fn mem_spec_peak_gives_dram_efficiency_and_traffic() {
     assert_eq!(r["extra"]["traffic_factor"], 1.5);
 }
 
+/// A size given with a section flag sizes that section and adds none: `--latency --size` is one
+/// latency point, not the bandwidth section plus the default latency sweep.
+#[test]
+fn mem_size_stays_in_the_section_it_was_given_for() {
+    let out = run_ok(
+        "mem --latency --size 8MiB --lat-pattern chase --duration 10ms --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    assert!(!records.is_empty());
+    for r in records {
+        assert_eq!(r["benchmark"], "mem.latency", "{r}");
+        assert_eq!(r["params"]["working_set_bytes"], 8 << 20, "{r}");
+    }
+    // Without a section flag, --size is still the bandwidth arrays' size.
+    let out = run_ok(
+        "mem --size 64MiB --kernel triad --threads 1 --duration 10ms --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    for r in json_of(&out)["records"].as_array().expect("records") {
+        assert_eq!(r["benchmark"], "mem.bandwidth", "{r}");
+    }
+}
+
 #[test]
 fn mem_bad_input_is_one_line_and_exit_2() {
     assert_usage_error(

@@ -25,6 +25,9 @@ pub struct RunResult {
     /// Cases that did not produce a record, with the reason (unsupported, failed, over budget).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
+    /// The command that produced this result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<Invocation>,
     /// Subsystems this host does not have (no GPU): neither run nor skipped, so they do not make
     /// the run partial.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -48,6 +51,7 @@ impl RunResult {
             finished_at: None,
             records: Vec::new(),
             skipped: Vec::new(),
+            invocation: None,
             not_applicable: Vec::new(),
         }
     }
@@ -62,6 +66,9 @@ pub fn now_rfc3339() -> String {
 pub struct Tool {
     pub name: String,
     pub version: String,
+    /// The git commit hostbench was built from, when the build had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
 }
 
 impl Default for Tool {
@@ -69,8 +76,20 @@ impl Default for Tool {
         Self {
             name: "hostbench".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            revision: option_env!("HOSTBENCH_REVISION").map(str::to_string),
         }
     }
+}
+
+/// How a result was produced, so that it can be produced again: the command line, and for
+/// `run` the profile and scale.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    pub command_line: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
 }
 
 /// Host inventory as stored in a result (see `host::inventory`).
@@ -87,6 +106,13 @@ pub struct Host {
     /// cpufreq scaling governor of CPU 0, when the kernel exposes one.
     #[serde(default)]
     pub governor: Option<String>,
+    /// Transparent huge pages mode (`always`, `madvise`, `never`): it decides what the memory and
+    /// disk buffers get.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// The kernel command line (mitigations, isolcpus, hugepages… change results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cmdline: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -117,6 +143,9 @@ pub struct Cpu {
     /// set where the model number is implausible for it, as some hypervisors report).
     #[serde(default)]
     pub microarch_basis: Option<String>,
+    /// Microcode revision (`/proc/cpuinfo`), where the kernel shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub microcode: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

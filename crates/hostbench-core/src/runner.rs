@@ -38,6 +38,9 @@ pub struct RunnerConfig {
     pub progress: bool,
     /// Where to rewrite the partial result after every case.
     pub partial_path: Option<PathBuf>,
+    /// The command being run, stored in the result (partial files included) so that it can be
+    /// run again.
+    pub invocation: Option<crate::model::Invocation>,
 }
 
 impl Default for RunnerConfig {
@@ -48,6 +51,7 @@ impl Default for RunnerConfig {
             budget: None,
             progress: std::io::stderr().is_terminal(),
             partial_path: None,
+            invocation: None,
         }
     }
 }
@@ -62,6 +66,7 @@ impl RunnerConfig {
             budget: None,
             progress: false,
             partial_path: None,
+            invocation: None,
         }
     }
 }
@@ -192,9 +197,11 @@ impl Runner {
             // Hidden, but with a length, so the bookkeeping is the same (and testable).
             ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::hidden())
         };
+        let mut result = RunResult::new(host);
+        result.invocation = config.invocation.clone();
         Self {
             config,
-            result: RunResult::new(host),
+            result,
             started: Instant::now(),
             bar,
             progress: Progress {

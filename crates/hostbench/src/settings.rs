@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use hostbench_core::isa::{parse_choice, resolve as resolve_isas};
+use hostbench_core::model::Invocation;
 use hostbench_core::spec::Spec;
 use hostbench_core::units::{parse_count, parse_duration, parse_list, parse_positive, parse_size};
 use hostbench_core::{BenchError, RunnerConfig};
@@ -87,6 +88,10 @@ pub fn common(args: &CommonArgs) -> Result<Common, BenchError> {
             budget,
             progress: !args.quiet && std::io::stderr().is_terminal(),
             partial_path,
+            invocation: Some(Invocation {
+                command_line: std::env::args().collect(),
+                ..Invocation::default()
+            }),
         },
         duration,
         json,

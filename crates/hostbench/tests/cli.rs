@@ -211,6 +211,25 @@ fn run_writes_a_results_directory() {
         .expect("records")
         .iter()
         .all(|r| r["benchmark"] == "cpu.flops" || r["benchmark"] == "cpu.iops"));
+    // What reproduces the run: the command line, profile and scale, and the settings that move
+    // results (THP and the kernel command line where the host shows them).
+    let inv = &doc["invocation"];
+    let argv: Vec<&str> = inv["command_line"]
+        .as_array()
+        .expect("command line")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(argv[1..4], ["run", "--only", "cpu"], "{argv:?}");
+    assert_eq!(inv["profile"], "standard");
+    assert_eq!(inv["scale"], 1.0);
+    if Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+        let thp = doc["host"]["thp"].as_str().expect("thp");
+        assert!(["always", "madvise", "never"].contains(&thp), "{thp}");
+    }
+    if Path::new("/proc/cmdline").exists() {
+        assert!(doc["host"]["kernel_cmdline"].is_string());
+    }
 }
 
 #[test]

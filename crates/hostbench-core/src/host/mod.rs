@@ -138,6 +138,7 @@ fn collect(root: &Path, source: Source) -> Host {
             model_id: ident.model_id,
             microarch: ident.microarch,
             microarch_basis: ident.microarch_basis,
+            microcode: info.get("microcode").cloned().filter(|s| !s.is_empty()),
         },
         memory: Memory {
             total_bytes: meminfo_bytes(root, "MemTotal").unwrap_or(0),
@@ -145,7 +146,17 @@ fn collect(root: &Path, source: Source) -> Host {
         numa_nodes: numa_nodes(root),
         governor: read_trimmed(root, &format!("{CPU_DIR}/cpu0/cpufreq/scaling_governor"))
             .filter(|s| !s.is_empty()),
+        thp: read_trimmed(root, "sys/kernel/mm/transparent_hugepage/enabled")
+            .and_then(|s| selected_mode(&s)),
+        kernel_cmdline: read_trimmed(root, "proc/cmdline").filter(|s| !s.is_empty()),
     }
+}
+
+/// The bracketed choice of a sysfs mode list (`always [madvise] never` → `madvise`).
+fn selected_mode(list: &str) -> Option<String> {
+    let start = list.find('[')? + 1;
+    let len = list[start..].find(']')?;
+    Some(list[start..start + len].to_string())
 }
 
 /// A file under `root`, lossily decoded (DMI strings are not always UTF-8) and trimmed.
@@ -228,8 +239,8 @@ pub(crate) mod tests {
     }
 
     const EPYC_CPUINFO: &str = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n\
-model\t\t: 17\nmodel name\t: AMD EPYC 9654 96-Core Processor\nstepping\t: 1\ncpu MHz\t\t: 2596.142\n\
-flags\t\t: fpu sse2 avx avx2 fma hypervisor avx512f\n\nprocessor\t: 1\nvendor_id\t: Bogus\n";
+model\t\t: 17\nmodel name\t: AMD EPYC 9654 96-Core Processor\nstepping\t: 1\nmicrocode\t: 0xa10113e\n\
+cpu MHz\t\t: 2596.142\nflags\t\t: fpu sse2 avx avx2 fma hypervisor avx512f\n\nprocessor\t: 1\nvendor_id\t: Bogus\n";
 
     const XEON_CPUINFO: &str = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\
 model\t\t: 106\nmodel name\t: Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz\nstepping\t: 6\n\
@@ -258,6 +269,16 @@ CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0x
         put(root, "sys/class/dmi/id/sys_vendor", "QEMU\n");
         put(
             root,
+            "sys/kernel/mm/transparent_hugepage/enabled",
+            "always [madvise] never\n",
+        );
+        put(
+            root,
+            "proc/cmdline",
+            "BOOT_IMAGE=/vmlinuz quiet mitigations=off\n",
+        );
+        put(
+            root,
             "sys/class/dmi/id/product_name",
             "Standard PC (Q35 + ICH9, 2009)\n",
         );
@@ -278,6 +299,12 @@ CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\nCPU part\t: 0x
         assert_eq!(h.memory.total_bytes, 16_318_404 * 1024);
         assert_eq!(h.numa_nodes, 2);
         assert_eq!(h.governor.as_deref(), Some("performance"));
+        assert_eq!(h.thp.as_deref(), Some("madvise"));
+        assert_eq!(
+            h.kernel_cmdline.as_deref(),
+            Some("BOOT_IMAGE=/vmlinuz quiet mitigations=off")
+        );
+        assert_eq!(h.cpu.microcode.as_deref(), Some("0xa10113e"));
         let cache = |level, kind: &str, size_bytes, instances| Cache {
             level,
             kind: kind.to_string(),

@@ -50,6 +50,10 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         .map_err(|e| BenchError::invalid(format!("--out {}: {e}", args.out.display())))?;
     let run_json = dir.join("run.json");
     common.runner.partial_path = Some(run_json.clone());
+    if let Some(inv) = common.runner.invocation.as_mut() {
+        inv.profile = Some(settings::profile(args.profile).name().to_string());
+        inv.scale = Some(scale);
+    }
 
     let mut runner = Runner::new(common.runner.clone(), host.clone());
     let ctx = RunContext {

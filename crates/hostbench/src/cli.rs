@@ -42,6 +42,47 @@ pub enum Command {
     Report(ReportArgs),
     /// The runs stored in the history database: list, show, compare, import.
     History(HistoryArgs),
+    /// A shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(CompletionsArgs),
+    /// The manual page (roff) on stdout, or one page per command written into a directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell, e.g. `hostbench completions bash > /etc/bash_completion.d/hostbench`.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write hostbench.1 and hostbench-COMMAND.1 for every command into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// The completion script for `shell`, generated from these definitions.
+pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
+    use clap::CommandFactory;
+    clap_complete::generate(shell, &mut Cli::command(), "hostbench", out);
+}
+
+/// The manual pages generated from these definitions: (file name, roff), the main page first.
+pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut pages = Vec::new();
+    let mut main = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut main)?;
+    pages.push(("hostbench.1".to_string(), main));
+    for sub in cmd.get_subcommands() {
+        let name = format!("hostbench-{}", sub.get_name());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(sub.clone().name(name.clone())).render(&mut page)?;
+        pages.push((format!("{name}.1"), page));
+    }
+    Ok(pages)
 }
 
 /// Options every measuring command takes.

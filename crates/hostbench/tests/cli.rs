@@ -594,3 +594,35 @@ fn run_quick_includes_memory() {
         "{levels:?}"
     );
 }
+
+/// Completions and manual pages come from the CLI definitions, so every command is in them.
+#[test]
+fn completions_and_man_pages_cover_every_command() {
+    let commands = [
+        "run", "info", "cpu", "linpack", "mem", "disk", "net", "gpu", "report", "history",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_ok(&format!("completions {shell}"), &[]);
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains("hostbench"), "{shell}: {script}");
+        for c in commands {
+            assert!(script.contains(c), "{shell} completion lacks {c}");
+        }
+    }
+    let out = run_ok("man", &[]);
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH hostbench 1"), "{page}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok("man --out", &[dir.path().as_ref()]);
+    for c in commands {
+        let sub = std::fs::read_to_string(dir.path().join(format!("hostbench-{c}.1")))
+            .unwrap_or_else(|e| panic!("hostbench-{c}.1: {e}"));
+        assert!(sub.contains(".TH"), "{c}: {sub}");
+    }
+    let run_page = std::fs::read_to_string(dir.path().join("hostbench-run.1")).expect("run page");
+    assert!(run_page.contains("profile"), "{run_page}");
+    assert_usage_error(
+        &["man", "--out", "/nonexistent/hostbench-man"],
+        "not a directory",
+    );
+}

@@ -3,6 +3,7 @@
 
 mod cpu;
 mod disk;
+mod docs;
 mod gpu;
 mod history;
 mod info;
@@ -38,6 +39,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Gpu(args) => gpu::run(&args),
         Command::Report(args) => report::run(&args),
         Command::History(args) => history::run(&args),
+        Command::Completions(args) => docs::completions(&args),
+        Command::Man(args) => docs::man(&args),
     }
 }
 

@@ -1,0 +1,43 @@
+//! `hostbench completions SHELL` and `hostbench man`: shell completion and manual pages generated
+//! from the CLI definitions, so they can never disagree with `--help`.
+
+use std::io::Write;
+
+use anyhow::Context;
+use hostbench_core::BenchError;
+
+use crate::cli::{self, CompletionsArgs, ManArgs};
+use crate::Exit;
+
+pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Exit> {
+    let mut out = std::io::stdout().lock();
+    cli::completions(args.shell, &mut out);
+    out.flush()?;
+    Ok(Exit::Ok)
+}
+
+pub fn man(args: &ManArgs) -> anyhow::Result<Exit> {
+    let pages = cli::man_pages()?;
+    match &args.out {
+        None => {
+            let (_, main) = &pages[0];
+            std::io::stdout().write_all(main)?;
+        }
+        Some(dir) => {
+            if !dir.is_dir() {
+                return Err(BenchError::invalid(format!(
+                    "--out {}: not a directory",
+                    dir.display()
+                ))
+                .into());
+            }
+            for (name, page) in &pages {
+                let path = dir.join(name);
+                std::fs::write(&path, page)
+                    .with_context(|| format!("writing {}", path.display()))?;
+            }
+            eprintln!("{} manual pages written to {}", pages.len(), dir.display());
+        }
+    }
+    Ok(Exit::Ok)
+}

@@ -14,7 +14,7 @@ pub const SCHEMA: &str = "hostbench/result/v1";
 pub type Params = Map<String, Value>;
 
 /// One complete run: the host, when, and every record measured.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunResult {
     pub schema: String,
     pub tool: Tool,
@@ -35,7 +35,7 @@ pub struct RunResult {
 }
 
 /// A subsystem the host does not have, and why (e.g. "no GPU or OpenCL device found (…)").
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotApplicable {
     pub subsystem: String,
     pub reason: String,
@@ -57,12 +57,23 @@ impl RunResult {
     }
 }
 
+/// The JSON Schema (draft 2020-12) of a `hostbench/result/v1` document, generated from these very
+/// types, so it cannot drift from what hostbench writes. `hostbench schema` prints it.
+pub fn result_schema() -> Value {
+    let mut schema = schemars::schema_for!(RunResult).to_value();
+    schema["$id"] = Value::from(SCHEMA);
+    schema["title"] = Value::from("hostbench result document");
+    // The one fixed value of the contract: a document names its schema.
+    schema["properties"]["schema"] = serde_json::json!({ "const": SCHEMA });
+    schema
+}
+
 /// The current UTC time as RFC 3339 with second precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tool {
     pub name: String,
     pub version: String,
@@ -83,7 +94,7 @@ impl Default for Tool {
 
 /// How a result was produced, so that it can be produced again: the command line, and for
 /// `run` the profile and scale.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Invocation {
     pub command_line: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +104,7 @@ pub struct Invocation {
 }
 
 /// Host inventory as stored in a result (see `host::inventory`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {
     pub hostname: String,
     pub os: String,
@@ -115,7 +126,7 @@ pub struct Host {
     pub kernel_cmdline: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cpu {
     pub vendor: String,
     pub model: String,
@@ -148,7 +159,7 @@ pub struct Cpu {
     pub microcode: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cache {
     pub level: u32,
     /// `data`, `instruction` or `unified`.
@@ -158,13 +169,13 @@ pub struct Cache {
     pub instances: u32,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     pub total_bytes: u64,
 }
 
 /// Whether larger or smaller values are better; decides which of min/max is "best".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     Throughput,
@@ -172,7 +183,7 @@ pub enum Metric {
 }
 
 /// One measured case.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {
     pub benchmark: String,
     pub params: Params,
@@ -226,7 +237,7 @@ impl Record {
 }
 
 /// Summary statistics of a record's samples (see `stats::summarize`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stats {
     pub n: usize,
     pub mean: f64,
@@ -244,14 +255,14 @@ pub struct Stats {
 }
 
 /// A theoretical limit with the arithmetic that produced it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Peak {
     pub value: f64,
     pub basis: String,
 }
 
 /// A reference tool's figure measured side by side.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Reference {
     pub tool: String,
     pub version: String,
@@ -261,7 +272,7 @@ pub struct Reference {
 }
 
 /// A case that produced no record.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Skipped {
     pub benchmark: String,
     pub params: Params,

@@ -46,6 +46,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command written into a directory.
     Man(ManArgs),
+    /// The JSON Schema of the result document (`hostbench/result/v1`) on stdout.
+    Schema,
 }
 
 #[derive(Debug, Args)]

@@ -626,3 +626,39 @@ fn completions_and_man_pages_cover_every_command() {
         "not a directory",
     );
 }
+
+/// `hostbench schema` is a valid JSON Schema that real documents of several kinds satisfy, and
+/// that rejects a document breaking the contract.
+#[test]
+fn result_documents_validate_against_the_published_schema() {
+    let schema = json_of(&run_ok("schema", &[]));
+    assert_eq!(schema["$id"], "hostbench/result/v1");
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let check = |doc: &Value, what: &str| {
+        let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{what}: {errors:?}");
+    };
+    // Records with peaks, a latency distribution, a skipped case and an invocation.
+    let cpu = json_of(&run_ok(
+        "cpu --isa scalar --dtype f64,i8 --threads 1 --ops 1e6 --repeat 2 --warmup 0 --json -",
+        &[],
+    ));
+    check(&cpu, "cpu");
+    let mem = json_of(&run_ok(
+        "mem --latency --size 1MiB --lat-pattern chase --duration 5ms --repeat 1 --warmup 0 --json -",
+        &[],
+    ));
+    check(&mem, "mem latency");
+    let out = hostbench()
+        .args("cpu --dtype f64 --isa scalar --threads 1 --ops 1e6 --budget 1ns --json -".split(' '))
+        .output()
+        .expect("run");
+    check(&json_of(&out), "all skipped");
+    // A document without its records, or with a wrong schema name, is not one.
+    let mut broken = cpu.clone();
+    broken.as_object_mut().expect("object").remove("records");
+    assert!(!validator.is_valid(&broken));
+    let mut renamed = cpu;
+    renamed["schema"] = Value::from("hostbench/result/v0");
+    assert!(!validator.is_valid(&renamed));
+}

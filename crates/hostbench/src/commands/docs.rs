@@ -1,5 +1,7 @@
-//! `hostbench completions SHELL` and `hostbench man`: shell completion and manual pages generated
-//! from the CLI definitions, so they can never disagree with `--help`.
+//! `hostbench completions SHELL`, `hostbench man` and `hostbench schema`: shell completion and
+//! manual pages generated from the CLI definitions, so they can never disagree with `--help`, and
+//! the result document's JSON Schema generated from the result types, so it can never disagree
+//! with what hostbench writes.
 
 use std::io::Write;
 
@@ -39,5 +41,13 @@ pub fn man(args: &ManArgs) -> anyhow::Result<Exit> {
             eprintln!("{} manual pages written to {}", pages.len(), dir.display());
         }
     }
+    Ok(Exit::Ok)
+}
+
+pub fn schema() -> anyhow::Result<Exit> {
+    let schema = hostbench_core::model::result_schema();
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, &schema)?;
+    writeln!(out)?;
     Ok(Exit::Ok)
 }

@@ -41,6 +41,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::History(args) => history::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
+        Command::Schema => docs::schema(),
     }
 }
 

@@ -105,6 +105,10 @@ pub struct CommonArgs {
     /// Write the results as JSON to FILE (rewritten after every case), or `-` for stdout.
     #[arg(long, value_name = "FILE|-")]
     pub json: Option<String>,
+    /// Also write the figures in the Prometheus/OpenMetrics text format to FILE (e.g. for
+    /// node_exporter's textfile collector: a `.prom` file in its directory).
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
     /// TOML file with datasheet values that override detection (clock, pipes, DIMMs, link…).
     #[arg(long, value_name = "FILE")]
     pub spec: Option<PathBuf>,

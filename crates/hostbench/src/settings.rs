@@ -31,6 +31,8 @@ pub struct Common {
     pub runner: RunnerConfig,
     pub duration: Option<Duration>,
     pub json: Option<JsonTarget>,
+    /// `--openmetrics FILE`, whose directory was checked before measuring.
+    pub openmetrics: Option<PathBuf>,
     pub quiet: bool,
     pub spec: Spec,
 }
@@ -77,6 +79,19 @@ pub fn common(args: &CommonArgs) -> Result<Common, BenchError> {
         Some(path) => Spec::load(path)?,
         None => Spec::default(),
     };
+    // Refuse an unwritable place before minutes of measuring, not after.
+    if let Some(path) = &args.openmetrics {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        if path.as_os_str().is_empty() || !dir.is_dir() {
+            return Err(BenchError::invalid(format!(
+                "--openmetrics {}: no such directory",
+                path.display()
+            )));
+        }
+    }
     let partial_path = match &json {
         Some(JsonTarget::File(p)) => Some(p.clone()),
         _ => None,
@@ -95,6 +110,7 @@ pub fn common(args: &CommonArgs) -> Result<Common, BenchError> {
         },
         duration,
         json,
+        openmetrics: args.openmetrics.clone(),
         quiet: args.quiet,
         spec,
     })

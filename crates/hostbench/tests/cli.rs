@@ -662,3 +662,65 @@ fn result_documents_validate_against_the_published_schema() {
     renamed["schema"] = Value::from("hostbench/result/v0");
     assert!(!validator.is_valid(&renamed));
 }
+
+/// promtool from PATH, or the copy `scripts/test` unpacks into target/tools.
+fn promtool() -> Option<std::path::PathBuf> {
+    let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/promtool");
+    if local.is_file() {
+        return Some(local);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("promtool"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// `--openmetrics FILE` writes the figures in the Prometheus text format, which Prometheus's own
+/// checker accepts, with one sample per record labelled by host and parameters.
+#[test]
+fn openmetrics_output_passes_promtool() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prom = dir.path().join("hostbench.prom");
+    let out = run_ok(
+        "cpu --isa scalar --dtype f64,i8 --threads 1 --ops 1e6 --repeat 2 --warmup 0 --json - --openmetrics",
+        &[prom.as_ref()],
+    );
+    let doc = json_of(&out);
+    let text = std::fs::read_to_string(&prom).expect("openmetrics file");
+    let samples: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("hostbench_cpu_flops_flops_per_second{"))
+        .collect();
+    assert_eq!(samples.len(), 1, "{text}");
+    assert!(samples[0].contains("dtype=\"f64\"") && samples[0].contains("isa=\"scalar\""));
+    let value: f64 = samples[0]
+        .rsplit_once(' ')
+        .expect("value")
+        .1
+        .parse()
+        .expect("number");
+    let record = records(&doc, "cpu.flops")[0];
+    assert_eq!(value, record["value"].as_f64().expect("value"));
+    match promtool() {
+        Some(tool) => {
+            let check = std::process::Command::new(tool)
+                .args(["check", "metrics"])
+                .stdin(std::fs::File::open(&prom).expect("open"))
+                .output()
+                .expect("promtool");
+            assert!(
+                check.status.success(),
+                "promtool: {}{}",
+                String::from_utf8_lossy(&check.stdout),
+                String::from_utf8_lossy(&check.stderr)
+            );
+        }
+        None if std::env::var_os("CI").is_some() => panic!("promtool missing under CI"),
+        None => eprintln!("skipped the promtool check: promtool not found"),
+    }
+    assert_usage_error(
+        &["cpu", "--openmetrics", "/nonexistent/dir/x.prom"],
+        "--openmetrics",
+    );
+}

@@ -1,10 +1,11 @@
 //! Output formats behind one trait (as hyperfine's exporters): terminal table, Markdown, CSV,
-//! HTML with charts, and the JSON document itself. All render the same `RunResult` (the tables
+//! HTML with charts, OpenMetrics text for Prometheus, and the JSON document itself. All render the same `RunResult` (the tables
 //! through one `table::Report`), so no two formats can disagree about a number.
 
 mod csv;
 mod html;
 mod markdown;
+mod openmetrics;
 mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use crate::error::ReportError;
 pub use self::csv::CsvExporter;
 pub use self::html::HtmlExporter;
 pub use self::markdown::MarkdownExporter;
+pub use self::openmetrics::OpenMetricsExporter;
 pub use self::terminal::TerminalExporter;
 
 /// Turns a run into the text of one format.

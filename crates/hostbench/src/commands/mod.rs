@@ -25,7 +25,7 @@ use hostbench_core::{clock, host};
 use crate::cli::{Cli, Command};
 use crate::settings::{Common, JsonTarget};
 use crate::Exit;
-use hostbench_report::{Exporter, JsonExporter, TerminalExporter};
+use hostbench_report::{Exporter, JsonExporter, OpenMetricsExporter, TerminalExporter};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
@@ -73,6 +73,10 @@ pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
             write_json_atomic(path, run).with_context(|| format!("writing {}", path.display()))?;
         }
         None => {}
+    }
+    if let Some(path) = &common.openmetrics {
+        let text = OpenMetricsExporter.render(run)?;
+        hostbench_report::export::write_atomic(path, &text)?;
     }
     Ok(exit_for(run))
 }

@@ -88,7 +88,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
     )?;
     writeln!(
         o,
-        "\nTheoretical peaks (all cores, widest ISA; GFLOP/s = 10^9 FLOP/s):"
+        "\nTheoretical peaks (all cores; the widest general ISA, then each dot-product or matrix unit; GFLOP/s = 10^9 FLOP/s):"
     )?;
     for p in &peaks {
         match &p.peak {

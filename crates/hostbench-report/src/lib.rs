@@ -26,5 +26,5 @@ pub mod units;
 pub use error::ReportError;
 pub use export::{
     write_results_dir, CsvExporter, Exporter, HtmlExporter, JsonExporter, MarkdownExporter,
-    OpenMetricsExporter, TerminalExporter,
+    OpenMetricsExporter, SummaryExporter, TerminalExporter,
 };

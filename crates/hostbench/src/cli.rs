@@ -503,6 +503,9 @@ pub struct RunArgs {
     /// Do not store this run in the history database.
     #[arg(long)]
     pub no_history: bool,
+    /// Print every table, not the one-screen summary (the tables are always in report.md/html).
+    #[arg(long, short)]
+    pub verbose: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }

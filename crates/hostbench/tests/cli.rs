@@ -724,3 +724,30 @@ fn openmetrics_output_passes_promtool() {
         "--openmetrics",
     );
 }
+
+/// `run` prints one screen: a headline line per benchmark and "what", not every table; the full
+/// tables are behind `--verbose` (and always in report.md).
+#[test]
+fn run_prints_a_summary_and_verbose_prints_the_tables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = "run --only cpu --duration 5ms --repeat 1 --warmup 0 --no-history";
+    let out = run_ok(&format!("{args} --out"), &[dir.path().as_ref()]);
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("Summary: "), "{summary}");
+    assert!(!summary.contains("Peak basis"), "{summary}");
+    for dtype in ["f64", "f32", "i8"] {
+        assert!(
+            summary
+                .lines()
+                .any(|l| l.starts_with("cpu.") && l.split_whitespace().nth(1) == Some(dtype)),
+            "no {dtype} headline: {summary}"
+        );
+    }
+    let out = run_ok(&format!("{args} --verbose --out"), &[dir.path().as_ref()]);
+    let tables = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        tables.contains("Peak basis") && !tables.contains("Summary: "),
+        "{tables}"
+    );
+    assert!(summary.lines().count() < tables.lines().count());
+}

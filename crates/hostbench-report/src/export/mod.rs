@@ -6,6 +6,7 @@ mod csv;
 mod html;
 mod markdown;
 mod openmetrics;
+mod summary;
 mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ pub use self::csv::CsvExporter;
 pub use self::html::HtmlExporter;
 pub use self::markdown::MarkdownExporter;
 pub use self::openmetrics::OpenMetricsExporter;
+pub use self::summary::{headlines, SummaryExporter};
 pub use self::terminal::TerminalExporter;
 
 /// Turns a run into the text of one format.

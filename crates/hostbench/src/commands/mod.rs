@@ -53,11 +53,17 @@ pub fn host_inventory(spec: &Spec) -> Host {
     h
 }
 
-/// Print the table (stdout, or stderr when JSON goes to stdout) and write the JSON; decide the
-/// exit code: 3 when some cases were skipped while others ran, 1 when nothing could be measured.
+/// Print the full tables (stdout, or stderr when JSON goes to stdout) and write the JSON; decide
+/// the exit code: 3 when some cases were skipped while others ran, 1 when nothing could be
+/// measured.
 pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
+    emit_as(run, common, &TerminalExporter)
+}
+
+/// `emit` with another view of the run on the terminal (`run` prints the one-screen summary).
+pub fn emit_as(run: &RunResult, common: &Common, view: &dyn Exporter) -> anyhow::Result<Exit> {
     if !common.quiet {
-        let table = TerminalExporter.render(run)?;
+        let table = view.render(run)?;
         if common.json == Some(JsonTarget::Stdout) {
             eprint!("{table}");
         } else {

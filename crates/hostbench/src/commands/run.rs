@@ -68,7 +68,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     let result = runner.finish()?;
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
-    let exit = super::emit(&result, &common)?;
+    // One screen: the headline figures; the full tables are in report.md/html and --verbose.
+    let view: &dyn hostbench_report::Exporter = if args.verbose {
+        &hostbench_report::TerminalExporter
+    } else {
+        &hostbench_report::SummaryExporter
+    };
+    let exit = super::emit_as(&result, &common, view)?;
     let written = hostbench_report::write_results_dir(&result, &dir)?;
     if let Some(png) = &args.png {
         hostbench_report::chart::write_pngs(&result, png)?;
@@ -81,12 +87,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         None => None,
     };
     if !common.quiet {
-        for na in &result.not_applicable {
-            eprintln!(
-                "\n{}: not applicable on this host ({})",
-                na.subsystem, na.reason
-            );
-        }
         eprintln!("\nResults written to {}", dir.display());
         for f in std::iter::once(&run_json).chain(&written) {
             eprintln!("  {}", f.display());

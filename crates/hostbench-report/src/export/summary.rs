@@ -1,0 +1,251 @@
+//! The one-screen summary `hostbench run` prints: per benchmark the headline figures with their
+//! share of the theoretical peak and the ratio to the reference tool, then what was not measured
+//! and why. The full tables stay in report.md / report.html, `hostbench report`, and `--verbose`.
+//!
+//! Why a rule, not a list per subsystem: the headline of a benchmark is the same question
+//! everywhere — what is the best this machine did at full concurrency? So, per benchmark id and
+//! per value of its first "what" parameter (dtype, kernel, op, proto, kind), the records at the
+//! largest concurrency (threads or streams) are kept, and of those the best: the highest
+//! throughput, or for latency the figure at the largest working set or block (the DRAM point of a
+//! cache sweep is the memory's latency; the L1 point is not) and the lowest among those.
+
+use std::fmt::Write as _;
+
+use hostbench_core::model::{Metric, Record, RunResult};
+
+use super::{aligned, not_applicable_line, Exporter, NOT_APPLICABLE};
+use crate::error::ReportError;
+use crate::table::{concurrency_key, param_text};
+use crate::units::human;
+
+/// The parameters that say *what* a record measures, in the order they are looked for.
+const WHAT_KEYS: [&str; 6] = ["dtype", "kernel", "op", "proto", "kind", "pattern"];
+/// The parameters that size a latency measurement (the largest is the headline).
+const SIZE_KEYS: [&str; 2] = ["working_set_bytes", "block_bytes"];
+/// The parameters a summary line names beside the figure: where it was reached, in few words.
+/// The rest (engine, file size, target, …) is in the report.
+const CONTEXT_KEYS: [&str; 12] = [
+    "isa",
+    "threads",
+    "streams",
+    "iodepth",
+    "block_bytes",
+    "level",
+    "store",
+    "direction",
+    "pages",
+    "n",
+    "device",
+    "host_memory",
+];
+
+pub struct SummaryExporter;
+
+impl Exporter for SummaryExporter {
+    fn file_name(&self) -> &'static str {
+        "summary.txt"
+    }
+
+    fn render(&self, run: &RunResult) -> Result<String, ReportError> {
+        render(run).map_err(|e| ReportError::bad(format!("formatting the summary: {e}")))
+    }
+}
+
+fn num(r: &Record, key: &str) -> f64 {
+    r.params.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
+}
+
+/// The headline records of one benchmark id, in first-seen order of their "what".
+pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
+    let what_key = WHAT_KEYS
+        .into_iter()
+        .find(|k| records.iter().any(|r| r.params.contains_key(*k)));
+    let what = |r: &Record| {
+        what_key
+            .and_then(|k| r.params.get(k))
+            .map(|v| v.to_string())
+    };
+    let mut order: Vec<Option<String>> = Vec::new();
+    for r in records {
+        let w = what(r);
+        if !order.contains(&w) {
+            order.push(w);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|w| {
+            let same: Vec<&Record> = records.iter().copied().filter(|r| what(r) == w).collect();
+            let conc = |r: &Record| concurrency_key(r).map_or(1.0, |k| num(r, k));
+            let top = same.iter().map(|r| conc(r)).fold(f64::MIN, f64::max);
+            let mut at_top: Vec<&Record> = same.into_iter().filter(|r| conc(r) == top).collect();
+            if at_top.first()?.metric == Metric::Latency {
+                let size = |r: &Record| SIZE_KEYS.iter().map(|k| num(r, k)).fold(0.0, f64::max);
+                let largest = at_top.iter().map(|r| size(r)).fold(f64::MIN, f64::max);
+                at_top.retain(|r| size(r) == largest);
+                at_top
+                    .into_iter()
+                    .min_by(|a, b| a.value.total_cmp(&b.value))
+            } else {
+                at_top
+                    .into_iter()
+                    .max_by(|a, b| a.value.total_cmp(&b.value))
+            }
+        })
+        .collect()
+}
+
+/// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order.
+fn context(r: &Record) -> String {
+    r.params
+        .iter()
+        .filter(|(k, _)| CONTEXT_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| param_text(k, v))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let c = &run.host.cpu;
+    writeln!(
+        out,
+        "\nSummary: {} — {} ({}), {} cores / {} threads",
+        run.host.hostname,
+        c.model,
+        c.microarch
+            .as_deref()
+            .unwrap_or("microarchitecture unknown"),
+        c.cores,
+        c.threads
+    )?;
+    let mut benches: Vec<&str> = Vec::new();
+    for r in &run.records {
+        if !benches.contains(&r.benchmark.as_str()) {
+            benches.push(&r.benchmark);
+        }
+    }
+    let mut rows: Vec<Vec<String>> = vec![[
+        "benchmark",
+        "what",
+        "figure",
+        "of peak",
+        "vs reference",
+        "at",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()];
+    for b in benches {
+        let recs: Vec<&Record> = run.records.iter().filter(|r| r.benchmark == b).collect();
+        let what_key = WHAT_KEYS
+            .into_iter()
+            .find(|k| recs.iter().any(|r| r.params.contains_key(*k)));
+        for r in headlines(&recs) {
+            let what = what_key
+                .and_then(|k| r.params.get(k))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .unwrap_or_default();
+            let peak = r
+                .efficiency
+                .map_or("—".to_string(), |e| format!("{:.1} %", 100.0 * e));
+            let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
+                format!("{:.2} x {}", x.ratio, x.tool)
+            });
+            rows.push(vec![
+                b.to_string(),
+                what,
+                human(r.value, &r.unit),
+                peak,
+                reference,
+                context(r),
+            ]);
+        }
+    }
+    if rows.len() > 1 {
+        out.push('\n');
+        out.push_str(&aligned(&rows));
+    } else {
+        writeln!(out, "\nNo figures measured.")?;
+    }
+    let warned = run
+        .records
+        .iter()
+        .filter(|r| !r.warnings.is_empty())
+        .count();
+    if warned > 0 {
+        writeln!(
+            out,
+            "\n{warned} of {} records carry notes (noisy samples, missing peaks): see the report.",
+            run.records.len()
+        )?;
+    }
+    for n in &run.not_applicable {
+        writeln!(out, "{NOT_APPLICABLE}: {}", not_applicable_line(n))?;
+    }
+    if !run.skipped.is_empty() {
+        writeln!(
+            out,
+            "{} cases skipped (the report lists each with its reason).",
+            run.skipped.len()
+        )?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::synthetic_run;
+
+    #[test]
+    fn one_line_per_benchmark_and_what_at_full_concurrency() {
+        let run = synthetic_run();
+        let text = SummaryExporter.render(&run).unwrap();
+        let full = super::super::TerminalExporter.render(&run).unwrap();
+        assert!(text.lines().count() < full.lines().count(), "{text}");
+        assert!(text.contains("Summary: testhost"), "{text}");
+        for r in &run.records {
+            let recs: Vec<&Record> = run
+                .records
+                .iter()
+                .filter(|x| x.benchmark == r.benchmark)
+                .collect();
+            let what_key = WHAT_KEYS
+                .into_iter()
+                .find(|k| recs.iter().any(|x| x.params.contains_key(*k)));
+            let what = |x: &Record| what_key.and_then(|k| x.params.get(k)).cloned();
+            for h in headlines(&recs) {
+                // Nothing of the same "what" ran at a larger concurrency.
+                if let Some(k) = concurrency_key(h) {
+                    assert!(recs
+                        .iter()
+                        .filter(|x| what(x) == what(h))
+                        .all(|x| num(x, k) <= num(h, k)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn latency_headline_is_the_largest_working_set() {
+        use crate::testdata::record;
+        let l1 = record(
+            "mem.latency",
+            Metric::Latency,
+            "s",
+            serde_json::json!({"pattern": "chase", "working_set_bytes": 4096, "threads": 1}),
+            &[1e-9],
+        );
+        let dram = record(
+            "mem.latency",
+            Metric::Latency,
+            "s",
+            serde_json::json!({"pattern": "chase", "working_set_bytes": 1u64 << 30, "threads": 1}),
+            &[90e-9],
+        );
+        let picked = headlines(&[&l1, &dram]);
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].value, 90e-9);
+    }
+}

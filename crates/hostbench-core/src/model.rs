@@ -28,10 +28,20 @@ pub struct RunResult {
     /// The command that produced this result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocation: Option<Invocation>,
+    /// Wall time of each subsystem's phase of a `run`, in order: where the run's time went.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseTime>,
     /// Subsystems this host does not have (no GPU): neither run nor skipped, so they do not make
     /// the run partial.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_applicable: Vec<NotApplicable>,
+}
+
+/// One phase of a run (a subsystem) and its wall time in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PhaseTime {
+    pub name: String,
+    pub seconds: f64,
 }
 
 /// A subsystem the host does not have, and why (e.g. "no GPU or OpenCL device found (…)").
@@ -52,6 +62,7 @@ impl RunResult {
             records: Vec::new(),
             skipped: Vec::new(),
             invocation: None,
+            phases: Vec::new(),
             not_applicable: Vec::new(),
         }
     }

@@ -181,6 +181,8 @@ pub struct Runner {
     started: Instant,
     bar: ProgressBar,
     progress: Progress,
+    /// The phase being timed (`begin_phase`) and when it began.
+    phase_clock: Option<(String, Instant)>,
 }
 
 impl Runner {
@@ -203,6 +205,7 @@ impl Runner {
             config,
             result,
             started: Instant::now(),
+            phase_clock: None,
             bar,
             progress: Progress {
                 weight: 1,
@@ -241,12 +244,19 @@ impl Runner {
     /// whatever estimate the previous phase did not use is dropped from the bar.
     pub fn begin_phase(&mut self, name: &str) {
         self.end_phase();
+        self.phase_clock = Some((name.to_string(), Instant::now()));
         let progress = &mut self.progress;
         progress.current = progress.phases.iter().position(|p| p.name == name);
         progress.weight = progress.current.map_or(1, |i| progress.phases[i].weight);
     }
 
     fn end_phase(&mut self) {
+        if let Some((name, t)) = self.phase_clock.take() {
+            self.result.phases.push(crate::model::PhaseTime {
+                name,
+                seconds: t.elapsed().as_secs_f64(),
+            });
+        }
         let Some(i) = self.progress.current.take() else {
             return;
         };

@@ -333,6 +333,10 @@ mod tests {
         let selected = select(&reg, None, Some("a")).unwrap();
         run_all(&selected, &mut runner, &ctx).unwrap();
         let result = runner.finish().unwrap();
+        // Each phase that ran is timed, in order.
+        let phases: Vec<&str> = result.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(phases, ["c"]);
+        assert!(result.phases[0].seconds > 0.0);
         // b is not on this host: recorded as such, not as a skip.
         assert_eq!(
             result.not_applicable,

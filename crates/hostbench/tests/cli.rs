@@ -223,6 +223,9 @@ fn run_writes_a_results_directory() {
     assert_eq!(argv[1..4], ["run", "--only", "cpu"], "{argv:?}");
     assert_eq!(inv["profile"], "standard");
     assert_eq!(inv["scale"], 1.0);
+    // Where the time went: one timed phase per subsystem that ran.
+    assert_eq!(doc["phases"][0]["name"], "cpu");
+    assert!(doc["phases"][0]["seconds"].as_f64().expect("seconds") > 0.0);
     if Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
         let thp = doc["host"]["thp"].as_str().expect("thp");
         assert!(["always", "madvise", "never"].contains(&thp), "{thp}");
@@ -735,6 +738,10 @@ fn run_prints_a_summary_and_verbose_prints_the_tables() {
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(summary.contains("Summary: "), "{summary}");
     assert!(!summary.contains("Peak basis"), "{summary}");
+    assert!(
+        summary.contains("Measured in ") && summary.contains("cpu "),
+        "{summary}"
+    );
     for dtype in ["f64", "f32", "i8"] {
         assert!(
             summary

@@ -168,6 +168,15 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     } else {
         writeln!(out, "\nNo figures measured.")?;
     }
+    if !run.phases.is_empty() {
+        let total: f64 = run.phases.iter().map(|p| p.seconds).sum();
+        let each: Vec<String> = run
+            .phases
+            .iter()
+            .map(|p| format!("{} {:.0} s", p.name, p.seconds))
+            .collect();
+        writeln!(out, "\nMeasured in {total:.0} s: {}.", each.join(", "))?;
+    }
     let warned = run
         .records
         .iter()

@@ -210,8 +210,8 @@ mod x86 {
         t
     }
 
-    /// The elements of an accumulator tile image (i32 or f32 by `op`), as comparable bit patterns
-    /// with their printable values.
+    /// Check accumulator tile `j` after `n` multiplies: every element (i32 or f32 by `op`) must be
+    /// its start value plus `n` times the multiply's gain, bit for bit.
     fn check(op: Op, j: usize, t: &TileMem, n: u64) -> Result<(), BenchError> {
         let words =
             t.0.chunks_exact(4)

@@ -83,8 +83,6 @@ pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<Documented> {
         // 16 × 16 × 32 bf16 tile multiply every 16 cycles, i.e. 1024 int8 or 512 bf16
         // multiply-accumulates per cycle per core.
         Tile if golden_cove_or_later => Fixed(1.0 / 16.0),
-        // AVX512-FP16 runs on the two 512-bit FMA units of these cores (twice the f32 lanes).
-        Fma if isa == Isa::Avx512Fp16 && golden_cove_or_later => Fixed(2.0),
         // Zen 4 runs 512-bit FMAs as two 256-bit halves: one per cycle.
         Fma if ua == "Zen 4" => Fixed(if wide { 1.0 } else { 2.0 }),
         Fma if ua == "Zen 5" && wide => ZEN5_FMA512,
@@ -93,6 +91,8 @@ pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<Documented> {
         Fma if xeon_skx && wide => XEON_SP_FMA512,
         Fma if ua == "Ice Lake" && wide => ICE_LAKE_FMA512,
         Fma if client_512 && wide => Fixed(1.0),
+        // Also AVX512-FP16 on Sapphire Rapids and later: the same two 512-bit FMA units, with
+        // twice the f32 lanes.
         Fma if intel_server || client_512 || ua == "Ice Lake" => Fixed(2.0),
         Fma if neoverse_2x128 => Fixed(2.0),
         Fma if neoverse_4x128 => Fixed(4.0),

@@ -58,8 +58,8 @@ fn escape(v: &str) -> String {
         .replace('\n', "\\n")
 }
 
-/// `{host="…",dtype="f64",…}` for a record.
-fn labels(run: &RunResult, r: &Record) -> String {
+/// `{host="…",dtype="f64",…}` for a record, then any `extra` labels.
+fn labels(run: &RunResult, r: &Record, extra: &[(&str, &str)]) -> String {
     let mut pairs = vec![format!("host=\"{}\"", escape(&run.host.hostname))];
     for (k, v) in &r.params {
         let text = match v {
@@ -67,6 +67,9 @@ fn labels(run: &RunResult, r: &Record) -> String {
             other => other.to_string(),
         };
         pairs.push(format!("{}=\"{}\"", snake(k), escape(&text)));
+    }
+    for (k, v) in extra {
+        pairs.push(format!("{k}=\"{}\"", escape(v)));
     }
     format!("{{{}}}", pairs.join(","))
 }
@@ -107,7 +110,7 @@ impl Exporter for OpenMetricsExporter {
         };
         for r in &run.records {
             let base = format!("hostbench_{}_{}", snake(&r.benchmark), unit_suffix(&r.unit));
-            let l = labels(run, r);
+            let l = labels(run, r, &[]);
             add(
                 base.clone(),
                 format!("{} median of the samples ({})", r.benchmark, r.unit),
@@ -137,11 +140,7 @@ impl Exporter for OpenMetricsExporter {
                 add(
                     "hostbench_reference_ratio".into(),
                     "hostbench's figure over the reference tool's, same parameters".into(),
-                    format!(
-                        "{},tool=\"{}\"}}",
-                        l.trim_end_matches('}'),
-                        escape(&reference.tool)
-                    ),
+                    labels(run, r, &[("tool", &reference.tool)]),
                     reference.ratio,
                 );
             }

@@ -55,11 +55,17 @@ fn num(r: &Record, key: &str) -> f64 {
     r.params.get(key).and_then(|v| v.as_f64()).unwrap_or(0.0)
 }
 
+/// The parameter that says what one benchmark's records measure: the first of `WHAT_KEYS` any
+/// of them has.
+fn what_key(records: &[&Record]) -> Option<&'static str> {
+    WHAT_KEYS
+        .into_iter()
+        .find(|k| records.iter().any(|r| r.params.contains_key(*k)))
+}
+
 /// The headline records of one benchmark id, in first-seen order of their "what".
 pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
-    let what_key = WHAT_KEYS
-        .into_iter()
-        .find(|k| records.iter().any(|r| r.params.contains_key(*k)));
+    let what_key = what_key(records);
     let what = |r: &Record| {
         what_key
             .and_then(|k| r.params.get(k))
@@ -138,9 +144,7 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     .collect()];
     for b in benches {
         let recs: Vec<&Record> = run.records.iter().filter(|r| r.benchmark == b).collect();
-        let what_key = WHAT_KEYS
-            .into_iter()
-            .find(|k| recs.iter().any(|r| r.params.contains_key(*k)));
+        let what_key = what_key(&recs);
         for r in headlines(&recs) {
             let what = what_key
                 .and_then(|k| r.params.get(k))
@@ -220,9 +224,7 @@ mod tests {
                 .iter()
                 .filter(|x| x.benchmark == r.benchmark)
                 .collect();
-            let what_key = WHAT_KEYS
-                .into_iter()
-                .find(|k| recs.iter().any(|x| x.params.contains_key(*k)));
+            let what_key = what_key(&recs);
             let what = |x: &Record| what_key.and_then(|k| x.params.get(k)).cloned();
             for h in headlines(&recs) {
                 // Nothing of the same "what" ran at a larger concurrency.

@@ -7,6 +7,7 @@
 //! - `chart`: charts derived from the parameters, drawn as SVG or PNG;
 //! - `history`: the SQLite store of every run, versioned and migrated;
 //! - `compare`: two runs record by record, with a statistical verdict per change;
+//! - `fleet`: the fleet directory's layout and the fleet report (`hostbench/fleet/v1`);
 //! - `load`: reading a saved `run.json` back with errors a person can act on.
 //!
 //! Nothing here names a subsystem's parameters beyond the roles in `table`, so a new subsystem's
@@ -16,6 +17,7 @@ pub mod chart;
 pub mod compare;
 pub mod error;
 pub mod export;
+pub mod fleet;
 pub mod history;
 pub mod load;
 pub mod table;

@@ -42,6 +42,9 @@ pub enum Command {
     Report(ReportArgs),
     /// The runs stored in the history database: list, show, compare, import.
     History(HistoryArgs),
+    /// A whole cluster through Slurm: every node measured, the network between node pairs, the
+    /// slow node found.
+    Fleet(Box<FleetArgs>),
     /// A shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command written into a directory.
@@ -335,6 +338,10 @@ pub struct NetServerArgs {
     /// Exit after the first session ends.
     #[arg(long)]
     pub once: bool,
+    /// Once listening, write the bound address (e.g. 198.51.100.1:40123) to FILE, atomically:
+    /// with `--port 0` a script (or the fleet) learns the port the kernel chose.
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
     /// Do not log sessions to stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -491,6 +498,9 @@ pub struct RunArgs {
     /// and report.html.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub out: PathBuf,
+    /// Write into exactly DIR (no `<UTC timestamp>-<host>/` inside it): the fleet's node runs.
+    #[arg(long, value_name = "DIR", hide = true, conflicts_with = "out")]
+    pub run_dir: Option<PathBuf>,
     /// Shrink (or grow) every workload proportionally: sample durations and the linpack
     /// matrix's work are multiplied by F (e.g. 0.1 for a tenth of the time).
     #[arg(long, value_name = "F", default_value = "1")]
@@ -580,6 +590,110 @@ pub enum HistoryCommand {
         #[arg(value_name = "FILE.json")]
         file: PathBuf,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub command: FleetCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Measure N nodes at once (inside an allocation with srun, else submitted with sbatch and
+    /// waited for), then the network between node pairs; write the fleet report.
+    Run(FleetRunArgs),
+    /// The fleet report of a fleet directory (also written by `fleet run`): nodes x headline
+    /// figures with outliers marked, the node x node network matrix.
+    Report(FleetReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FleetRunArgs {
+    /// Nodes to measure (one `hostbench run` per node, all at the same time).
+    #[arg(long, value_name = "N")]
+    pub nodes: String,
+    /// Only these nodes (Slurm's syntax, e.g. node[1-4],gpu7).
+    #[arg(long, value_name = "LIST")]
+    pub nodelist: Option<String>,
+    /// Slurm partition (default: the cluster's default partition).
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Time limit of the job (Slurm's syntax, e.g. 30, 1:00:00). Default: the partition's.
+    #[arg(long, value_name = "T")]
+    pub time: Option<String>,
+    /// Profile of every node's run (as for `run`).
+    #[arg(long, value_enum, default_value = "standard")]
+    pub profile: ProfileArg,
+    /// As for `run`: multiplies every workload.
+    #[arg(long, value_name = "F", default_value = "1")]
+    pub scale: String,
+    #[arg(long, value_name = "LIST", help = crate::registry::list_help("Only these subsystems on every node"))]
+    pub only: Option<String>,
+    #[arg(long, value_name = "LIST", help = crate::registry::list_help("Skip these subsystems on every node"))]
+    pub skip: Option<String>,
+    /// Network phase: ring (each node to its successor), all (every pair, N-1 rounds), random:K
+    /// (K random partners per node), none.
+    #[arg(long, value_name = "SCHEDULE", default_value = "ring")]
+    pub net_pairs: String,
+    /// Nodes busy with other jobs: wait for them (Slurm queues the job), or skip them and measure
+    /// the idle ones (the report lists the nodes not measured and why).
+    #[arg(long, value_enum, default_value = "wait")]
+    pub busy: BusyArg,
+    /// Directory of fleets, on a filesystem every node shares; the run goes into DIR/<fleet id>/.
+    #[arg(long, value_name = "DIR", default_value = "fleet")]
+    pub out: PathBuf,
+    /// Node-local directory the disk benchmark writes in (default: $TMPDIR on the node, else /tmp).
+    /// Never the shared fleet directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// A node whose figure is this far below the fleet median is an outlier (also: more than 3.5
+    /// robust deviations away).
+    #[arg(long, value_name = "PCT", default_value = "10%")]
+    pub outlier: String,
+    /// Print the batch script instead of submitting it (for sites that submit by hand).
+    #[arg(long)]
+    pub print_script: bool,
+    /// Name of this fleet run (default: UTC time and job id). Set by the batch script.
+    #[arg(long, value_name = "ID")]
+    pub fleet_id: Option<String>,
+    #[command(flatten)]
+    pub history: HistoryDbArgs,
+    /// Do not store the nodes' runs in the history database.
+    #[arg(long)]
+    pub no_history: bool,
+    /// No progress; errors only.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BusyArg {
+    Wait,
+    Skip,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetReportArgs {
+    /// A fleet directory (DIR/<fleet id>, with plan.json and nodes/).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Write the HTML report to FILE (default: DIR/fleet.html), or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub html: Option<String>,
+    /// Write the Markdown report to FILE (default: DIR/fleet.md), or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub md: Option<String>,
+    /// Write the `hostbench/fleet/v1` document to FILE (default: DIR/fleet.json), or `-`.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// A node whose figure is this far below the fleet median is an outlier (also: more than 3.5
+    /// robust deviations away).
+    #[arg(long, value_name = "PCT", default_value = "10%")]
+    pub outlier: String,
+    /// No terminal table.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -4,6 +4,7 @@
 mod cpu;
 mod disk;
 mod docs;
+mod fleet;
 mod gpu;
 mod history;
 mod info;
@@ -39,6 +40,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Gpu(args) => gpu::run(&args),
         Command::Report(args) => report::run(&args),
         Command::History(args) => history::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Schema => docs::schema(),

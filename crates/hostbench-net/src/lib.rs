@@ -690,9 +690,16 @@ fn attach(rec: &mut Record, m: Result<reference::Measured, BenchError>) {
 }
 
 /// Serve until stopped (the `net server` command).
-pub fn serve(cfg: ServerConfig) -> Result<(), BenchError> {
+pub fn serve(cfg: ServerConfig, ready_file: Option<&std::path::Path>) -> Result<(), BenchError> {
     let server = Server::bind(cfg)?;
     eprintln!("hostbench net server: listening on {}", server.local_addr());
+    if let Some(path) = ready_file {
+        // Written once the socket listens, atomically: whoever waits for the file may connect
+        // as soon as it sees it, and never reads half an address.
+        let text = format!("{}\n", server.local_addr());
+        hostbench_core::runner::write_bytes_atomic(path, text.as_bytes())
+            .map_err(|e| BenchError::invalid(format!("--ready-file {}: {e}", path.display())))?;
+    }
     server.serve();
     Ok(())
 }

@@ -124,6 +124,55 @@ pub fn compare(a: &RunResult, b: &RunResult, cfg: &CompareConfig) -> Comparison 
     out
 }
 
+/// A fleet as one run: per record identity the median over the nodes that have it (a figure
+/// from fewer than half the nodes is left out: its median would speak for a minority). The
+/// samples are dropped, so comparing two of these judges each median by the noise floor alone;
+/// the per-node comparisons carry the statistics.
+pub fn fleet_medians(runs: &[RunResult]) -> Option<RunResult> {
+    let first = runs.first()?;
+    let mut order: Vec<String> = Vec::new();
+    let mut by_id: std::collections::HashMap<String, (Record, Vec<f64>)> =
+        std::collections::HashMap::new();
+    for run in runs {
+        for r in &run.records {
+            let id = identity(r);
+            by_id
+                .entry(id.clone())
+                .or_insert_with(|| {
+                    order.push(id);
+                    (r.clone(), Vec::new())
+                })
+                .1
+                .push(r.value);
+        }
+    }
+    let mut out = first.clone();
+    out.records = order
+        .into_iter()
+        .filter_map(|id| by_id.remove(&id))
+        .filter(|(_, v)| 2 * v.len() >= runs.len())
+        .map(|(mut r, mut v)| {
+            v.sort_by(f64::total_cmp);
+            let m = v.len();
+            let median = if m % 2 == 1 {
+                v[m / 2]
+            } else {
+                (v[m / 2 - 1] + v[m / 2]) / 2.0
+            };
+            r.value = median;
+            r.samples.clear();
+            r.stats.n = m;
+            r.stats.mean = median;
+            r.stats.median = median;
+            r.stats.min = v[0];
+            r.stats.max = v[m - 1];
+            r
+        })
+        .collect();
+    out.host.hostname = format!("{} nodes (median)", runs.len());
+    Some(out)
+}
+
 fn change(a: &Record, b: &Record, cfg: &CompareConfig) -> Change {
     let (ma, mb) = (mean_of(a), mean_of(b));
     let relative = if ma != 0.0 { (mb - ma) / ma } else { 0.0 };

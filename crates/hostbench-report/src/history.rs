@@ -20,14 +20,15 @@ use crate::error::ReportError;
 use crate::load::parse_run;
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 /// "hbch": marks a hostbench history database.
 const APPLICATION_ID: i64 = 0x6862_6368;
 /// Environment variable that overrides the default database path.
 pub const DB_ENV: &str = "HOSTBENCH_DB";
 
 /// Migration `i` takes the schema from version `i` to `i + 1`.
-const MIGRATIONS: [&str; 1] = ["
+const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE runs (
         id            INTEGER PRIMARY KEY,
         started_at    TEXT NOT NULL,
@@ -58,7 +59,13 @@ const MIGRATIONS: [&str; 1] = ["
         PRIMARY KEY (run_id, seq)
     );
     CREATE INDEX records_by_identity ON records(identity, run_id);
-"];
+",
+    "
+    ALTER TABLE runs ADD COLUMN fleet TEXT;
+    ALTER TABLE runs ADD COLUMN node TEXT;
+    CREATE INDEX runs_by_fleet ON runs(fleet, node);
+",
+];
 
 /// The default database path: `$HOSTBENCH_DB`, else the user's data directory.
 pub fn default_path() -> Result<PathBuf, ReportError> {
@@ -86,6 +93,9 @@ pub struct RunSummary {
     pub results_dir: Option<String>,
     pub records: i64,
     pub skipped: i64,
+    /// The fleet run this run belongs to (`fleet run`), and the node it measured.
+    pub fleet: Option<String>,
+    pub node: Option<String>,
 }
 
 pub struct Store {
@@ -200,6 +210,17 @@ impl Store {
         profile: Option<&str>,
         results_dir: Option<&Path>,
     ) -> Result<i64, ReportError> {
+        self.insert_tagged(run, profile, results_dir, None)
+    }
+
+    /// Store one node's run of a fleet run: `fleet` = (fleet id, node name).
+    pub fn insert_tagged(
+        &mut self,
+        run: &RunResult,
+        profile: Option<&str>,
+        results_dir: Option<&Path>,
+        fleet: Option<(&str, &str)>,
+    ) -> Result<i64, ReportError> {
         let path = self.path.clone();
         let e = |err| db_err(&path, err);
         let document = serde_json::to_string(run)
@@ -207,8 +228,8 @@ impl Store {
         let tx = self.conn.transaction().map_err(e)?;
         tx.execute(
             "INSERT INTO runs (started_at, finished_at, hostname, tool_version, profile,
-                               results_dir, records, skipped, inserted_at, document)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                               results_dir, records, skipped, inserted_at, document, fleet, node)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 run.started_at,
                 run.finished_at,
@@ -220,6 +241,8 @@ impl Store {
                 run.skipped.len() as i64,
                 hostbench_core::model::now_rfc3339(),
                 document,
+                fleet.map(|f| f.0),
+                fleet.map(|f| f.1),
             ],
         )
         .map_err(e)?;
@@ -266,7 +289,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, started_at, finished_at, hostname, tool_version, profile, results_dir,
-                        records, skipped FROM runs ORDER BY id",
+                        records, skipped, fleet, node FROM runs ORDER BY id",
             )
             .map_err(e)?;
         let rows = stmt
@@ -281,6 +304,8 @@ impl Store {
                     results_dir: r.get(6)?,
                     records: r.get(7)?,
                     skipped: r.get(8)?,
+                    fleet: r.get(9)?,
+                    node: r.get(10)?,
                 })
             })
             .map_err(e)?;
@@ -337,6 +362,32 @@ impl Store {
             }
         }
         Err(unknown())
+    }
+
+    /// The runs of fleet `fleet` (`latest` for the newest fleet): (node, run id) by node name.
+    pub fn fleet_runs(&self, fleet: &str) -> Result<(String, Vec<(String, i64)>), ReportError> {
+        let runs = self.list()?;
+        let id = if fleet == "latest" {
+            runs.iter().rev().find_map(|r| r.fleet.clone())
+        } else {
+            runs.iter()
+                .find(|r| r.fleet.as_deref() == Some(fleet))
+                .and_then(|r| r.fleet.clone())
+        }
+        .ok_or_else(|| {
+            ReportError::bad(format!(
+                "unknown fleet '{fleet}' (see the Fleet column of `hostbench history list`)"
+            ))
+        })?;
+        let mut nodes: Vec<(String, i64)> = runs
+            .into_iter()
+            .filter(|r| r.fleet.as_deref() == Some(id.as_str()))
+            .map(|r| (r.node.unwrap_or(r.hostname), r.id))
+            .collect();
+        // A fleet imported twice keeps the newest run per node.
+        nodes.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        nodes.dedup_by(|a, b| a.0 == b.0);
+        Ok((id, nodes))
     }
 
     /// The stored result document of run `id`.

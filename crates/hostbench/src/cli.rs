@@ -570,7 +570,8 @@ pub enum HistoryCommand {
         run: String,
     },
     /// Compare two runs record by record: improved, regressed or within noise. Exit code 4 when
-    /// a regression exceeds --threshold.
+    /// a regression exceeds --threshold. `fleet:ID` on both sides compares two fleet runs node
+    /// by node and their medians (`fleet:latest` for the newest).
     Compare {
         /// The baseline run.
         #[arg(value_name = "RUN_A")]

@@ -137,7 +137,7 @@ impl TwoHosts {
     const B6: &'static str = "fd77:203::2";
 
     fn create() -> Option<Self> {
-        let root = unsafe_free_is_root();
+        let root = common::is_root();
         if !root {
             assert!(
                 std::env::var_os("CI").is_none(),
@@ -189,17 +189,6 @@ impl Drop for TwoHosts {
             let _ = StdCommand::new("ip").args(["netns", "del", n]).status();
         }
     }
-}
-
-fn unsafe_free_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 /// Start a server and wait for its "listening" line.

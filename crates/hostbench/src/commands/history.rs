@@ -1,6 +1,9 @@
 //! `hostbench history list | show RUN | compare RUN_A RUN_B | import FILE.json`.
+//!
+//! `compare fleet:A fleet:B` compares two fleet runs: node by node (matched by node name), then
+//! the fleet medians.
 
-use hostbench_report::compare::{compare, render_text, CompareConfig};
+use hostbench_report::compare::{compare, fleet_medians, render_text, CompareConfig, Verdict};
 use hostbench_report::history::Store;
 use hostbench_report::load::load_run;
 use hostbench_report::{Exporter, ReportError, TerminalExporter};
@@ -45,6 +48,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                 "Profile".into(),
                 "Records".into(),
                 "Skipped".into(),
+                "Fleet / node".into(),
                 "Results".into(),
             ]];
             for r in runs {
@@ -55,6 +59,11 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                     r.profile.unwrap_or_else(|| "-".into()),
                     r.records.to_string(),
                     r.skipped.to_string(),
+                    match (&r.fleet, &r.node) {
+                        (Some(f), Some(n)) => format!("{f} / {n}"),
+                        (Some(f), None) => f.clone(),
+                        _ => "-".into(),
+                    },
                     r.results_dir.unwrap_or_else(|| "-".into()),
                 ]);
             }
@@ -88,6 +97,9 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                 noise: settings::percent("noise", noise)?,
                 ..CompareConfig::default()
             };
+            if let (Some(fa), Some(fb)) = (a.strip_prefix("fleet:"), b.strip_prefix("fleet:")) {
+                return compare_fleets(&store, fa, fb, &cfg);
+            }
             let (ia, ib) = (store.resolve(a)?, store.resolve(b)?);
             let (_, ra) = store.load(ia)?;
             let (_, rb) = store.load(ib)?;
@@ -107,4 +119,87 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
         }
         HistoryCommand::Import { .. } => Ok(Exit::Ok),
     }
+}
+
+/// Two fleet runs: a line per node present in both (its verdict counts and worst change), the
+/// nodes in only one, then the medians record by record. Exit code 4 when a node or a median
+/// regressed beyond the threshold.
+fn compare_fleets(store: &Store, a: &str, b: &str, cfg: &CompareConfig) -> anyhow::Result<Exit> {
+    let (ida, nodes_a) = store.fleet_runs(a)?;
+    let (idb, nodes_b) = store.fleet_runs(b)?;
+    let load = |nodes: &[(String, i64)]| -> anyhow::Result<Vec<(String, hostbench_core::model::RunResult)>> {
+        nodes
+            .iter()
+            .map(|(n, id)| Ok((n.clone(), store.load(*id)?.1)))
+            .collect()
+    };
+    let (runs_a, runs_b) = (load(&nodes_a)?, load(&nodes_b)?);
+    let mut rows = vec![[
+        "Node".to_string(),
+        "Regressed".into(),
+        "Improved".into(),
+        "Within noise".into(),
+        "Worst change".into(),
+    ]];
+    let mut failures = 0;
+    for (node, ra) in &runs_a {
+        let Some((_, rb)) = runs_b.iter().find(|(n, _)| n == node) else {
+            continue;
+        };
+        let cmp = compare(ra, rb, cfg);
+        failures += cmp.failures();
+        let worst = cmp
+            .changes
+            .iter()
+            .filter(|c| c.verdict == Verdict::Regressed)
+            .max_by(|x, y| x.relative.abs().total_cmp(&y.relative.abs()))
+            .map_or("-".to_string(), |c| {
+                format!("{:+.1} % {} {}", c.relative * 100.0, c.benchmark, c.params)
+            });
+        rows.push([
+            node.clone(),
+            cmp.count(Verdict::Regressed).to_string(),
+            cmp.count(Verdict::Improved).to_string(),
+            cmp.count(Verdict::WithinNoise).to_string(),
+            worst,
+        ]);
+    }
+    println!(
+        "Fleet {ida} ({} nodes) -> fleet {idb} ({} nodes), node by node:",
+        runs_a.len(),
+        runs_b.len()
+    );
+    print!("{}", hostbench_report::export::aligned(&rows));
+    for (side, mine, other) in [("A", &runs_a, &runs_b), ("B", &runs_b, &runs_a)] {
+        let only: Vec<&str> = mine
+            .iter()
+            .filter(|(n, _)| !other.iter().any(|(m, _)| m == n))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !only.is_empty() {
+            println!("Only in fleet {side}: {}", only.join(", "));
+        }
+    }
+    let strip = |v: &[(String, hostbench_core::model::RunResult)]| {
+        v.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()
+    };
+    if let (Some(ma), Some(mb)) = (
+        fleet_medians(&strip(&runs_a)),
+        fleet_medians(&strip(&runs_b)),
+    ) {
+        let cmp = compare(&ma, &mb, cfg);
+        failures += cmp.failures();
+        println!(
+            "\nFleet medians (judged by the noise floor; the node lines carry the statistics):"
+        );
+        print!(
+            "{}",
+            render_text(&cmp, cfg, &format!("fleet {ida}"), &format!("fleet {idb}"))
+        );
+    }
+    Ok(if failures > 0 {
+        Exit::Regressed
+    } else {
+        Exit::Ok
+    })
 }

@@ -9,7 +9,7 @@ use crate::Exit;
 pub fn run(args: &NetArgs) -> anyhow::Result<Exit> {
     let (test, cfg) = match &args.mode {
         NetMode::Server(a) => {
-            hostbench_net::serve(settings::net_server(a)?)?;
+            hostbench_net::serve(settings::net_server(a)?, a.ready_file.as_deref())?;
             return Ok(Exit::Ok);
         }
         NetMode::Client(a) => {

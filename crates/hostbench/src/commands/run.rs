@@ -45,9 +45,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
             }
         })
         .collect();
-    let dir: PathBuf = args.out.join(format!("{stamp}-{host_name}"));
+    // A fleet's node run writes exactly where the fleet directory says (`--run-dir`).
+    let (dir, flag): (PathBuf, _) = match &args.run_dir {
+        Some(d) => (d.clone(), "--run-dir"),
+        None => (args.out.join(format!("{stamp}-{host_name}")), "--out"),
+    };
     std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError::invalid(format!("--out {}: {e}", args.out.display())))?;
+        .map_err(|e| BenchError::invalid(format!("{flag} {}: {e}", dir.display())))?;
     let run_json = dir.join("run.json");
     common.runner.partial_path = Some(run_json.clone());
     if let Some(inv) = common.runner.invocation.as_mut() {

@@ -157,3 +157,15 @@ pub fn dram_size(host: &hostbench_core::model::Host, floor: u64, align: u64) -> 
     );
     size
 }
+
+/// Whether the tests run as root (namespaces, mounts and Slurm need it; CI always is).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,292 @@
+//! Slurm's command-line tools, asked and driven: `sinfo` for the partition's nodes and their
+//! states, `scontrol` for host lists and node addresses, `sbatch` to submit, `squeue` to follow
+//! the job, `srun` (in `driver`) for the steps. Slurm is the launcher; nothing here starts a
+//! process on another node by itself.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use hostbench_core::BenchError;
+
+/// A node as `sinfo` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeState {
+    pub name: String,
+    /// Slurm's long state name, e.g. idle, mixed, allocated, down*, drained.
+    pub state: String,
+    /// The reason an administrator or Slurm gave (down, drain), if any.
+    pub reason: Option<String>,
+}
+
+/// How a node stands for a fleet run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    Idle,
+    /// Running other jobs: `--busy wait` waits for it, `--busy skip` leaves it out.
+    Busy,
+    /// Down, drained, failing or reserved: never measured, with Slurm's reason.
+    Unavailable(String),
+}
+
+impl NodeState {
+    pub fn availability(&self) -> Availability {
+        let s = self
+            .state
+            .trim_end_matches(['*', '~', '#', '!', '%', '$', '@', '^', '-']);
+        // "*" = not responding: the node is in no state to run anything.
+        let unresponsive = self.state.ends_with('*');
+        let why = |what: &str| {
+            let reason = self
+                .reason
+                .as_deref()
+                .filter(|r| !r.is_empty() && *r != "none");
+            Availability::Unavailable(match reason {
+                Some(r) => format!("{what} in Slurm ({}: {r})", self.state),
+                None => format!("{what} in Slurm ({})", self.state),
+            })
+        };
+        if unresponsive || s.starts_with("down") || s.starts_with("fail") {
+            why("down")
+        } else if s.starts_with("drain") {
+            why("drained")
+        } else if s.starts_with("maint")
+            || s.starts_with("reserved")
+            || s.starts_with("future")
+            || s.starts_with("unknown")
+            || s.starts_with("inval")
+            || s.starts_with("power")
+        {
+            why("not usable")
+        } else if s == "idle" {
+            Availability::Idle
+        } else {
+            // allocated, mixed, completing, planned: other jobs hold it now, it comes back.
+            Availability::Busy
+        }
+    }
+}
+
+/// The path of a Slurm client tool, or a bad-input error saying Slurm is not here.
+pub fn require(tool: &str) -> Result<PathBuf, BenchError> {
+    find_on_path(tool).ok_or_else(|| {
+        BenchError::invalid(format!(
+            "no Slurm on this machine: `{tool}` is not on PATH (fleet run submits through Slurm; \
+             install the Slurm client tools or run it where they are)"
+        ))
+    })
+}
+
+fn find_on_path(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// Run a Slurm tool to completion; its stdout, or its first stderr line as the error.
+pub fn output(cmd: &mut Command) -> Result<String, BenchError> {
+    let prog = cmd.get_program().to_string_lossy().into_owned();
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| BenchError::Failed(format!("{prog}: {e}")))?;
+    if !out.status.success() {
+        return Err(BenchError::Failed(format!(
+            "{prog} failed: {}",
+            first_error_line(&String::from_utf8_lossy(&out.stderr))
+                .unwrap_or_else(|| format!("exit status {}", out.status))
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The most telling line of a Slurm tool's stderr: the last `error:` line, else the last line.
+pub fn first_error_line(stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines
+        .iter()
+        .rev()
+        .find(|l| l.contains("error:") || l.contains("fatal:"))
+        .or(lines.last())
+        .map(|l| l.to_string())
+}
+
+/// The partition's name and nodes (`partition` None: the cluster's default partition).
+pub fn partition_nodes(partition: Option<&str>) -> Result<(String, Vec<NodeState>), BenchError> {
+    let mut cmd = Command::new("sinfo");
+    cmd.args(["-h", "-N", "-o", "%N|%P|%T|%E"]);
+    let text = output(&mut cmd)?;
+    let mut parts: Vec<(String, bool, NodeState)> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.splitn(4, '|').collect();
+        if f.len() < 3 {
+            continue;
+        }
+        let (name, default) = match f[1].strip_suffix('*') {
+            Some(p) => (p, true),
+            None => (f[1], false),
+        };
+        parts.push((
+            name.to_string(),
+            default,
+            NodeState {
+                name: f[0].to_string(),
+                state: f[2].to_string(),
+                reason: f.get(3).map(|r| r.trim().to_string()),
+            },
+        ));
+    }
+    let want = match partition {
+        Some(p) => p.to_string(),
+        None => parts
+            .iter()
+            .find(|(_, d, _)| *d)
+            .map(|(p, _, _)| p.clone())
+            .ok_or_else(|| {
+                BenchError::invalid(
+                    "this cluster has no default partition: give --partition".to_string(),
+                )
+            })?,
+    };
+    let nodes: Vec<NodeState> = parts
+        .iter()
+        .filter(|(p, _, _)| *p == want)
+        .map(|(_, _, n)| n.clone())
+        .collect();
+    if nodes.is_empty() {
+        let mut known: Vec<&str> = parts.iter().map(|(p, _, _)| p.as_str()).collect();
+        known.dedup();
+        return Err(BenchError::invalid(format!(
+            "--partition {want}: no such partition (this cluster has: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    Ok((want, nodes))
+}
+
+/// Expand a Slurm host list (`node[1-3],gpu7`) into names.
+pub fn hostnames(list: &str) -> Result<Vec<String>, BenchError> {
+    let text = output(Command::new("scontrol").args(["show", "hostnames", list]))
+        .map_err(|e| BenchError::invalid(format!("node list '{list}': {e}")))?;
+    Ok(text
+        .split_whitespace()
+        .map(str::to_string)
+        .collect::<Vec<_>>())
+}
+
+/// The address Slurm reaches `node` on (its `NodeAddr`): the cluster network, which is the one
+/// the network phase measures.
+pub fn node_addr(node: &str) -> Result<String, BenchError> {
+    let text = output(Command::new("scontrol").args(["show", "node", node, "-o"]))?;
+    text.split_whitespace()
+        .find_map(|f| f.strip_prefix("NodeAddr="))
+        .map(str::to_string)
+        .ok_or_else(|| BenchError::Failed(format!("scontrol show node {node}: no NodeAddr")))
+}
+
+/// Submit a batch script (on stdin); the job id.
+pub fn submit(script: &str) -> Result<String, BenchError> {
+    use std::io::Write as _;
+    let mut child = Command::new("sbatch")
+        .arg("--parsable")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| BenchError::Failed(format!("sbatch: {e}")))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(script.as_bytes())
+            .map_err(|e| BenchError::Failed(format!("sbatch: writing the script: {e}")))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| BenchError::Failed(format!("sbatch: {e}")))?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        // sbatch refuses what the partition cannot satisfy: the user's request, exit 2.
+        return Err(BenchError::invalid(format!(
+            "sbatch refused the job: {}",
+            first_error_line(&stderr).unwrap_or_else(|| format!("exit status {}", out.status))
+        )));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim()
+        .split(';')
+        .next()
+        .filter(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_digit()))
+        .map(str::to_string)
+        .ok_or_else(|| BenchError::Failed(format!("sbatch printed no job id: '{}'", text.trim())))
+}
+
+/// The job's state and reason (`PENDING`, `Resources`), or None once it left the queue.
+pub fn job_state(job: &str) -> Option<(String, String)> {
+    let text = output(Command::new("squeue").args(["-h", "-j", job, "-o", "%T|%r"])).ok()?;
+    let line = text.lines().next()?.trim().to_string();
+    let (state, reason) = line.split_once('|').unwrap_or((line.as_str(), ""));
+    Some((state.to_string(), reason.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(state: &str, reason: Option<&str>) -> NodeState {
+        NodeState {
+            name: "n1".into(),
+            state: state.into(),
+            reason: reason.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn availability_from_slurm_states() {
+        assert_eq!(node("idle", None).availability(), Availability::Idle);
+        assert_eq!(node("mixed", None).availability(), Availability::Busy);
+        assert_eq!(node("allocated", None).availability(), Availability::Busy);
+        assert_eq!(node("completing", None).availability(), Availability::Busy);
+        let Availability::Unavailable(why) = node("down*", Some("Not responding")).availability()
+        else {
+            panic!("down is unavailable")
+        };
+        assert!(
+            why.contains("down") && why.contains("Not responding"),
+            "{why}"
+        );
+        assert!(matches!(
+            node("idle*", None).availability(),
+            Availability::Unavailable(_)
+        ));
+        assert!(matches!(
+            node("drained", Some("bad dimm")).availability(),
+            Availability::Unavailable(w) if w.contains("bad dimm")
+        ));
+    }
+
+    #[test]
+    fn error_line_is_the_last_error() {
+        let e = "srun: Job step aborted\nsrun: error: Node failure on node2\nsrun: got SIGCONT\n";
+        assert_eq!(
+            first_error_line(e).as_deref(),
+            Some("srun: error: Node failure on node2")
+        );
+        assert_eq!(first_error_line("a\nb\n").as_deref(), Some("b"));
+        assert_eq!(first_error_line("  \n"), None);
+    }
+
+    #[test]
+    fn missing_tool_is_bad_input() {
+        let e = require("hostbench-no-such-tool")
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|m| m.contains("no Slurm")));
+    }
+}

@@ -1,0 +1,603 @@
+//! The fleet on a real Slurm cluster: three slurmd "nodes", each in its own network namespace on
+//! a bridge, one slurmctld, a private munged (tests/slurm/cluster.sh builds and removes it).
+//! One test drives every scenario on one cluster, in order: bad requests refused before
+//! anything is queued; a fleet with one node's NIC shaped by `tc` (the outlier); busy nodes
+//! skipped; a node killed mid-run (its slurmd and everything in its namespace) while the others'
+//! results survive; the job cancelled mid-run; two fleets compared in the history.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command as StdCommand, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SUBNET: &str = "198.51.100";
+const NODES: usize = 3;
+
+struct Cluster {
+    state: PathBuf,
+    prefix: String,
+}
+
+impl Cluster {
+    fn script() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slurm/cluster.sh")
+    }
+
+    /// None (and the reason on stderr) where this machine cannot host the cluster, which CI
+    /// must always be able to.
+    fn up() -> Option<Self> {
+        let missing: Vec<&str> = [
+            "sbatch",
+            "slurmctld",
+            "slurmd",
+            "munged",
+            "mungekey",
+            "nsenter",
+            "unshare",
+            "ip",
+            "tc",
+        ]
+        .into_iter()
+        .filter(|t| !on_path(t))
+        .collect();
+        let root = common::is_root();
+        if !missing.is_empty() || !root {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must run the fleet tests: root {root}, missing {missing:?} (scripts/test \
+                 installs slurm-wlm and munge)"
+            );
+            eprintln!("skipping the Slurm fleet test: root {root}, missing {missing:?}");
+            return None;
+        }
+        let tag = std::process::id();
+        let me = Cluster {
+            state: PathBuf::from(format!("/tmp/hbt-{tag}")),
+            prefix: format!("hbt{tag}"),
+        };
+        let out = StdCommand::new("bash")
+            .arg(Self::script())
+            .args(["up", &me.state.display().to_string(), &me.prefix])
+            .arg(NODES.to_string())
+            .arg(SUBNET)
+            .output()
+            .expect("cluster.sh runs");
+        assert!(
+            out.status.success(),
+            "cluster up: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Some(me)
+    }
+
+    fn ns(&self, node: &str) -> String {
+        match node {
+            "ctl" => format!("{}ctl", self.prefix),
+            n => format!("{}n{}", self.prefix, n.trim_start_matches("node")),
+        }
+    }
+
+    /// A command run as a Slurm client: in the controller's namespace, with this cluster's
+    /// configuration (the root namespace has no route to the cluster's subnet, by design).
+    fn client(&self, program: &Path) -> StdCommand {
+        let mut c = StdCommand::new("nsenter");
+        c.arg(format!("--net=/run/netns/{}", self.ns("ctl")));
+        c.arg(program);
+        c.env("SLURM_CONF", self.state.join("slurm.conf"));
+        c.env("HOSTBENCH_DB", self.state.join("default-history.sqlite"));
+        c
+    }
+
+    fn hostbench(&self) -> StdCommand {
+        self.client(&assert_cmd::cargo::cargo_bin("hostbench"))
+    }
+
+    /// `fleet run ARGS` in the background, its stderr kept for `wait_child`.
+    fn spawn_fleet(&self, args: &[&str]) -> Child {
+        self.hostbench()
+            .args(["fleet", "run"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("fleet run")
+    }
+
+    fn slurm(&self, tool: &str, args: &[&str]) -> String {
+        let out = self
+            .client(Path::new(tool))
+            .args(args)
+            .output()
+            .expect("slurm tool");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Every process in `node`'s network namespace: its slurmd, step daemons and their tasks.
+    fn pids_in(&self, node: &str) -> Vec<i32> {
+        let want = std::fs::metadata(format!("/run/netns/{}", self.ns(node)))
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+            .expect("netns");
+        let mut pids = Vec::new();
+        for e in std::fs::read_dir("/proc").expect("proc").flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let link = std::fs::read_link(format!("/proc/{pid}/ns/net"));
+            if link.is_ok_and(|l| l.to_string_lossy() == format!("net:[{want}]")) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("bash")
+            .arg(Self::script())
+            .args(["down", &self.state.display().to_string(), &self.prefix])
+            .arg(NODES.to_string())
+            .status();
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn json(path: &Path) -> Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The one fleet directory under `out`.
+fn fleet_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("fleet out")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn status(dir: &Path, rel: &str) -> Value {
+    json(&dir.join(rel))
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !done() {
+        assert!(t0.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn wait_child(child: &mut Child, limit: Duration) -> Output {
+    let t0 = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("fleet run did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut out = Output {
+        status: child.wait().expect("status"),
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    use std::io::Read as _;
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_end(&mut out.stderr);
+    }
+    out
+}
+
+#[test]
+fn fleet_on_a_three_node_slurm_cluster() {
+    let Some(cluster) = Cluster::up() else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tmp");
+    let db = work.path().join("history.sqlite");
+    let db_arg = db.display().to_string();
+    let small = ["--profile", "quick", "--only", "cpu", "--scale", "0.05"];
+
+    // Bad requests: refused in one line with exit code 2, before anything is queued.
+    for (args, needle) in [
+        (vec!["--nodes", "5"], "partition all has 3 nodes"),
+        (
+            vec!["--nodes", "2", "--partition", "nope"],
+            "no such partition",
+        ),
+        (
+            vec!["--nodes", "2", "--out", "/proc/hostbench-fleet"],
+            "cannot be written",
+        ),
+        (
+            vec!["--nodes", "2", "--nodelist", "node[2-9]"],
+            "not in partition",
+        ),
+        (vec!["--nodes", "x"], "--nodes 'x'"),
+        (
+            vec!["--nodes", "2", "--net-pairs", "star"],
+            "--net-pairs 'star'",
+        ),
+    ] {
+        let out = cluster
+            .hostbench()
+            .args(["fleet", "run"])
+            .args(&args)
+            .args(["--out", &work.path().join("bad").display().to_string()])
+            .output()
+            .expect("run");
+        // The later --out wins; the /proc case repeats its own after ours.
+        let out = if args.contains(&"/proc/hostbench-fleet") {
+            cluster
+                .hostbench()
+                .args(["fleet", "run"])
+                .args(&args)
+                .output()
+                .expect("run")
+        } else {
+            out
+        };
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in {err}");
+    }
+    assert!(
+        cluster.slurm("squeue", &["-h"]).trim().is_empty(),
+        "a refused fleet queued nothing"
+    );
+
+    // 1. Three nodes, node3's NIC shaped to 200 Mbit/s: measured, paired in a ring, reported.
+    let shaped = StdCommand::new("ip")
+        .args(["netns", "exec", &cluster.ns("node3")])
+        .args([
+            "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "200mbit",
+        ])
+        .args(["burst", "64kb", "latency", "50ms"])
+        .status()
+        .expect("tc");
+    assert!(shaped.success());
+    let out_a = work.path().join("fleet-a");
+    let out = cluster
+        .hostbench()
+        .args(["fleet", "run", "--nodes", "3"])
+        .args(small)
+        .args(["--out", &out_a.display().to_string(), "--db", &db_arg])
+        .output()
+        .expect("fleet run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("submitted") && err.contains("nodes 3 done"),
+        "{err}"
+    );
+    let dir_a = fleet_dir(&out_a);
+    let plan = json(&dir_a.join("plan.json"));
+    assert_eq!(
+        plan["nodes"],
+        serde_json::json!(["node1", "node2", "node3"])
+    );
+    assert_eq!(plan["rounds"].as_array().map(Vec::len), Some(3), "{plan}");
+    let token = std::fs::metadata(dir_a.join("token")).expect("token");
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&token.permissions()) & 0o777,
+        0o600
+    );
+    for n in ["node1", "node2", "node3"] {
+        assert_eq!(
+            status(&dir_a, &format!("nodes/{n}/status.json"))["status"],
+            "ok"
+        );
+        let run = json(&dir_a.join(format!("nodes/{n}/run.json")));
+        common::assert_run_contract(&run);
+        assert_eq!(run["host"]["hostname"], n, "each node measured itself");
+    }
+    let mut tput = std::collections::HashMap::new();
+    for (from, to) in [("node1", "node2"), ("node2", "node3"), ("node3", "node1")] {
+        let st = status(&dir_a, &format!("net/{from}--{to}.status.json"));
+        assert_eq!(st["status"], "ok", "{from}->{to}: {st}");
+        let run = json(&dir_a.join(format!("net/{from}--{to}.json")));
+        assert_eq!(run["host"]["hostname"], from);
+        let rec = run["records"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["benchmark"] == "net.throughput"))
+            .expect("throughput record")
+            .clone();
+        let n = to.trim_start_matches("node");
+        assert_eq!(
+            rec["params"]["target"],
+            format!("{SUBNET}.{n}"),
+            "over the bridge"
+        );
+        tput.insert(from, rec["value"].as_f64().expect("value"));
+    }
+    // The shaper is a hard limit: node3's sends cannot exceed 200 Mbit/s (plus burst).
+    assert!(tput["node3"] < 4e8, "{tput:?}");
+
+    // 2. A node busy with another job: --busy skip measures the idle ones and says why.
+    let blocker = cluster.slurm(
+        "sbatch",
+        &[
+            "--parsable",
+            "-w",
+            "node1",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 300",
+        ],
+    );
+    let blocker = blocker.trim().to_string();
+    wait_for("node1 allocated", Duration::from_secs(30), || {
+        cluster
+            .slurm("sinfo", &["-h", "-n", "node1", "-o", "%T"])
+            .trim()
+            .starts_with("alloc")
+    });
+    let out_busy = work.path().join("fleet-busy");
+    let out = cluster
+        .hostbench()
+        .args([
+            "fleet",
+            "run",
+            "--nodes",
+            "3",
+            "--busy",
+            "skip",
+            "--net-pairs",
+            "none",
+        ])
+        .args([
+            "--profile",
+            "quick",
+            "--only",
+            "cpu",
+            "--scale",
+            "0.02",
+            "--no-history",
+        ])
+        .args(["--out", &out_busy.display().to_string()])
+        .output()
+        .expect("fleet run");
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let dir_busy = fleet_dir(&out_busy);
+    let plan = json(&dir_busy.join("plan.json"));
+    assert_eq!(plan["nodes"], serde_json::json!(["node2", "node3"]));
+    let skipped = &plan["not_measured"][0];
+    assert_eq!(skipped["node"], "node1");
+    assert!(
+        skipped["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("busy")),
+        "{plan}"
+    );
+    cluster.slurm("scancel", &[&blocker]);
+    wait_for("node1 idle", Duration::from_secs(30), || {
+        cluster
+            .slurm("sinfo", &["-h", "-n", "node1", "-o", "%T"])
+            .trim()
+            == "idle"
+    });
+
+    // 3. node2 dies mid-run (slurmd, step daemon and run killed): the others are kept, exit 3.
+    let out_b = work.path().join("fleet-b");
+    let mut child = cluster.spawn_fleet(&[
+        "--nodes",
+        "3",
+        "--profile",
+        "quick",
+        "--only",
+        "cpu",
+        "--scale",
+        "0.1",
+        "--out",
+        &out_b.display().to_string(),
+        "--db",
+        &db_arg,
+    ]);
+    wait_for("node2's first results", Duration::from_secs(120), || {
+        std::fs::read_dir(&out_b)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .is_some_and(|e| e.path().join("nodes/node2/run.json").exists())
+    });
+    for pid in cluster.pids_in("node2") {
+        // SAFETY: kill(2) on pids just read from /proc, all in node2's namespace, which this
+        // test created.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+    let out = wait_child(&mut child, Duration::from_secs(240));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let dir_b = fleet_dir(&out_b);
+    let dead = status(&dir_b, "nodes/node2/status.json");
+    assert_eq!(dead["status"], "failed", "{dead}");
+    assert!(
+        dead["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{dead}"
+    );
+    assert!(
+        dir_b.join("nodes/node2/run.json").exists(),
+        "its partial results stay"
+    );
+    for n in ["node1", "node3"] {
+        assert_eq!(
+            status(&dir_b, &format!("nodes/{n}/status.json"))["status"],
+            "ok"
+        );
+        let run = json(&dir_b.join(format!("nodes/{n}/run.json")));
+        assert!(run["finished_at"].is_string());
+    }
+    for (from, to) in [("node1", "node2"), ("node2", "node3")] {
+        let st = status(&dir_b, &format!("net/{from}--{to}.status.json"));
+        assert_eq!(st["status"], "skipped", "{st}");
+    }
+    assert_eq!(
+        status(&dir_b, "net/node3--node1.status.json")["status"],
+        "ok"
+    );
+
+    // 4. The job cancelled mid-run: what the nodes measured stays, each node says why it ended.
+    //    node2 is down now, so Slurm allocates the other two.
+    let out_c = work.path().join("fleet-c");
+    let mut child = cluster.spawn_fleet(&[
+        "--nodes",
+        "2",
+        "--profile",
+        "quick",
+        "--only",
+        "cpu",
+        "--scale",
+        "0.5",
+        "--net-pairs",
+        "none",
+        "--no-history",
+        "--out",
+        &out_c.display().to_string(),
+    ]);
+    let mut dir_c = PathBuf::new();
+    wait_for("a node's first results", Duration::from_secs(120), || {
+        let Some(d) = std::fs::read_dir(&out_c)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+        else {
+            return false;
+        };
+        dir_c = d.path();
+        ["node1", "node3"]
+            .iter()
+            .any(|n| dir_c.join(format!("nodes/{n}/run.json")).exists())
+    });
+    let plan = json(&dir_c.join("plan.json"));
+    let job = plan["job_id"].as_str().expect("job id").to_string();
+    cluster.slurm("scancel", &[&job]);
+    let out = wait_child(&mut child, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let plan = json(&dir_c.join("plan.json"));
+    assert_eq!(plan["nodes"], serde_json::json!(["node1", "node3"]));
+    let mut kept = 0;
+    for n in ["node1", "node3"] {
+        let st = status(&dir_c, &format!("nodes/{n}/status.json"));
+        assert_eq!(st["status"], "failed", "{st}");
+        assert!(st["reason"].as_str().is_some_and(|r| !r.is_empty()), "{st}");
+        if let Ok(bytes) = std::fs::read(dir_c.join(format!("nodes/{n}/run.json"))) {
+            let run: Value = serde_json::from_slice(&bytes).expect("a whole run.json");
+            kept += run["records"].as_array().map_or(0, Vec::len);
+        }
+    }
+    assert!(kept > 0, "the measured cases survive the cancellation");
+
+    // 5. The history holds both fleets per node; they compare node by node and by median.
+    let list = common::hostbench()
+        .args(["history", "list", "--db", &db_arg])
+        .output()
+        .expect("list");
+    let listed = String::from_utf8_lossy(&list.stdout);
+    let (id_a, id_b) = (
+        dir_a
+            .file_name()
+            .expect("id")
+            .to_string_lossy()
+            .into_owned(),
+        dir_b
+            .file_name()
+            .expect("id")
+            .to_string_lossy()
+            .into_owned(),
+    );
+    assert!(listed.contains(&format!("{id_a} / node3")), "{listed}");
+    assert!(listed.contains(&format!("{id_b} / node1")), "{listed}");
+    let cmp = common::hostbench()
+        .args([
+            "history",
+            "compare",
+            &format!("fleet:{id_a}"),
+            "fleet:latest",
+        ])
+        .args(["--db", &db_arg, "--threshold", "1000"])
+        .output()
+        .expect("compare");
+    let shown = String::from_utf8_lossy(&cmp.stdout);
+    assert_eq!(cmp.status.code(), Some(0), "{}", text(&cmp));
+    assert!(
+        shown.contains("node1") && shown.contains("node3"),
+        "{shown}"
+    );
+    assert!(shown.contains("Fleet medians"), "{shown}");
+}
+
+#[test]
+fn print_script_and_no_slurm() {
+    let out = common::hostbench()
+        .args([
+            "fleet",
+            "run",
+            "--nodes",
+            "4",
+            "--partition",
+            "batch",
+            "--time",
+            "20",
+        ])
+        .args([
+            "--profile",
+            "quick",
+            "--print-script",
+            "--out",
+            "/shared/fleets",
+        ])
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", text(&out));
+    let script = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "#!/bin/sh",
+        "#SBATCH --nodes=4",
+        "#SBATCH --exclusive",
+        "#SBATCH --no-kill",
+        "#SBATCH --partition=batch",
+        "#SBATCH --time=20",
+        "fleet run --nodes 4 --profile quick",
+        "--out /shared/fleets",
+    ] {
+        assert!(script.contains(want), "{want} in\n{script}");
+    }
+    // No Slurm on PATH: one line, exit 2, nothing written.
+    let empty = tempfile::tempdir().expect("tmp");
+    let out = common::hostbench()
+        .env("PATH", empty.path())
+        .env_remove("SLURM_JOB_ID")
+        .args(["fleet", "run", "--nodes", "2", "--out"])
+        .arg(empty.path().join("f"))
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no Slurm") && err.contains("sbatch"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(!empty.path().join("f").exists());
+}

@@ -173,9 +173,12 @@ pub fn drive(cfg: &FleetConfig, job: &str) -> Result<Outcome, BenchError> {
     })
 }
 
+/// A line of the job's log (Slurm's output file), stamped with the time since the driver began.
 fn log(cfg: &FleetConfig, line: &str) {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let t = START.get_or_init(Instant::now).elapsed().as_secs_f64();
     if !cfg.quiet {
-        println!("{line}");
+        println!("[{t:>7.1} s] {line}");
     }
 }
 

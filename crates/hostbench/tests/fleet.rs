@@ -217,7 +217,6 @@ fn fleet_on_a_three_node_slurm_cluster() {
     let work = tempfile::tempdir().expect("tmp");
     let db = work.path().join("history.sqlite");
     let db_arg = db.display().to_string();
-    let small = ["--profile", "quick", "--only", "cpu", "--scale", "0.05"];
 
     // Bad requests: refused in one line with exit code 2, before anything is queued.
     for (args, needle) in [
@@ -279,10 +278,20 @@ fn fleet_on_a_three_node_slurm_cluster() {
         .expect("tc");
     assert!(shaped.success());
     let out_a = work.path().join("fleet-a");
+    let scratch = cluster.state.join("scratch");
+    std::fs::create_dir_all(&scratch).expect("scratch");
     let out = cluster
         .hostbench()
         .args(["fleet", "run", "--nodes", "3"])
-        .args(small)
+        .args([
+            "--profile",
+            "quick",
+            "--only",
+            "cpu,disk",
+            "--scale",
+            "0.05",
+        ])
+        .args(["--dir", &scratch.display().to_string()])
         .args(["--out", &out_a.display().to_string(), "--db", &db_arg])
         .output()
         .expect("fleet run");
@@ -312,7 +321,23 @@ fn fleet_on_a_three_node_slurm_cluster() {
         let run = json(&dir_a.join(format!("nodes/{n}/run.json")));
         common::assert_run_contract(&run);
         assert_eq!(run["host"]["hostname"], n, "each node measured itself");
+        // Disk cases ran in the node-local scratch directory, never in the shared fleet dir.
+        let argv = run["invocation"]["command_line"].to_string();
+        assert!(
+            argv.contains(&format!("\"--disk-dir\",\"{}\"", scratch.display())),
+            "{argv}"
+        );
+        let records = run["records"].as_array().expect("records");
+        assert!(
+            records.iter().any(|r| r["benchmark"] == "disk.throughput"),
+            "{n}"
+        );
     }
+    let leftovers: Vec<_> = std::fs::read_dir(&scratch)
+        .expect("scratch")
+        .flatten()
+        .collect();
+    assert!(leftovers.is_empty(), "scratch files removed: {leftovers:?}");
     let mut tput = std::collections::HashMap::new();
     for (from, to) in [("node1", "node2"), ("node2", "node3"), ("node3", "node1")] {
         let st = status(&dir_a, &format!("net/{from}--{to}.status.json"));

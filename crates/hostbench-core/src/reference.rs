@@ -149,6 +149,30 @@ pub fn reference(
     })
 }
 
+/// Where `tool` is on PATH, if it is.
+pub fn locate(tool: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// The version of an installed Debian package (`dpkg-query`), or None where dpkg does not know
+/// it (not installed, not Debian). Tools print their versions in a dozen ways; the package's is
+/// one format, and it names what `apt install` gave.
+pub fn package_version(package: &str) -> Option<String> {
+    let out = Command::new("dpkg-query")
+        .args(["-W", "-f", "${db:Status-Status} ${Version}", package])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.strip_prefix("installed ")
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -102,10 +102,15 @@ pub struct PeakLine {
 /// A reference tool a subsystem runs beside its cases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ReferenceTool {
-    /// The executable or library name.
+    /// The executable's name.
     pub name: &'static str,
     /// The Debian package that provides it.
     pub package: &'static str,
+    /// The benchmark ids it stands beside, with its kernels or modes.
+    pub serves: &'static str,
+    /// How hostbench runs it: the flag that puts its figure into the records, or the script that
+    /// compares side by side where the binary does not run it yet.
+    pub how: &'static str,
 }
 
 /// One measuring subsystem (see the module header).

@@ -91,6 +91,8 @@ impl Subsystem for Cpu {
         &[ReferenceTool {
             name: "likwid-bench",
             package: "likwid",
+            serves: "cpu.flops f64/f32 (peakflops, peakflops_sp, _sse, _avx, _avx_fma, _avx512, _avx512_fma kernels)",
+            how: "hostbench cpu --reference",
         }]
     }
 }

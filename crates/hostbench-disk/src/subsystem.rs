@@ -97,6 +97,8 @@ impl Subsystem for Disk {
         &[ReferenceTool {
             name: "fio",
             package: "fio",
+            serves: "disk.throughput, disk.iops, disk.latency (same op, block, iodepth, engine, O_DIRECT)",
+            how: "scripts/bench/disk-vs-fio (side by side; not yet run by the binary)",
         }]
     }
 }

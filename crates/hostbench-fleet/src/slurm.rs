@@ -68,19 +68,12 @@ impl NodeState {
 
 /// The path of a Slurm client tool, or a bad-input error saying Slurm is not here.
 pub fn require(tool: &str) -> Result<PathBuf, BenchError> {
-    find_on_path(tool).ok_or_else(|| {
+    hostbench_core::reference::locate(tool).ok_or_else(|| {
         BenchError::invalid(format!(
             "no Slurm on this machine: `{tool}` is not on PATH (fleet run submits through Slurm; \
              install the Slurm client tools or run it where they are)"
         ))
     })
-}
-
-fn find_on_path(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
 }
 
 /// Run a Slurm tool to completion; its stdout, or its first stderr line as the error.

@@ -99,6 +99,8 @@ impl Subsystem for Gpu {
         &[ReferenceTool {
             name: "clpeak",
             package: "clpeak",
+            serves: "gpu.flops per dtype, gpu.bandwidth (global memory)",
+            how: "scripts/bench/gpu-vs-clpeak (side by side; not yet run by the binary)",
         }]
     }
 }

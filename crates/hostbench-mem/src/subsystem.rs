@@ -159,6 +159,8 @@ impl Subsystem for Mem {
         &[hostbench_core::subsystem::ReferenceTool {
             name: "likwid-bench",
             package: "likwid",
+            serves: "mem.bandwidth read/write/copy/triad (load, store, copy, stream kernels)",
+            how: "scripts/bench/mem-vs-reference (side by side; not yet run by the binary)",
         }]
     }
 }

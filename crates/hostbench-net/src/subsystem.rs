@@ -93,10 +93,14 @@ impl Subsystem for Net {
             ReferenceTool {
                 name: "iperf3",
                 package: "iperf3",
+                serves: "net.throughput tcp/udp (same block, streams, direction, rate)",
+                how: "hostbench net loopback --reference",
             },
             ReferenceTool {
                 name: "sockperf",
                 package: "sockperf",
+                serves: "net.latency tcp/udp ping-pong (same message size)",
+                how: "hostbench net loopback --reference",
             },
         ]
     }

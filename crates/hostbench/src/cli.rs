@@ -45,12 +45,21 @@ pub enum Command {
     /// A whole cluster through Slurm: every node measured, the network between node pairs, the
     /// slow node found.
     Fleet(Box<FleetArgs>),
+    /// The reference tools hostbench compares with: found or not, version, package, what they serve.
+    Peers(PeersArgs),
     /// A shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command written into a directory.
     Man(ManArgs),
     /// The JSON Schema of the result document (`hostbench/result/v1`) on stdout.
     Schema,
+}
+
+#[derive(Debug, Args)]
+pub struct PeersArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -758,3 +758,46 @@ fn run_prints_a_summary_and_verbose_prints_the_tables() {
     );
     assert!(summary.lines().count() < tables.lines().count());
 }
+
+#[test]
+fn peers_lists_every_reference_tool_found_or_not() {
+    let out = common::run_ok("peers --json", &[]);
+    let peers = common::json_of(&out);
+    let names: Vec<&str> = peers
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    for want in ["likwid-bench", "fio", "iperf3", "sockperf", "clpeak"] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    let likwid = &peers[0];
+    assert_eq!(likwid["package"], "likwid");
+    let subsystems: Vec<&str> = likwid["uses"]
+        .as_array()
+        .expect("uses")
+        .iter()
+        .filter_map(|u| u["subsystem"].as_str())
+        .collect();
+    assert_eq!(subsystems, ["cpu", "mem"]);
+    if std::env::var_os("CI").is_some() {
+        // scripts/test installs likwid and iperf3: found, with the package's version.
+        assert_eq!(likwid["found"], true, "{likwid}");
+        assert!(likwid["version"].is_string(), "{likwid}");
+    }
+    // With PATH hidden every tool is missing, and the text says how to install it.
+    let empty = tempfile::tempdir().expect("tmp");
+    let out = common::hostbench()
+        .env("PATH", empty.path())
+        .arg("peers")
+        .output()
+        .expect("peers");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("not installed (apt install likwid)"),
+        "{text}"
+    );
+    assert!(text.contains("run by: hostbench cpu --reference"), "{text}");
+}

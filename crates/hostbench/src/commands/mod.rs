@@ -11,6 +11,7 @@ mod info;
 mod linpack;
 mod mem;
 mod net;
+mod peers;
 mod report;
 mod run;
 
@@ -41,6 +42,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Report(args) => report::run(&args),
         Command::History(args) => history::run(&args),
         Command::Fleet(args) => fleet::run(&args),
+        Command::Peers(args) => peers::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Schema => docs::schema(),

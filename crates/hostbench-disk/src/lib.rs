@@ -13,6 +13,7 @@
 //! there even "direct" I/O measures memory or a cache, not the device.
 
 pub mod engine;
+pub mod reference;
 pub use hostbench_core::histogram;
 pub mod subsystem;
 pub mod target;
@@ -97,6 +98,8 @@ pub struct DiskConfig {
     /// contiguity is the allocator's luck); see hostbench-disk's engine for the measurements.
     pub pages: Pages,
     pub seed: u64,
+    /// Run fio beside every case with the same parameters, on the same file.
+    pub reference: bool,
 }
 
 /// Most threads and queue depth a case may ask for.
@@ -190,6 +193,7 @@ impl Default for DiskConfig {
             interval: None,
             pages: Pages::Huge,
             seed: 0xD15C,
+            reference: false,
         }
     }
 }
@@ -770,6 +774,9 @@ fn run_one(
                 lr.extra.insert("write_latency".into(), json!(wl.summary()));
             }
             lr.extra.insert("measures".into(), json!("completion latency, submit to completion, per I/O; value = median of the samples' p50"));
+            if cfg.reference {
+                fio_beside(cfg, setup, c, kind, direct, rec, &mut ir, &mut lr);
+            }
             derived.push(ir);
             derived.push(lr);
         },
@@ -786,6 +793,59 @@ fn run_one(
         runner.commit(r)?;
     }
     Ok(())
+}
+
+/// fio with the case's parameters on the same file, as many runs as the case had samples; its
+/// figures become the three records' references, its command line `extra.reference_command`.
+/// A missing or failing fio is a warning on the records, never a failed case.
+#[allow(clippy::too_many_arguments)]
+fn fio_beside(
+    cfg: &DiskConfig,
+    setup: &Setup,
+    c: &CaseSpec,
+    kind: EngineKind,
+    direct: bool,
+    tp: &mut Record,
+    iops: &mut Record,
+    lat: &mut Record,
+) {
+    let huge = reference::hugetlb_free_for(c);
+    let args = reference::fio_args(c, kind, direct, &setup.file, setup.file_bytes, cfg, huge);
+    let command = format!("fio {}", args.join(" "));
+    let limit = cfg.duration + cfg.ramp + Duration::from_secs(60);
+    let outcome = reference::run_fio(&args, tp.samples.len(), limit).and_then(|runs| {
+        reference::references(
+            &runs,
+            &reference::fio_version(),
+            (tp.value, iops.value, lat.value),
+        )
+    });
+    match outcome {
+        Ok((rt, ri, rl)) => {
+            for (r, reference) in [
+                (&mut *tp, Some(rt)),
+                (&mut *iops, Some(ri)),
+                (&mut *lat, rl),
+            ] {
+                r.extra.insert("reference_command".into(), json!(command));
+                // One 4 KiB page holds a small block whole: buffer pages only matter for large ones.
+                if cfg.pages == Pages::Huge && !huge && c.block > 64 << 10 {
+                    r.warnings.push(
+                        "fio's I/O buffers are 4 KiB pages (no free hugetlb pages for \
+                         --iomem=shmhuge: reserve them with vm.nr_hugepages), hostbench's are \
+                         huge pages: large blocks may differ for that alone"
+                            .into(),
+                    );
+                }
+                r.reference = reference;
+            }
+        }
+        Err(e) => {
+            for r in [tp, iops, lat] {
+                r.warnings.push(format!("reference not measured: {e}"));
+            }
+        }
+    }
 }
 
 fn skip_all(runner: &mut Runner, cases: &[&Case], e: &BenchError) -> Result<(), BenchError> {

@@ -308,6 +308,10 @@ pub struct DiskArgs {
     /// threads, plus randread/randwrite 1 KiB x 1–128 threads.
     #[arg(long)]
     pub classic: bool,
+    /// Also run fio after each case with the same op, block, queue depth, threads, engine,
+    /// O_DIRECT and time on the same file, and record its figures and the ratio (needs `fio`).
+    #[arg(long)]
+    pub reference: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -348,6 +348,7 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     use hostbench_disk::{cases_from, DirectChoice, DiskConfig, EngineChoice, EngineKind, Op};
     let mut cfg = DiskConfig {
         dir: args.dir.clone(),
+        reference: args.reference,
         ..DiskConfig::default()
     };
     let positive_sizes = |name: &str, text: &str| sizes_list(name, text);

@@ -26,11 +26,6 @@ fn leftovers(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// A tmpfs of `size` mounted on a fresh directory, unmounted on drop. `None` when not root
 /// (then the caller skips, except under CI, where tests run as root and must not skip).
 struct Tmpfs {
@@ -39,7 +34,7 @@ struct Tmpfs {
 
 impl Tmpfs {
     fn mount(size: &str, extra: &str) -> Option<Self> {
-        if !is_root() {
+        if !common::is_root() {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "CI runs as root: mounting a tmpfs must work"
@@ -398,7 +393,7 @@ impl LoopExt4 {
                 .output()
                 .is_ok_and(|o| o.status.success())
         };
-        if !is_root() || !tools.iter().all(|t| have(t)) {
+        if !common::is_root() || !tools.iter().all(|t| have(t)) {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "CI runs as root with e2fsprogs and mount installed: a loop-mounted ext4 must work"
@@ -606,4 +601,68 @@ fn an_io_error_mid_run_ends_that_case_and_keeps_what_was_measured() {
         leftovers(disk.mnt.path()).is_empty(),
         "scratch directory left behind; stderr: {stderr}"
     );
+}
+
+#[test]
+fn reference_runs_fio_beside_each_case_on_the_same_file() {
+    let have_fio = common::on_path("fio");
+    if !have_fio {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI installs fio (scripts/test): the reference must run for real"
+        );
+        eprintln!("skipping: fio not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = "disk --op read,randwrite --block 64KiB --iodepth 4 --threads 2 --size 16MiB \
+                --duration 100ms --repeat 2 --warmup 0 --reference --json - --dir";
+    let out = run_ok(args, &[dir.path().as_os_str()]);
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 6);
+    for r in records {
+        let reference = &r["reference"];
+        assert_eq!(reference["tool"], "fio", "{r}");
+        assert!(reference["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        assert!(reference["ratio"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        let cmd = r["extra"]["reference_command"].as_str().expect("command");
+        let op = r["params"]["op"].as_str().expect("op");
+        for want in [
+            format!("--rw={op}"),
+            "--bs=65536".into(),
+            "--iodepth=4".into(),
+            "--numjobs=2".into(),
+            format!(
+                "--ioengine={}",
+                r["params"]["engine"].as_str().expect("engine")
+            ),
+        ] {
+            assert!(cmd.contains(&want), "{want} in {cmd}");
+        }
+    }
+    assert!(leftovers(dir.path()).is_empty(), "scratch removed");
+
+    // Without fio: the same run, a note on every record, no failure.
+    let empty = tempfile::tempdir().expect("tmp");
+    let out = hostbench()
+        .env("PATH", empty.path())
+        .args(args.split_whitespace())
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    for r in doc["records"].as_array().expect("records") {
+        assert!(r["reference"].is_null());
+        let warned = r["warnings"].as_array().expect("warnings").iter().any(|w| {
+            w.as_str()
+                .is_some_and(|w| w.contains("fio not installed: apt install fio"))
+        });
+        assert!(warned, "{r}");
+    }
 }

@@ -41,7 +41,7 @@ impl Cluster {
             "tc",
         ]
         .into_iter()
-        .filter(|t| !on_path(t))
+        .filter(|t| !common::on_path(t))
         .collect();
         let root = common::is_root();
         if !missing.is_empty() || !root {
@@ -144,11 +144,6 @@ impl Drop for Cluster {
             .status();
         let _ = std::fs::remove_dir_all(&self.state);
     }
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
 fn text(out: &Output) -> String {

@@ -169,3 +169,9 @@ pub fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Whether `tool` is an executable file on PATH.
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+}

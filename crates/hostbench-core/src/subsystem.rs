@@ -64,6 +64,31 @@ pub struct RunContext<'a> {
     pub duration: Option<Duration>,
     /// Where disk cases may write (node-local scratch).
     pub scratch_dir: &'a Path,
+    /// Which cases run their reference tool beside them.
+    pub reference: ReferenceScope,
+}
+
+/// Which cases run their reference tool (likwid-bench, fio, iperf3, sockperf…) beside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReferenceScope {
+    #[default]
+    Off,
+    /// One headline case per subsystem: what `run` does by default, so the first report already
+    /// shows the reference column filled where the tool is installed, for about one peer run each.
+    Headline,
+    /// Every case the tool can express (`--reference`).
+    All,
+}
+
+impl ReferenceScope {
+    /// Whether a case (the subsystem's headline case, or not) runs the reference.
+    pub fn wants(self, headline: bool) -> bool {
+        match self {
+            ReferenceScope::Off => false,
+            ReferenceScope::Headline => headline,
+            ReferenceScope::All => true,
+        }
+    }
 }
 
 impl RunContext<'_> {
@@ -333,6 +358,7 @@ mod tests {
             scale: 0.5,
             duration: Some(Duration::from_millis(40)),
             scratch_dir: Path::new("."),
+            reference: ReferenceScope::Off,
         };
         let mut runner = Runner::new(crate::RunnerConfig::quiet(2), host.clone());
         let selected = select(&reg, None, Some("a")).unwrap();

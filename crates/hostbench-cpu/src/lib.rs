@@ -59,7 +59,9 @@ pub struct CpuConfig {
     /// Target time of one single-thread-equivalent sample when `ops` is not given.
     pub duration: Duration,
     /// Run likwid-bench's matching peakflops kernel after each FP case (side by side).
-    pub reference: bool,
+    /// Which cases run likwid-bench beside them (the headline: f64, the widest ISA likwid has,
+    /// the most threads).
+    pub reference: hostbench_core::subsystem::ReferenceScope,
 }
 
 impl Default for CpuConfig {
@@ -71,7 +73,7 @@ impl Default for CpuConfig {
             scaling: Scaling::Strong,
             ops: None,
             duration: Duration::from_millis(300),
-            reference: false,
+            reference: hostbench_core::subsystem::ReferenceScope::Off,
         }
     }
 }
@@ -163,6 +165,12 @@ pub fn run_compute(
     let physical = physical_cores(spec, &order);
     runner.plan(pairs.len() * cfg.threads.len());
     let runner_repeat = runner.config().repeat;
+    // The headline likwid-bench stands beside: f64 on the widest ISA it has a kernel for.
+    let headline_isa = pairs
+        .iter()
+        .filter(|&&(i, d)| d == Dtype::F64 && reference::likwid_kernel(d, i).is_some())
+        .map(|&(i, _)| i)
+        .max();
     for &(isa, dtype) in &pairs {
         let (benchmark, unit) = dtype.benchmark();
         let cases: Vec<(usize, Case)> = cfg
@@ -219,7 +227,12 @@ pub fn run_compute(
                 },
                 |rec| {
                     finish_record(rec, host, spec, &tuned, cores_used, work);
-                    if cfg.reference && reference::likwid_kernel(dtype, isa).is_some() {
+                    let headline = dtype == Dtype::F64
+                        && Some(isa) == headline_isa
+                        && Some(&threads) == cfg.threads.iter().max();
+                    if cfg.reference.wants(headline)
+                        && reference::likwid_kernel(dtype, isa).is_some()
+                    {
                         attach_reference(rec, dtype, isa, threads, runner_repeat);
                     }
                 },
@@ -522,7 +535,7 @@ mod tests {
             scaling: Scaling::Weak,
             ops: Some(2e6),
             duration: Duration::from_millis(10),
-            reference: false,
+            reference: hostbench_core::subsystem::ReferenceScope::Off,
         };
         run_compute(&mut runner, &cfg, &Host::default(), &Spec::default()).unwrap();
         let res = runner.finish().unwrap();

@@ -48,6 +48,7 @@ fn run_config(ctx: &RunContext<'_>) -> CpuConfig {
     let mut cfg = profile_config(ctx.profile);
     cfg.duration = ctx.sample_length(cfg.duration);
     cfg.ops = cfg.ops.map(|o| o * ctx.scale);
+    cfg.reference = ctx.reference;
     cfg
 }
 

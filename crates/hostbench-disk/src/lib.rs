@@ -98,8 +98,9 @@ pub struct DiskConfig {
     /// contiguity is the allocator's luck); see hostbench-disk's engine for the measurements.
     pub pages: Pages,
     pub seed: u64,
-    /// Run fio beside every case with the same parameters, on the same file.
-    pub reference: bool,
+    /// Which cases run fio beside them with the same parameters, on the same file (the
+    /// headline: the first case on its first engine).
+    pub reference: hostbench_core::subsystem::ReferenceScope,
 }
 
 /// Most threads and queue depth a case may ask for.
@@ -193,7 +194,7 @@ impl Default for DiskConfig {
             interval: None,
             pages: Pages::Huge,
             seed: 0xD15C,
-            reference: false,
+            reference: hostbench_core::subsystem::ReferenceScope::Off,
         }
     }
 }
@@ -513,7 +514,7 @@ pub fn run_disk(
     // the CPU that services the device's interrupts cost a third of the QD1 IOPS on the test
     // VM (BENCHMARKS.md); the scheduler keeps them off a busy CPU.
     let order: Vec<usize> = Vec::new();
-    for (c, kind) in cases {
+    for (i, (c, kind)) in cases.into_iter().enumerate() {
         run_one(
             runner,
             cfg,
@@ -523,6 +524,7 @@ pub fn run_disk(
             engine_note.as_deref(),
             &order,
             spec,
+            cfg.reference.wants(i == 0),
         )?;
     }
     drop(work);
@@ -612,6 +614,7 @@ fn run_one(
     engine_note: Option<&str>,
     order: &[usize],
     spec: &Spec,
+    with_reference: bool,
 ) -> Result<(), BenchError> {
     let (direct, mem_align, cache_mode, direct_note) = match cfg.direct {
         DirectChoice::Off => (false, 4096, "buffered-evicted", None),
@@ -774,7 +777,7 @@ fn run_one(
                 lr.extra.insert("write_latency".into(), json!(wl.summary()));
             }
             lr.extra.insert("measures".into(), json!("completion latency, submit to completion, per I/O; value = median of the samples' p50"));
-            if cfg.reference {
+            if with_reference {
                 fio_beside(cfg, setup, c, kind, direct, rec, &mut ir, &mut lr);
             }
             derived.push(ir);

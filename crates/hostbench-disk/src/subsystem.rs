@@ -53,6 +53,7 @@ fn run_config(ctx: &RunContext<'_>) -> DiskConfig {
         cfg.ramp = scaled(cfg.ramp, ctx.scale);
     }
     cfg.io_bytes = cfg.io_bytes.map(|b| ((b as f64 * ctx.scale) as u64).max(1));
+    cfg.reference = ctx.reference;
     cfg
 }
 

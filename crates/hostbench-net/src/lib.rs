@@ -111,8 +111,9 @@ pub struct NetConfig {
     pub sockbuf: Option<u32>,
     /// Pin stream threads (client and in-process server).
     pub pin: bool,
-    /// Run iperf3 / sockperf on each case too (loopback only) and fill `reference`.
-    pub reference: bool,
+    /// Which cases run iperf3 / sockperf beside them (loopback only) and fill `reference` (the
+    /// headline: the first TCP throughput case and the first TCP ping-pong).
+    pub reference: hostbench_core::subsystem::ReferenceScope,
 }
 
 impl Default for NetConfig {
@@ -141,7 +142,7 @@ impl Default for NetConfig {
             count: None,
             sockbuf: None,
             pin: true,
-            reference: false,
+            reference: hostbench_core::subsystem::ReferenceScope::Off,
         }
     }
 }
@@ -216,7 +217,9 @@ impl NetConfig {
                 return bad(format!("--sockbuf {b}: must be 4 KiB..512 MiB"));
             }
         }
-        if self.reference && self.target != (Target::Loopback { v6: false }) {
+        if self.reference != hostbench_core::subsystem::ReferenceScope::Off
+            && self.target != (Target::Loopback { v6: false })
+        {
             return bad("--reference starts iperf3 and sockperf on 127.0.0.1: use it with `net loopback` (IPv4)".into());
         }
         Ok(())
@@ -458,15 +461,29 @@ fn run_cases(runner: &mut Runner, ctx: &Ctx<'_>, link: &mut Link) -> Result<(), 
         }
     }
     runner.plan(throughput.len() + latency.len());
-    for (proto, dir, block, streams) in throughput {
-        throughput_case(runner, ctx, link, proto, dir, block, streams)?;
+    let tcp_tp = throughput.iter().position(|t| t.0 == Proto::Tcp);
+    for (i, (proto, dir, block, streams)) in throughput.into_iter().enumerate() {
+        let with_reference = cfg.reference.wants(Some(i) == tcp_tp);
+        throughput_case(
+            runner,
+            ctx,
+            link,
+            proto,
+            dir,
+            block,
+            streams,
+            with_reference,
+        )?;
     }
-    for (proto, msg, pairs) in latency {
-        latency_case(runner, ctx, link, proto, msg, pairs)?;
+    let tcp_lat = latency.iter().position(|t| t.0 == Proto::Tcp);
+    for (i, (proto, msg, pairs)) in latency.into_iter().enumerate() {
+        let with_reference = cfg.reference.wants(Some(i) == tcp_lat);
+        latency_case(runner, ctx, link, proto, msg, pairs, with_reference)?;
     }
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn throughput_case(
     runner: &mut Runner,
     ctx: &Ctx<'_>,
@@ -475,6 +492,7 @@ fn throughput_case(
     dir: Direction,
     block: u64,
     streams: u32,
+    with_reference: bool,
 ) -> Result<(), BenchError> {
     let cfg = ctx.cfg;
     let rate = match (proto, cfg.udp_rate) {
@@ -538,7 +556,7 @@ fn throughput_case(
         |rec| {
             ctx.common(rec);
             rec.extra.insert("counted_at".into(), json!("receiver"));
-            if cfg.reference {
+            if with_reference {
                 let case = reference::Iperf3Case {
                     proto,
                     direction: dir,
@@ -596,6 +614,7 @@ fn latency_case(
     proto: Proto,
     msg: u64,
     pairs: u32,
+    with_reference: bool,
 ) -> Result<(), BenchError> {
     let cfg = ctx.cfg;
     let case = Case::new("net.latency", Metric::Latency, "s")
@@ -656,7 +675,7 @@ fn latency_case(
                     if proto == Proto::Tcp { " with TCP_NODELAY" } else { "" }
                 )),
             );
-            if cfg.reference {
+            if with_reference {
                 let secs = cfg.duration.as_secs_f64().ceil() as u64;
                 if pairs == 1 {
                     attach(rec, reference::sockperf(proto, msg, secs, ctx.pair_cpu, rec.value));

@@ -49,6 +49,7 @@ fn run_config(ctx: &RunContext<'_>) -> NetConfig {
     cfg.duration = ctx.sample_length(cfg.duration);
     cfg.bytes = cfg.bytes.map(|b| ((b as f64 * ctx.scale) as u64).max(1));
     cfg.count = cfg.count.map(|c| ((c as f64 * ctx.scale) as u64).max(1));
+    cfg.reference = ctx.reference;
     cfg
 }
 

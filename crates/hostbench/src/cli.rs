@@ -526,6 +526,13 @@ pub struct RunArgs {
     /// Do not store this run in the history database.
     #[arg(long)]
     pub no_history: bool,
+    /// Run the reference tool (likwid-bench, fio, iperf3, sockperf) beside every case it can
+    /// express. Default: beside one headline case per subsystem, where the tool is installed.
+    #[arg(long, conflicts_with = "no_reference")]
+    pub reference: bool,
+    /// No reference tool at all, not even beside the headline cases.
+    #[arg(long)]
+    pub no_reference: bool,
     /// Print every table, not the one-screen summary (the tables are always in report.md/html).
     #[arg(long, short)]
     pub verbose: bool,

@@ -140,7 +140,7 @@ pub fn cpu(args: &CpuArgs, common: &Common) -> Result<CpuConfig, BenchError> {
         cfg.ops = Some(flag("ops", parse_count(o))?);
     }
     common.apply_duration(&mut cfg.duration);
-    cfg.reference = args.reference;
+    cfg.reference = reference_scope(args.reference);
     flag("isa", cfg.resolve_isas())?;
     cfg.validate()?;
     Ok(cfg)
@@ -348,7 +348,7 @@ pub fn disk(args: &DiskArgs, common: &Common) -> Result<hostbench_disk::DiskConf
     use hostbench_disk::{cases_from, DirectChoice, DiskConfig, EngineChoice, EngineKind, Op};
     let mut cfg = DiskConfig {
         dir: args.dir.clone(),
-        reference: args.reference,
+        reference: reference_scope(args.reference),
         ..DiskConfig::default()
     };
     let positive_sizes = |name: &str, text: &str| sizes_list(name, text);
@@ -566,7 +566,7 @@ fn net_tests(
         cfg.latency = args.latency;
     }
     cfg.pin = !args.no_pin;
-    cfg.reference = args.reference;
+    cfg.reference = reference_scope(args.reference);
     common.apply_duration(&mut cfg.duration);
     cfg.validate()?;
     Ok(cfg)
@@ -715,4 +715,14 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
         other => other,
     })?;
     Ok(cfg)
+}
+
+/// `--reference` on a measuring command: every case; without it none.
+pub fn reference_scope(flag: bool) -> hostbench_core::subsystem::ReferenceScope {
+    use hostbench_core::subsystem::ReferenceScope;
+    if flag {
+        ReferenceScope::All
+    } else {
+        ReferenceScope::Off
+    }
 }

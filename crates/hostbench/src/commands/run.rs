@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use hostbench_core::subsystem::{self, RunContext};
+use hostbench_core::subsystem::{self, ReferenceScope, RunContext};
 use hostbench_core::{BenchError, Runner};
 
 use crate::cli::RunArgs;
@@ -67,6 +67,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         scale,
         duration: common.duration,
         scratch_dir: &args.disk_dir,
+        reference: reference_scope(args),
     };
     subsystem::run_all(&selected, &mut runner, &ctx)?;
     let result = runner.finish()?;
@@ -103,4 +104,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         }
     }
     Ok(exit)
+}
+
+/// References in `run`: every case with `--reference` (and for the classic profile, whose
+/// reports had the reference beside every row), none with `--no-reference`, else one headline
+/// case per subsystem whose tool is installed.
+fn reference_scope(args: &RunArgs) -> ReferenceScope {
+    if args.no_reference {
+        ReferenceScope::Off
+    } else if args.reference || args.profile == crate::cli::ProfileArg::Classic {
+        ReferenceScope::All
+    } else {
+        ReferenceScope::Headline
+    }
 }

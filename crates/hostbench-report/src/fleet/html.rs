@@ -230,7 +230,13 @@ fn strip_chart(f: &Figure, o: &mut String) {
         "<line class=\"ax\" x1=\"{left}\" y1=\"{axis_y}\" x2=\"{}\" y2=\"{axis_y}\"/>",
         WIDTH - right
     );
-    for (v, anchor) in [(f.summary.min, "start"), (f.summary.max, "end")] {
+    // One label when every node has the same value (two would print on top of each other).
+    let ends: &[(f64, &str)] = if f.summary.max > f.summary.min {
+        &[(f.summary.min, "start"), (f.summary.max, "end")]
+    } else {
+        &[]
+    };
+    for &(v, anchor) in ends {
         let _ = writeln!(
             o,
             "<text x=\"{:.1}\" y=\"{}\" text-anchor=\"{anchor}\">{} {}</text>",
@@ -241,9 +247,17 @@ fn strip_chart(f: &Figure, o: &mut String) {
         );
     }
     let mx = x(f.summary.median);
+    // The median's label stays inside the chart when the median sits near an edge.
+    let anchor = if mx > 0.8 * WIDTH {
+        "end"
+    } else if mx < 0.2 * WIDTH {
+        "start"
+    } else {
+        "middle"
+    };
     let _ = writeln!(
         o,
-        "<line class=\"med\" x1=\"{mx:.1}\" y1=\"{}\" x2=\"{mx:.1}\" y2=\"{}\"/><text x=\"{mx:.1}\" y=\"{}\" text-anchor=\"middle\">median {} {}</text>",
+        "<line class=\"med\" x1=\"{mx:.1}\" y1=\"{}\" x2=\"{mx:.1}\" y2=\"{}\"/><text x=\"{mx:.1}\" y=\"{}\" text-anchor=\"{anchor}\">median {} {}</text>",
         top - 4.0,
         top + band + 4.0,
         top - 8.0,
@@ -379,12 +393,12 @@ fn heatmap(
         }
     }
     for (r, c, v, from, to) in cells {
-        let t = if max > min {
-            (v - min) / (max - min)
-        } else {
-            1.0
+        // All pairs alike: all green, not all "worst".
+        let g = match (max > min, throughput) {
+            (false, _) => 1.0,
+            (true, true) => (v - min) / (max - min),
+            (true, false) => (max - v) / (max - min),
         };
-        let g = if throughput { t } else { 1.0 - t };
         let _ = writeln!(
             o,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{cell:.1}\" height=\"{cell:.1}\" fill=\"{}\"><title>{} → {}: {}</title></rect>",

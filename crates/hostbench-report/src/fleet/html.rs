@@ -31,6 +31,7 @@ const FLEET_STYLE: &str = "
 td.w { background: #f8d0cc; } td.b { background: #d0e0f8; } td.bad { color: #b00; }
 table.results td.node { font-family: monospace; }
 .wrap { max-height: 36em; overflow: auto; }
+.wrap thead th { position: sticky; top: 0; }
 svg.strip circle { fill: #4575b4; fill-opacity: 0.6; } svg.strip circle.w { fill: #d73027; fill-opacity: 1; }
 svg.strip circle.b { fill: #1a9850; fill-opacity: 1; }
 svg text { font: 11px sans-serif; fill: #333; } svg line.med { stroke: #222; stroke-width: 1.5; }
@@ -61,6 +62,7 @@ pub fn render_html(doc: &FleetDoc) -> String {
          <li><a href=\"#network\">Network</a></li></ul></nav>"
     );
     node_table(doc, &mut o);
+    outliers(doc, &mut o);
     unwell(doc, &mut o);
     let _ = writeln!(
         o,
@@ -136,6 +138,32 @@ fn node_table(doc: &FleetDoc, o: &mut String) {
         o,
         "<p class=\"common\">{WORSE} red: worse outlier; {BETTER} blue: better outlier (hover a cell for why).</p>\n</section>"
     );
+}
+
+/// Every outlier with its reason: in a table of 1,000 nodes the marked cells are easy to miss.
+fn outliers(doc: &FleetDoc, o: &mut String) {
+    let n: usize = doc.figures.iter().map(|f| f.outliers.len()).sum();
+    if n == 0 {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Outliers ({n})</h2>\n<div class=\"wrap\">\n<table class=\"results\" id=\"outliers\">\n<thead><tr><th>node</th><th>figure</th><th>value</th><th>why</th></tr></thead>\n<tbody>"
+    );
+    for f in &doc.figures {
+        for out in &f.outliers {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"node\">{}</td><td>{}</td><td class=\"num {}\">{}</td><td>{}</td></tr>",
+                esc(&out.node),
+                esc(&f.label),
+                if out.worse { "w" } else { "b" },
+                esc(&human(out.value, &f.unit)),
+                esc(&out.why)
+            );
+        }
+    }
+    let _ = writeln!(o, "</tbody>\n</table>\n</div>");
 }
 
 fn unwell(doc: &FleetDoc, o: &mut String) {

@@ -238,6 +238,10 @@ mod tests {
             "strip dot with the node name"
         );
         assert!(html.contains("<title>n1 → n2: "));
+        assert!(
+            html.contains("<h2>Outliers (3)</h2>"),
+            "cpu, disk and the latency's better side"
+        );
         let written = write_reports(&doc, &dir).unwrap();
         assert_eq!(written.len(), 3);
         assert!(written.iter().all(|p| p.is_file()));

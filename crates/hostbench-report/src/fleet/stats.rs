@@ -113,8 +113,14 @@ pub fn outlier_why(
         let z = (value - s.median) / (MAD_SCALE * s.mad);
         if z.abs() > cfg.robust_limit {
             let side = if z < 0.0 { "below" } else { "above" };
+            // Just past the limit must not read as the limit itself ("3.5" for 3.52).
+            let digits = if (z.abs() * 10.0).round() / 10.0 <= cfg.robust_limit {
+                2
+            } else {
+                1
+            };
             why.push(format!(
-                "{:.1} robust deviations {side} the median",
+                "{:.digits$} robust deviations {side} the median",
                 z.abs()
             ));
         }
@@ -196,6 +202,10 @@ mod tests {
             "{high}"
         );
         assert!(outlier_why(100.0, &s, true, &cfg()).is_none());
+        // Just past the limit is printed with the digit that shows it is past.
+        let edge = s.median - 3.52 * MAD_SCALE * s.mad;
+        let why = outlier_why(edge, &s, true, &cfg()).unwrap();
+        assert!(why.starts_with("3.52 robust"), "{why}");
     }
 
     #[test]

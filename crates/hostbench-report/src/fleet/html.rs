@@ -386,15 +386,21 @@ fn heatmap(
     }
     let min = cells.iter().map(|c| c.2).fold(f64::INFINITY, f64::min);
     let max = cells.iter().map(|c| c.2).fold(f64::NEG_INFINITY, f64::max);
+    let values: Vec<f64> = cells.iter().map(|c| c.2).collect();
+    let median = super::stats::median(&values);
     let _ = writeln!(
         o,
-        "<p class=\"common\">{} of {} pairs; green: {} ({}), red: {} ({}); grey: not a pair.</p>",
+        "<p class=\"common\">{} of {} pairs, median {}, range {} to {}; green: at or better than the median, shading to red at {} (grey: not a pair). Hover a cell for the pair.</p>",
         cells.len(),
         doc.pairs.len(),
-        if throughput { "fastest" } else { "shortest" },
-        esc(&human(if throughput { max } else { min }, unit)),
-        if throughput { "slowest" } else { "longest" },
-        esc(&human(if throughput { min } else { max }, unit)),
+        esc(&human(median, unit)),
+        esc(&human(min, unit)),
+        esc(&human(max, unit)),
+        if throughput {
+            "half the median or less"
+        } else {
+            "twice the median or more"
+        },
     );
     let n = order.len() as f64;
     let cell = (720.0 / n).clamp(4.0, 24.0);
@@ -421,11 +427,18 @@ fn heatmap(
         }
     }
     for (r, c, v, from, to) in cells {
-        // All pairs alike: all green, not all "worst".
-        let g = match (max > min, throughput) {
-            (false, _) => 1.0,
-            (true, true) => (v - min) / (max - min),
-            (true, false) => (max - v) / (max - min),
+        // Against the fleet's median, not its range: in a healthy fleet the range is noise, and
+        // min-to-max colouring would paint a 1 % slower link red.
+        let ratio = match (throughput, v > 0.0) {
+            (true, _) => v / median,
+            (false, true) => median / v,
+            (false, false) => 1.0,
+        };
+        // A zero median (every link dead) has no ratio: a neutral colour rather than NaN.
+        let g = if ratio.is_finite() {
+            (ratio - 0.5) / 0.5
+        } else {
+            0.5
         };
         let _ = writeln!(
             o,
@@ -477,4 +490,21 @@ fn pair_list(doc: &FleetDoc, values: &PairValues<'_>, nodes: usize, o: &mut Stri
         );
     }
     let _ = writeln!(o, "</tbody>\n</table>");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_and_axes() {
+        assert_eq!(goodness_colour(1.0), "hsl(120,70%,45%)");
+        assert_eq!(goodness_colour(-3.0), "hsl(0,70%,45%)");
+        assert_eq!(goodness_colour(9.0), "hsl(120,70%,45%)");
+        assert_eq!(axis_range(10.0, 20.0), (9.6, 20.4));
+        assert_eq!(axis_range(10.0, 10.0), (9.5, 10.5));
+        assert_eq!(axis_range(0.0, 0.0), (-1.0, 1.0));
+        // Jitter stays inside the band.
+        assert!((0..5000).map(jitter).all(|j| (0.0..1.0).contains(&j)));
+    }
 }

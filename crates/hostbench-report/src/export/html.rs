@@ -14,7 +14,8 @@ use crate::table::{Report, HEADER};
 
 pub struct HtmlExporter;
 
-const STYLE: &str = "
+/// The report pages' CSS (the fleet report uses it too, so the two pages look alike).
+pub(crate) const STYLE: &str = "
 body { font-family: DejaVu Sans, Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 1200px;
        color: #222; padding: 0 1em; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
@@ -31,7 +32,7 @@ ol.bases, ul.notes { font-size: 0.9em; color: #444; }
 ";
 
 /// Text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -24,7 +24,7 @@ impl Exporter for MarkdownExporter {
 }
 
 /// A table cell: pipes escaped, no line breaks.
-fn cell(s: &str) -> String {
+pub(crate) fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 

@@ -17,6 +17,8 @@ use crate::error::ReportError;
 
 pub use self::csv::CsvExporter;
 pub use self::html::HtmlExporter;
+pub(crate) use self::html::{esc, STYLE};
+pub(crate) use self::markdown::cell as md_cell;
 pub use self::markdown::MarkdownExporter;
 pub use self::openmetrics::OpenMetricsExporter;
 pub use self::summary::{headlines, SummaryExporter};

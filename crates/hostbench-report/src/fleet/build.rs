@@ -1,0 +1,406 @@
+//! Reading a fleet directory into a `FleetDoc`: the plan, every node's status and run, every
+//! pair's status and result, then the statistics.
+//!
+//! A fleet directory is read while the job may still run and after it may have been cancelled,
+//! so every file may be missing, half-written by an older hostbench, or truncated by a full disk.
+//! Only a directory without a readable plan is bad input; a bad node or pair file marks that node
+//! or pair and the rest is reported.
+//!
+//! Nodes and pairs are read on all cores (`std::thread::scope`): at 1,000 nodes the report is
+//! parsing a few hundred MB of JSON, and each file is independent.
+
+use std::path::Path;
+use std::thread;
+
+use hostbench_core::model::{RunResult, SCHEMA};
+
+use super::doc::{
+    Figure, FleetDoc, MatrixEntry, NodeEntry, NodeValue, Outlier, PairEntry, FLEET_SCHEMA,
+};
+use super::figures::{extract, Measured, Source, FIGURES};
+use super::layout::{valid_node_name, FleetDir, Plan, Status, StatusFile, PLAN_SCHEMA};
+use super::stats::{self, FleetConfig};
+use crate::error::ReportError;
+use crate::load::parse_run;
+
+/// What one node's (or pair's) files say.
+struct Read {
+    status: Status,
+    reason: Option<String>,
+    /// The run file relative to the fleet directory, when it exists.
+    run: Option<String>,
+    finished_at: Option<String>,
+    /// Per `FIGURES` entry.
+    figures: Vec<Option<Measured>>,
+}
+
+/// Build the fleet document of `dir`.
+pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError> {
+    let plan = read_plan(dir)?;
+    let node_reads = parallel(&plan.nodes, |node| read_node(dir, node));
+    let pair_list: Vec<(String, String)> = plan.rounds.iter().flatten().cloned().collect();
+    let pair_reads = parallel(&pair_list, |(from, to)| read_pair(dir, from, to));
+
+    let nodes: Vec<NodeEntry> = plan
+        .nodes
+        .iter()
+        .zip(&node_reads)
+        .map(|(node, r)| NodeEntry {
+            node: node.clone(),
+            status: r.status,
+            reason: r.reason.clone(),
+            run: r.run.clone(),
+        })
+        .collect();
+    // Finished once no node will change any more: the latest of the runs' own finish times.
+    let finished_at = if node_reads.iter().all(|r| r.status.is_final()) {
+        node_reads
+            .iter()
+            .filter_map(|r| r.finished_at.clone())
+            .max()
+    } else {
+        None
+    };
+
+    let mut net_matrix = Vec::new();
+    for ((from, to), r) in pair_list.iter().zip(&pair_reads) {
+        for (spec, m) in FIGURES.iter().zip(&r.figures) {
+            if let (Some(metric), Some(m)) = (spec.matrix_metric, m) {
+                net_matrix.push(MatrixEntry {
+                    from: from.clone(),
+                    to: to.clone(),
+                    proto: "tcp".into(),
+                    metric: metric.into(),
+                    value: m.value,
+                });
+            }
+        }
+    }
+
+    let figures = FIGURES
+        .iter()
+        .enumerate()
+        .filter_map(|(i, spec)| {
+            let per_node: Vec<(&String, Measured)> = match spec.source {
+                Source::Node => plan
+                    .nodes
+                    .iter()
+                    .zip(&node_reads)
+                    .filter_map(|(n, r)| r.figures[i].clone().map(|m| (n, m)))
+                    .collect(),
+                // A node's network figure: the median over the pairs where it is the client.
+                Source::Pairs => plan
+                    .nodes
+                    .iter()
+                    .filter_map(|n| {
+                        let mine: Vec<&Measured> = pair_list
+                            .iter()
+                            .zip(&pair_reads)
+                            .filter(|((from, _), _)| from == n)
+                            .filter_map(|(_, r)| r.figures[i].as_ref())
+                            .collect();
+                        let first = mine.first()?;
+                        let values: Vec<f64> = mine.iter().map(|m| m.value).collect();
+                        Some((
+                            n,
+                            Measured {
+                                value: stats::median(&values),
+                                unit: first.unit.clone(),
+                                higher_is_better: first.higher_is_better,
+                            },
+                        ))
+                    })
+                    .collect(),
+            };
+            figure(spec, &per_node, cfg)
+        })
+        .collect();
+
+    Ok(FleetDoc {
+        schema: FLEET_SCHEMA.into(),
+        fleet_id: plan.fleet_id,
+        started_at: plan.created_at,
+        finished_at,
+        generated_at: hostbench_core::model::now_rfc3339(),
+        profile: plan.profile,
+        scale: plan.scale,
+        net_pairs: plan.net_pairs,
+        job_id: plan.job_id,
+        partition: plan.partition,
+        outlier_threshold: cfg.outlier,
+        robust_limit: cfg.robust_limit,
+        nodes,
+        not_measured: plan.not_measured,
+        figures,
+        pairs: pair_list
+            .iter()
+            .zip(&pair_reads)
+            .map(|((from, to), r)| PairEntry {
+                from: from.clone(),
+                to: to.clone(),
+                status: r.status,
+                reason: r.reason.clone(),
+            })
+            .collect(),
+        net_matrix,
+    })
+}
+
+/// The fleet statistics and outliers of one figure; `None` when no node has it.
+fn figure(
+    spec: &super::figures::FigureSpec,
+    per_node: &[(&String, Measured)],
+    cfg: &FleetConfig,
+) -> Option<Figure> {
+    let (_, first) = per_node.first()?;
+    let values: Vec<f64> = per_node.iter().map(|(_, m)| m.value).collect();
+    let s = stats::summarize(&values)?;
+    let hib = first.higher_is_better;
+    let outliers = per_node
+        .iter()
+        .filter_map(|(n, m)| {
+            stats::outlier_why(m.value, &s, hib, cfg).map(|why| Outlier {
+                node: (*n).clone(),
+                value: m.value,
+                why,
+                worse: if hib {
+                    m.value < s.median
+                } else {
+                    m.value > s.median
+                },
+            })
+        })
+        .collect();
+    Some(Figure {
+        id: spec.id.into(),
+        label: spec.label.into(),
+        benchmark: spec.benchmark.into(),
+        params: spec.params(),
+        unit: first.unit.clone(),
+        higher_is_better: hib,
+        summary: s,
+        outliers,
+        values: per_node
+            .iter()
+            .map(|(n, m)| NodeValue {
+                node: (*n).clone(),
+                value: m.value,
+            })
+            .collect(),
+    })
+}
+
+fn read_plan(dir: &FleetDir) -> Result<Plan, ReportError> {
+    let root = dir.root().display();
+    if !dir.root().is_dir() {
+        return Err(ReportError::bad(format!("{root}: not a directory")));
+    }
+    let path = dir.plan();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ReportError::bad(format!(
+                "{root}: not a fleet directory (no plan.json)"
+            )))
+        }
+        Err(e) => {
+            return Err(ReportError::bad(format!(
+                "{}: {}",
+                path.display(),
+                one_line(&e.to_string())
+            )))
+        }
+    };
+    let plan: Plan = serde_json::from_str(&text).map_err(|e| {
+        ReportError::bad(format!(
+            "{}: not a fleet plan ({})",
+            path.display(),
+            one_line(&e.to_string())
+        ))
+    })?;
+    if plan.schema != PLAN_SCHEMA {
+        return Err(ReportError::bad(format!(
+            "{}: schema '{}' is not {PLAN_SCHEMA}",
+            path.display(),
+            plan.schema
+        )));
+    }
+    Ok(plan)
+}
+
+/// `f` over `items` on all cores, results in `items`' order.
+fn parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(threads).max(1);
+    if items.len() <= 1 || threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| match h.join() {
+                Ok(v) => v,
+                // A panic while reading is a bug; re-raise it on this thread rather than hide it.
+                Err(p) => std::panic::resume_unwind(p),
+            })
+            .collect()
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A status file: `Ok(None)` when absent, `Err(reason)` when unreadable.
+fn read_status(path: &Path, rel: &str) -> Result<Option<StatusFile>, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| format!("{rel} unreadable: {}", one_line(&e.to_string()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{rel} unreadable: {}", one_line(&e.to_string()))),
+    }
+}
+
+/// A run file: `None` when absent.
+fn read_run(path: &Path, rel: &str) -> Option<Result<RunResult, String>> {
+    match std::fs::read(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(one_line(&e.to_string()))),
+        Ok(bytes) => Some(match String::from_utf8(bytes) {
+            Ok(text) => parse_node_run(&text, rel),
+            Err(_) => Err(format!("{rel}: not UTF-8 text")),
+        }),
+    }
+}
+
+/// A run file's text as a run. Straight into the model first: `parse_run` goes through a JSON
+/// tree to name what is wrong with a bad file, which at 1,000 nodes was most of the report's
+/// time; a file that fails the direct parse (or names another schema) gets its diagnosis from it.
+fn parse_node_run(text: &str, rel: &str) -> Result<RunResult, String> {
+    match serde_json::from_str::<RunResult>(text) {
+        Ok(run) if run.schema == SCHEMA => Ok(run),
+        _ => parse_run(text, rel).map_err(|e| e.to_string()),
+    }
+}
+
+/// The status of a node or pair from its status file and its run file.
+///
+/// The status file is the launcher's word, the run file the measurement's: a run file that
+/// cannot be read fails the node whatever the status says, and a finished node whose run file
+/// never appeared is failed with the likeliest cause (the directory is not shared).
+fn resolve(
+    status: Result<Option<StatusFile>, String>,
+    run: Option<Result<RunResult, String>>,
+    run_rel: &str,
+    source: Source,
+    missing: impl FnOnce() -> String,
+) -> Read {
+    let mut notes: Vec<String> = Vec::new();
+    let status = match status {
+        Ok(s) => s,
+        Err(why) => {
+            notes.push(why);
+            None
+        }
+    };
+    let said = status.as_ref().map(|s| s.status);
+    if let Some(r) = status.as_ref().and_then(|s| s.reason.clone()) {
+        notes.insert(0, r);
+    }
+    let mut read = Read {
+        status: said.unwrap_or(Status::Failed),
+        reason: None,
+        run: None,
+        finished_at: None,
+        figures: vec![None; FIGURES.len()],
+    };
+    match run {
+        Some(Ok(run)) => {
+            read.run = Some(run_rel.to_string());
+            read.status = said.unwrap_or(if run.finished_at.is_some() {
+                Status::Ok
+            } else {
+                Status::Running
+            });
+            read.finished_at = run.finished_at.clone();
+            read.figures = extract(&run.records, source);
+        }
+        Some(Err(why)) => {
+            read.status = Status::Failed;
+            notes.push(format!("run.json unreadable: {why}"));
+        }
+        None => match said {
+            Some(Status::Failed | Status::Skipped) => {
+                if notes.is_empty() {
+                    notes.push("no reason given".into());
+                }
+            }
+            Some(Status::Pending) => notes.push("not started yet".into()),
+            Some(Status::Running) => notes.push("no results yet".into()),
+            Some(Status::Ok) | None => {
+                read.status = Status::Failed;
+                notes.push(missing());
+            }
+        },
+    }
+    read.reason = (!notes.is_empty()).then(|| notes.join("; "));
+    read
+}
+
+fn read_node(dir: &FleetDir, node: &str) -> Read {
+    if !valid_node_name(node) {
+        // Never joined onto a path: a hostile name must not escape the fleet directory.
+        return Read {
+            status: Status::Failed,
+            reason: Some(format!("invalid node name '{node}' in plan.json")),
+            run: None,
+            finished_at: None,
+            figures: vec![None; FIGURES.len()],
+        };
+    }
+    let rel = format!("nodes/{node}/run.json");
+    let node_dir = dir.node_dir(node);
+    resolve(
+        read_status(&dir.node_status(node), &format!("nodes/{node}/status.json")),
+        read_run(&dir.node_run(node), &rel),
+        &rel,
+        Source::Node,
+        || {
+            format!(
+                "no run.json appeared in {}: is the fleet directory on a filesystem every node shares?",
+                node_dir.display()
+            )
+        },
+    )
+}
+
+fn read_pair(dir: &FleetDir, from: &str, to: &str) -> Read {
+    if !valid_node_name(from) || !valid_node_name(to) {
+        return Read {
+            status: Status::Failed,
+            reason: Some(format!(
+                "invalid node name in pair '{from}--{to}' of plan.json"
+            )),
+            run: None,
+            finished_at: None,
+            figures: vec![None; FIGURES.len()],
+        };
+    }
+    let rel = format!("net/{from}--{to}.json");
+    resolve(
+        read_status(
+            &dir.pair_status(from, to),
+            &format!("net/{from}--{to}.status.json"),
+        ),
+        read_run(&dir.pair_run(from, to), &rel),
+        &rel,
+        Source::Pairs,
+        || format!("no result appeared in {}", dir.pair_run(from, to).display()),
+    )
+}

@@ -258,7 +258,7 @@ mod tests {
             interval: None,
             pages: Pages::Huge,
             seed: 1,
-            reference: true,
+            reference: hostbench_core::subsystem::ReferenceScope::All,
         };
         let a = fio_args(
             &c,

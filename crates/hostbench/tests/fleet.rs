@@ -354,6 +354,55 @@ fn fleet_on_a_three_node_slurm_cluster() {
     }
     // The shaper is a hard limit: node3's sends cannot exceed 200 Mbit/s (plus burst).
     assert!(tput["node3"] < 4e8, "{tput:?}");
+    // The fleet report: every node ok, the matrix, node3 the network outlier.
+    let doc = json(&dir_a.join("fleet.json"));
+    assert_eq!(doc["schema"], "hostbench/fleet/v1");
+    assert_eq!(
+        doc["fleet_id"],
+        dir_a.file_name().expect("id").to_string_lossy().as_ref()
+    );
+    for n in doc["nodes"].as_array().expect("nodes") {
+        assert_eq!(n["status"], "ok", "{n}");
+        assert!(
+            n["run"].as_str().is_some_and(|r| r.ends_with("run.json")),
+            "{n}"
+        );
+    }
+    let matrix = doc["net_matrix"].as_array().expect("matrix");
+    let cell = |from: &str, to: &str, metric: &str| {
+        matrix
+            .iter()
+            .find(|c| c["from"] == from && c["to"] == to && c["metric"] == metric)
+            .and_then(|c| c["value"].as_f64())
+    };
+    for (from, to) in [("node1", "node2"), ("node2", "node3"), ("node3", "node1")] {
+        assert_eq!(
+            cell(from, to, "throughput"),
+            Some(tput[from]),
+            "{from}->{to}"
+        );
+        assert!(
+            cell(from, to, "rtt").is_some_and(|v| v > 0.0),
+            "{from}->{to}"
+        );
+    }
+    let net = doc["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
+        .expect("the network figure");
+    let outliers = net["outliers"].as_array().expect("outliers");
+    let node3 = outliers
+        .iter()
+        .find(|o| o["node"] == "node3")
+        .unwrap_or_else(|| panic!("node3 is the network outlier: {net}"));
+    assert!(
+        node3["why"].as_str().is_some_and(|w| !w.is_empty()),
+        "{node3}"
+    );
+    for f in ["fleet.md", "fleet.html"] {
+        let text = std::fs::read_to_string(dir_a.join(f)).expect(f);
+        assert!(text.contains("node3"), "{f}");
+    }
 
     // 2. A node busy with another job: --busy skip measures the idle ones and says why.
     let blocker = cluster.slurm(
@@ -411,6 +460,11 @@ fn fleet_on_a_three_node_slurm_cluster() {
             .as_str()
             .is_some_and(|r| r.contains("busy")),
         "{plan}"
+    );
+    let doc = json(&dir_busy.join("fleet.json"));
+    assert_eq!(
+        doc["not_measured"][0]["node"], "node1",
+        "the report lists it: {doc}"
     );
     cluster.slurm("scancel", &[&blocker]);
     wait_for("node1 idle", Duration::from_secs(30), || {
@@ -478,6 +532,16 @@ fn fleet_on_a_three_node_slurm_cluster() {
     assert_eq!(
         status(&dir_b, "net/node3--node1.status.json")["status"],
         "ok"
+    );
+    let doc = json(&dir_b.join("fleet.json"));
+    let node2 = doc["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["node"] == "node2"))
+        .expect("node2 row");
+    assert_eq!(node2["status"], "failed", "{node2}");
+    assert!(
+        node2["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{node2}"
     );
 
     // 4. The job cancelled mid-run: what the nodes measured stays, each node says why it ended.

@@ -77,13 +77,20 @@ fn circle(n: usize) -> Vec<Vec<Pair>> {
     let m = n + n % 2;
     let mut ring: Vec<usize> = (0..m).collect();
     let mut rounds = Vec::with_capacity(m - 1);
-    for r in 0..m - 1 {
+    for _ in 0..m - 1 {
         let mut round = Vec::with_capacity(m / 2);
         for i in 0..m / 2 {
             let (a, b) = (ring[i], ring[m - 1 - i]);
             if a < n && b < n {
-                // Alternate who serves so no node is always the client.
-                round.push(if (r + i) % 2 == 0 { (a, b) } else { (b, a) });
+                // Who is the client: of (lo, hi), lo when hi − lo is odd, else hi. Each node is
+                // then the client of about half its pairs ((N−1)/2 exactly for odd N), so every
+                // node has a figure of its own sends.
+                let (lo, hi) = (a.min(b), a.max(b));
+                round.push(if (hi - lo) % 2 == 1 {
+                    (lo, hi)
+                } else {
+                    (hi, lo)
+                });
             }
         }
         rounds.push(round);
@@ -156,6 +163,14 @@ mod tests {
             assert_eq!(rounds.len(), expect_rounds, "n={n}");
             if n % 2 == 0 {
                 assert!(rounds.iter().all(|r| r.len() == n / 2));
+            }
+            // Every node is the client of about half its pairs.
+            let mut clients = vec![0usize; n];
+            for &(c, _) in rounds.iter().flatten() {
+                clients[c] += 1;
+            }
+            for (node, &k) in clients.iter().enumerate() {
+                assert!(k + 1 >= (n - 1) / 2 && k <= n / 2, "n={n} node {node}: {k}");
             }
         }
     }

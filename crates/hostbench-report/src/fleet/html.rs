@@ -28,7 +28,7 @@ const PAIR_LIST_MAX: usize = 500;
 const WIDTH: f64 = 900.0;
 
 const FLEET_STYLE: &str = "
-td.w { background: #f8d0cc; } td.b { background: #d0e0f8; } td.bad { color: #b00; }
+td.w { background: #f8d0cc; } td.b { background: #cfeedd; } td.bad { color: #b00; }
 table.results td.node { font-family: monospace; }
 .wrap { max-height: 36em; overflow: auto; }
 .wrap thead th { position: sticky; top: 0; }
@@ -136,7 +136,7 @@ fn node_table(doc: &FleetDoc, o: &mut String) {
     let _ = writeln!(o, "</tbody>\n</table>\n</div>");
     let _ = writeln!(
         o,
-        "<p class=\"common\">{WORSE} red: worse outlier; {BETTER} blue: better outlier (hover a cell for why).</p>\n</section>"
+        "<p class=\"common\">{WORSE} red: worse outlier; {BETTER} green: better outlier (hover a cell for why).</p>\n</section>"
     );
 }
 

@@ -13,9 +13,12 @@
 //!   higher-is-better figure `value < median · (1 − t)`, for a lower-is-better one (latency)
 //!   `value > median · (1 + t)`. Only the bad side: a node faster than its peers is not a problem
 //!   this rule is meant to find.
-//! - *robust*: `|value − median| / (1.4826 · MAD) > 3.5`, either side, when MAD > 0 (when more than
-//!   half the nodes agree exactly, MAD is 0 and this rule says nothing; the threshold rule still
-//!   does).
+//! - *robust*: `|value − median| / max(1.4826 · MAD, 1 % of the median) > 3.5`, either side,
+//!   when MAD > 0 (when more than half the nodes agree exactly, MAD is 0 and this rule says
+//!   nothing; the threshold rule still does). The floor is the repeatability of a measurement on
+//!   a real machine: three nodes at 8.190, 8.191 and 8.205 GFLOP/s have a MAD of almost nothing,
+//!   and without the floor the third would be "dozens of robust deviations" away for a 0.2 %
+//!   difference no benchmark can resolve.
 //!
 //! Spread is `(max − min) / median`: the fleet's range as a fraction of its typical node, so
 //! 0.05 reads "the slowest and the fastest node are 5 % of a typical node apart".
@@ -28,6 +31,14 @@ pub const DEFAULT_OUTLIER: f64 = 0.10;
 pub const ROBUST_LIMIT: f64 = 3.5;
 /// Scales the MAD to estimate a normal population's standard deviation.
 pub const MAD_SCALE: f64 = 1.4826;
+/// The least robust deviation, as a fraction of the median: differences below a benchmark's
+/// repeatability (about 1 % on a quiet machine) are not evidence of an odd node.
+pub const NOISE_FLOOR: f64 = 0.01;
+
+/// One robust deviation of `s`: 1.4826 · MAD, at least `NOISE_FLOOR` of the median.
+pub fn robust_scale(s: &Summary) -> f64 {
+    (MAD_SCALE * s.mad).max(NOISE_FLOOR * s.median.abs())
+}
 
 /// How outliers are found.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -110,7 +121,8 @@ pub fn outlier_why(
         }
     }
     if s.mad > 0.0 {
-        let z = (value - s.median) / (MAD_SCALE * s.mad);
+        let scale = robust_scale(s);
+        let z = (value - s.median) / scale;
         if z.abs() > cfg.robust_limit {
             let side = if z < 0.0 { "below" } else { "above" };
             // Just past the limit must not read as the limit itself ("3.5" for 3.52).
@@ -148,6 +160,15 @@ mod tests {
         assert_eq!((s.min, s.max), (1.0, 100.0));
         assert_eq!(s.spread, 99.0 / 3.0);
         assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn differences_below_the_noise_floor_are_not_outliers() {
+        let s = summarize(&[8.190, 8.191, 8.205]).unwrap();
+        assert!(s.mad > 0.0);
+        assert!(outlier_why(8.205, &s, true, &cfg()).is_none());
+        // 10 % off is still far outside 1 % repeatability.
+        assert!(outlier_why(9.0, &s, true, &cfg()).is_some());
     }
 
     #[test]
@@ -203,7 +224,7 @@ mod tests {
         );
         assert!(outlier_why(100.0, &s, true, &cfg()).is_none());
         // Just past the limit is printed with the digit that shows it is past.
-        let edge = s.median - 3.52 * MAD_SCALE * s.mad;
+        let edge = s.median - 3.52 * robust_scale(&s);
         let why = outlier_why(edge, &s, true, &cfg()).unwrap();
         assert!(why.starts_with("3.52 robust"), "{why}");
     }

@@ -98,7 +98,7 @@ pub(crate) fn counts_line(doc: &FleetDoc) -> String {
 /// The legend of the outlier marks.
 pub(crate) fn legend(doc: &FleetDoc) -> String {
     format!(
-        "{WORSE} outlier, worse than the fleet median by more than {} or by more than {} robust deviations (1.4826 x MAD); {BETTER} more than {} robust deviations better; {MISSING} not measured. Spread = (max - min) / median.",
+        "{WORSE} outlier, worse than the fleet median by more than {} or by more than {} robust deviations (1.4826 x MAD, at least 1 % of the median); {BETTER} more than {} robust deviations better; {MISSING} not measured. Spread = (max - min) / median.",
         percent(doc.outlier_threshold),
         doc.robust_limit,
         doc.robust_limit

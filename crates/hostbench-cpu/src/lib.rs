@@ -17,6 +17,7 @@ pub mod subsystem;
 
 pub use subsystem::{Cpu, Linpack};
 
+use hostbench_core::subsystem::ReferenceScope;
 use std::time::Duration;
 
 use hostbench_core::model::{Host, Metric, Record};
@@ -61,7 +62,7 @@ pub struct CpuConfig {
     /// Run likwid-bench's matching peakflops kernel after each FP case (side by side).
     /// Which cases run likwid-bench beside them (the headline: f64, the widest ISA likwid has,
     /// the most threads).
-    pub reference: hostbench_core::subsystem::ReferenceScope,
+    pub reference: ReferenceScope,
 }
 
 impl Default for CpuConfig {
@@ -73,7 +74,7 @@ impl Default for CpuConfig {
             scaling: Scaling::Strong,
             ops: None,
             duration: Duration::from_millis(300),
-            reference: hostbench_core::subsystem::ReferenceScope::Off,
+            reference: ReferenceScope::Off,
         }
     }
 }
@@ -233,7 +234,12 @@ pub fn run_compute(
                     if cfg.reference.wants(headline)
                         && reference::likwid_kernel(dtype, isa).is_some()
                     {
-                        attach_reference(rec, dtype, isa, threads, runner_repeat);
+                        // The headline alone: one peer run, as `run` promises (cheap).
+                        let runs = match cfg.reference {
+                            ReferenceScope::All => runner_repeat,
+                            _ => 1,
+                        };
+                        attach_reference(rec, dtype, isa, threads, runs);
                     }
                 },
             )?;
@@ -254,6 +260,17 @@ fn attach_reference(rec: &mut Record, dtype: Dtype, isa: Isa, threads: usize, ru
                         "likwid-bench {}",
                         reference::likwid_args(k, threads).join(" ")
                     )),
+                );
+            }
+            if !(0.9..=1.1).contains(&r.ratio) {
+                rec.extra.insert(
+                    "reference_note".into(),
+                    json!(
+                        "likwid-bench runs after hostbench, at the clock of its own moment: \
+                         under turbo, a frequency licence or a busy neighbour the two runs see \
+                         different clocks (hostbench's is extra.clock_hz); a debug build of \
+                         hostbench is also far slower"
+                    ),
                 );
             }
             rec.reference = Some(r);
@@ -535,7 +552,7 @@ mod tests {
             scaling: Scaling::Weak,
             ops: Some(2e6),
             duration: Duration::from_millis(10),
-            reference: hostbench_core::subsystem::ReferenceScope::Off,
+            reference: ReferenceScope::Off,
         };
         run_compute(&mut runner, &cfg, &Host::default(), &Spec::default()).unwrap();
         let res = runner.finish().unwrap();

@@ -816,7 +816,13 @@ fn fio_beside(
     let args = reference::fio_args(c, kind, direct, &setup.file, setup.file_bytes, cfg, huge);
     let command = format!("fio {}", args.join(" "));
     let limit = cfg.duration + cfg.ramp + Duration::from_secs(60);
-    let outcome = reference::run_fio(&args, tp.samples.len(), limit).and_then(|runs| {
+    // Beside the headline alone (`run`'s default): one fio run, cheap; with --reference as many
+    // runs as the case had samples.
+    let runs = match cfg.reference {
+        hostbench_core::subsystem::ReferenceScope::All => tp.samples.len(),
+        _ => 1,
+    };
+    let outcome = reference::run_fio(&args, runs, limit).and_then(|runs| {
         reference::references(
             &runs,
             &reference::fio_version(),
@@ -839,6 +845,21 @@ fn fio_beside(
                          huge pages: large blocks may differ for that alone"
                             .into(),
                     );
+                }
+                let outside = reference
+                    .as_ref()
+                    .is_some_and(|x| !(0.9..=1.1).contains(&x.ratio));
+                if outside {
+                    let why = if cfg.pages == Pages::Huge && !huge && c.block > 64 << 10 {
+                        "fio's I/O buffers were 4 KiB pages, hostbench's huge pages: a large \
+                         block from scattered pages reaches a virtio disk as many DMA segments \
+                         (reserve vm.nr_hugepages, or run both with --pages 4k, for like for like)"
+                    } else {
+                        "fio ran right after hostbench, same parameters, same file: a virtual \
+                         disk's throughput moves by more than 10 % between runs (host cache, \
+                         other tenants); compare medians over several runs (scripts/bench/disk-vs-fio)"
+                    };
+                    r.extra.insert("reference_note".into(), json!(why));
                 }
                 r.reference = reference;
             }

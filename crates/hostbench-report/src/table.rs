@@ -317,7 +317,12 @@ fn build_row<'a>(r: &'a Record, shown: &[String], bases: &mut Vec<String>) -> Ro
         units::human(r.value, unit)
     };
     let reference = r.reference.as_ref().map_or(DASH.to_string(), |rf| {
-        format!("{} ({})", units::human(rf.value, unit), rf.tool)
+        format!(
+            "{} ({}, ×{:.2})",
+            units::human(rf.value, unit),
+            rf.tool,
+            rf.ratio
+        )
     });
     let theoretical = r.peak.as_ref().map_or(DASH.to_string(), |p| {
         format!("{} [{}]", units::human(p.value, unit), basis.unwrap_or(0))
@@ -357,6 +362,36 @@ pub fn extra_line(r: &Record) -> Option<String> {
     ))
 }
 
+/// Like for like, hostbench and the reference tool agree within this band (the ratio ×N in the
+/// table is hostbench / reference, the right way round for latency): outside it a row gets a
+/// note saying why, from the record (`extra.reference_note`, set by the subsystem that knows the
+/// tools' methodological differences) or that no known difference explains it.
+pub const RATIO_BAND: (f64, f64) = (0.9, 1.1);
+
+/// The note of a record whose ratio to its reference is outside `RATIO_BAND`.
+pub fn ratio_note(r: &Record) -> Option<String> {
+    let rf = r.reference.as_ref()?;
+    if (RATIO_BAND.0..=RATIO_BAND.1).contains(&rf.ratio) {
+        return None;
+    }
+    let why = r
+        .extra
+        .get("reference_note")
+        .and_then(Value::as_str)
+        .map_or_else(
+            || {
+                "no known methodological difference explains it: a real gap, or noise (rerun \
+                 with a larger --repeat)"
+                    .to_string()
+            },
+            str::to_string,
+        );
+    Some(format!(
+        "×{:.2} {} is outside {:.1}–{:.1}: {why}",
+        rf.ratio, rf.tool, RATIO_BAND.0, RATIO_BAND.1
+    ))
+}
+
 /// Warnings of a benchmark's records; one carried by several records is said once, with a count.
 fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -366,6 +401,11 @@ fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
         }
     }
     let mut notes = Vec::new();
+    for r in recs {
+        if let Some(n) = ratio_note(r) {
+            notes.push(format!("{} {}: {n}", r.benchmark, row_label(r, shown)));
+        }
+    }
     let mut said: Vec<&str> = Vec::new();
     for r in recs {
         for w in &r.warnings {
@@ -435,11 +475,48 @@ mod tests {
         let gpu = &rep.sections[4].groups[0];
         assert_eq!(gpu.rows[0].cells[1], "—");
         let cpu = &rep.sections[0].groups[0];
-        assert_eq!(cpu.rows[0].cells[4], "95.0 GFLOP/s (likwid-bench)");
+        assert!(
+            cpu.rows[0].cells[4].starts_with("95.0 GFLOP/s (likwid-bench, ×"),
+            "{}",
+            cpu.rows[0].cells[4]
+        );
         assert_eq!(cpu.rows[0].cells[6], "98.0 %");
         assert_eq!(cpu.rows[0].cells[7], "95.0 %");
         assert_eq!(cpu.rows[0].cells[5], "100 GFLOP/s [1]");
         assert_eq!(rep.bases[0], "2 cores x 3.0 GHz x 16 FLOP/cycle");
+    }
+
+    #[test]
+    fn a_ratio_outside_the_band_gets_a_note() {
+        let run = synthetic_run();
+        let mut r = run
+            .records
+            .iter()
+            .find(|r| r.reference.is_some())
+            .expect("a record with a reference")
+            .clone();
+        assert!(ratio_note(&r).is_none(), "in band: no note");
+        if let Some(rf) = r.reference.as_mut() {
+            rf.ratio = 2.05;
+        }
+        let generic = ratio_note(&r).expect("a note");
+        assert!(
+            generic.starts_with("×2.05 ") && generic.contains("outside 0.9–1.1"),
+            "{generic}"
+        );
+        assert!(
+            generic.contains("no known methodological difference"),
+            "{generic}"
+        );
+        r.extra.insert(
+            "reference_note".into(),
+            json!("fio's buffers were 4 KiB pages"),
+        );
+        let known = ratio_note(&r).expect("a note");
+        assert!(
+            known.ends_with(": fio's buffers were 4 KiB pages"),
+            "{known}"
+        );
     }
 
     #[test]

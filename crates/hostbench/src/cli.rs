@@ -51,8 +51,22 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// The manual page (roff) on stdout, or one page per command written into a directory.
     Man(ManArgs),
-    /// The JSON Schema of the result document (`hostbench/result/v1`) on stdout.
-    Schema,
+    /// The JSON Schema of a document on stdout: the result (`hostbench/result/v1`, default) or
+    /// the fleet report (`hostbench/fleet/v1`).
+    Schema(SchemaArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which document: result (run.json and every --json) or fleet (fleet.json).
+    #[arg(value_enum, default_value = "result")]
+    pub document: SchemaDoc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaDoc {
+    Result,
+    Fleet,
 }
 
 #[derive(Debug, Args)]

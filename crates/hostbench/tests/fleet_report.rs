@@ -343,3 +343,28 @@ fn bad_input_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a fleet plan"));
 }
+
+/// `hostbench schema fleet` is a valid JSON Schema that a real fleet document satisfies, and that
+/// rejects one breaking the contract.
+#[test]
+fn fleet_documents_validate_against_the_published_schema() {
+    let schema = json_of(&run_ok("schema fleet", &[]));
+    assert_eq!(schema["$id"], "hostbench/fleet/v1");
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = troubled_fleet(&tmp.path().join("f"));
+    let out = hostbench()
+        .args(["fleet", "report", "--json", "-"])
+        .arg(dir.root())
+        .output()
+        .expect("run");
+    let doc = json_of(&out);
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut broken = doc.clone();
+    broken.as_object_mut().expect("object").remove("nodes");
+    assert!(!validator.is_valid(&broken));
+    let mut renamed = doc;
+    renamed["schema"] = Value::from("hostbench/result/v1");
+    assert!(!validator.is_valid(&renamed));
+}

@@ -15,7 +15,17 @@ use super::stats::Summary;
 /// The fleet document's schema tag.
 pub const FLEET_SCHEMA: &str = "hostbench/fleet/v1";
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The JSON Schema of the fleet document (`hostbench schema fleet`), generated from the very types
+/// fleet.json is written from.
+pub fn fleet_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(FleetDoc).to_value();
+    schema["$id"] = serde_json::Value::from(FLEET_SCHEMA);
+    schema["title"] = serde_json::Value::from("hostbench fleet document");
+    schema["properties"]["schema"] = serde_json::json!({ "const": FLEET_SCHEMA });
+    schema
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FleetDoc {
     pub schema: String,
     pub fleet_id: String,
@@ -49,7 +59,7 @@ pub struct FleetDoc {
     pub net_matrix: Vec<MatrixEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeEntry {
     pub node: String,
     pub status: Status,
@@ -60,7 +70,7 @@ pub struct NodeEntry {
 }
 
 /// One headline figure over the fleet.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figure {
     /// Stable short name (`cpu_fp64`, `dram_triad`, …).
     pub id: String,
@@ -81,7 +91,7 @@ pub struct Figure {
     pub values: Vec<NodeValue>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Outlier {
     pub node: String,
     pub value: f64,
@@ -91,14 +101,14 @@ pub struct Outlier {
     pub worse: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeValue {
     pub node: String,
     pub value: f64,
 }
 
 /// One pair of the network phase: `from` ran the client against the server on `to`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PairEntry {
     pub from: String,
     pub to: String,
@@ -107,7 +117,7 @@ pub struct PairEntry {
 }
 
 /// One cell of the node × node network matrix.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MatrixEntry {
     pub from: String,
     pub to: String,

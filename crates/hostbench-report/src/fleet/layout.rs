@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 pub const PLAN_SCHEMA: &str = "hostbench/fleet-plan/v1";
 
 /// Where a node or a pair stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Allocated, not started yet.
@@ -58,7 +58,7 @@ impl Status {
 }
 
 /// `nodes/<node>/status.json` and `net/<from>--<to>.status.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusFile {
     pub status: Status,
     /// Why it failed or was skipped, one line.
@@ -86,14 +86,14 @@ impl StatusFile {
 }
 
 /// A node that was asked for but not measured, and why (busy, down, drained, not allocated).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotMeasured {
     pub node: String,
     pub reason: String,
 }
 
 /// `plan.json`: what this fleet run set out to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     pub schema: String,
     pub fleet_id: String,

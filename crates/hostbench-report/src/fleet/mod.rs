@@ -14,7 +14,7 @@ mod text;
 use std::path::PathBuf;
 
 pub use build::build;
-pub use doc::{FleetDoc, FLEET_SCHEMA};
+pub use doc::{fleet_schema, FleetDoc, FLEET_SCHEMA};
 pub use html::render_html;
 pub use stats::{FleetConfig, DEFAULT_OUTLIER};
 pub use text::{render_markdown, render_terminal};

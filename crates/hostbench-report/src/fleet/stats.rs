@@ -59,7 +59,7 @@ impl Default for FleetConfig {
 }
 
 /// Median, range, spread and MAD of one figure over the nodes that have it.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     pub n: usize,
     pub median: f64,

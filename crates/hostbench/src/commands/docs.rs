@@ -44,8 +44,11 @@ pub fn man(args: &ManArgs) -> anyhow::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-pub fn schema() -> anyhow::Result<Exit> {
-    let schema = hostbench_core::model::result_schema();
+pub fn schema(args: &crate::cli::SchemaArgs) -> anyhow::Result<Exit> {
+    let schema = match args.document {
+        crate::cli::SchemaDoc::Result => hostbench_core::model::result_schema(),
+        crate::cli::SchemaDoc::Fleet => hostbench_report::fleet::fleet_schema(),
+    };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &schema)?;
     writeln!(out)?;

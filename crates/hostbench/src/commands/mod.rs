@@ -45,7 +45,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Peers(args) => peers::run(&args),
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
-        Command::Schema => docs::schema(),
+        Command::Schema(args) => docs::schema(&args),
     }
 }
 

@@ -149,6 +149,47 @@ pub fn reference(
     })
 }
 
+/// likwid-bench's version (`likwid-bench -v` → "likwid-bench -- Version 5.2.2"); not installed is
+/// `Unsupported` (a note on the record), found before any kernel is tried.
+pub fn likwid_version() -> Result<String, BenchError> {
+    spawn(LIKWID, &["-v".into()], false)?;
+    Ok(version(LIKWID, &["-v"], |l| {
+        l.split("Version").nth(1).map(|v| v.trim().to_string())
+    }))
+}
+
+/// likwid-bench's executable.
+pub const LIKWID: &str = "likwid-bench";
+
+/// One figure of a likwid-bench report: the number after `key` (`MFlops/s:`, `MByte/s:`), in
+/// the report's unit (mega: × 1e6 gives base units).
+pub fn likwid_figure(report: &str, key: &str) -> Option<f64> {
+    report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(key))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|m| m * 1e6)
+}
+
+/// likwid-bench `args` run `runs` times; each run's `key` figure in base units (a run that prints
+/// none fails, naming the kernel).
+pub fn likwid_runs(args: &[String], runs: usize, key: &str) -> Result<Vec<f64>, BenchError> {
+    // A run lasts its one-second minimum plus start-up; a hang is cut off, not waited for.
+    let limit = Duration::from_secs(60);
+    (0..runs.max(1))
+        .map(|_| {
+            let out = run(LIKWID, args, limit)?;
+            likwid_figure(&out.stdout, key).ok_or_else(|| {
+                BenchError::Failed(format!(
+                    "{LIKWID} {} gave no {key} line: {}",
+                    args.join(" "),
+                    out.stderr.lines().next().unwrap_or("no output")
+                ))
+            })
+        })
+        .collect()
+}
+
 /// Where `tool` is on PATH, if it is.
 pub fn locate(tool: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;

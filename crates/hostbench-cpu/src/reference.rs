@@ -6,8 +6,6 @@
 //! set is kept L1-resident (16 kB per thread). likwid 5.2's `-s` option can collapse to ten
 //! iterations, so its default one-second minimum runtime is used instead.
 
-use std::time::Duration;
-
 use hostbench_core::reference::{self as tools, Better};
 use hostbench_core::{BenchError, Reference};
 
@@ -40,29 +38,8 @@ pub fn likwid_args(kernel: &str, threads: usize) -> Vec<String> {
     ]
 }
 
-/// A likwid-bench run must finish within its one-second minimum plus this much (pinning and
-/// start-up take well under a second; a hang is cut off, not waited for).
-const RUN_LIMIT: Duration = Duration::from_secs(60);
-
-/// likwid-bench's version (`likwid-bench -v` → "likwid-bench -- Version 5.2.2").
-pub fn likwid_version() -> Result<String, BenchError> {
-    // Not installed is `Unsupported` (a note on the record), before any kernel is tried.
-    tools::spawn(TOOL, &["-v".into()], false)?;
-    Ok(tools::version(TOOL, &["-v"], |l| {
-        l.split("Version").nth(1).map(|v| v.trim().to_string())
-    }))
-}
-
-/// Parse the `MFlops/s:` line of likwid-bench's report into FLOP/s.
-pub fn parse_mflops(report: &str) -> Option<f64> {
-    report
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("MFlops/s:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(|m| m * 1e6)
-}
-
-/// Run the matching likwid-bench kernel `runs` times; the median is the reference value.
+/// likwid-bench's matching kernel beside a hostbench figure: `runs` runs, their median as the
+/// reference, the ratio hostbench / likwid.
 pub fn likwid_reference(
     dtype: Dtype,
     isa: Isa,
@@ -75,18 +52,8 @@ pub fn likwid_reference(
             "likwid-bench has no peakflops kernel for {dtype} {isa}"
         ))
     })?;
-    let version = likwid_version()?;
-    let mut values = Vec::new();
-    for _ in 0..runs.max(1) {
-        let out = tools::run(TOOL, &likwid_args(kernel, threads), RUN_LIMIT)?;
-        let v = parse_mflops(&out.stdout).ok_or_else(|| {
-            BenchError::Failed(format!(
-                "{TOOL} -t {kernel} gave no MFlops/s line: {}",
-                out.stderr.lines().next().unwrap_or("no output")
-            ))
-        })?;
-        values.push(v);
-    }
+    let version = tools::likwid_version()?;
+    let values = tools::likwid_runs(&likwid_args(kernel, threads), runs, "MFlops/s:")?;
     tools::reference(TOOL, version, &values, hostbench_value, Better::Higher)
 }
 
@@ -97,8 +64,8 @@ mod tests {
     #[test]
     fn parses_likwid_report() {
         let report = "Time:\t\t1.66e+00 sec\nMFlops/s:\t\t56674.69\nMByte/s:\t\t15113.25\n";
-        assert_eq!(parse_mflops(report), Some(56674.69e6));
-        assert_eq!(parse_mflops("no numbers here"), None);
+        assert_eq!(tools::likwid_figure(report, "MFlops/s:"), Some(56674.69e6));
+        assert_eq!(tools::likwid_figure("no numbers here", "MFlops/s:"), None);
     }
 
     #[test]

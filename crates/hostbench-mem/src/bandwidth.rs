@@ -157,6 +157,8 @@ pub struct Timing {
     pub duration: Duration,
     pub pages: Pages,
     pub seed: u64,
+    /// Run likwid-bench's matching kernel this many times beside the case (None: not at all).
+    pub reference: Option<usize>,
 }
 
 /// The per-thread geometry a point resolves to.
@@ -634,6 +636,9 @@ fn measure(
             rec.extra
                 .insert("huge_fraction".into(), json!(huge_fraction));
             rec.extra.insert("validated".into(), json!(true));
+            if let Some(runs) = timing.reference {
+                attach_likwid(rec, point, total_bytes, threads, runs);
+            }
             if level == "DRAM" {
                 rec.extra.insert("traffic_factor".into(), json!(factor));
                 rec.extra
@@ -653,6 +658,40 @@ fn measure(
     )
 }
 
+/// likwid-bench beside the record just measured; a point without a likwid kernel, or a missing
+/// tool, is a warning on the record, never a failed case.
+fn attach_likwid(rec: &mut Record, point: &Point, working_set: u64, threads: usize, runs: usize) {
+    let Some(kernel) = crate::reference::likwid_kernel(point) else {
+        rec.warnings.push(
+            "reference: likwid-bench has no kernel for this point (only whole-array sequential \
+             read, write, copy and triad)"
+                .into(),
+        );
+        return;
+    };
+    match crate::reference::likwid_reference(&kernel, working_set, threads, runs, rec.value) {
+        Ok(r) => {
+            let args = crate::reference::likwid_args(&kernel, working_set, threads);
+            rec.extra.insert(
+                "reference_command".into(),
+                json!(format!("likwid-bench {}", args.join(" "))),
+            );
+            if !(0.9..=1.1).contains(&r.ratio) {
+                rec.extra.insert(
+                    "reference_note".into(),
+                    json!(
+                        "likwid-bench pins its threads itself and runs after hostbench; on a \
+                         shared or virtual machine DRAM bandwidth moves by more than 10 % from \
+                         one run to the next (BENCHMARKS.md: per-round ratios 0.74–1.71)"
+                    ),
+                );
+            }
+            rec.reference = Some(r);
+        }
+        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,6 +708,7 @@ mod tests {
             duration: Duration::from_millis(2),
             pages: Pages::Small,
             seed: 1,
+            reference: None,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod latency;
 pub mod order;
 pub mod peak;
+pub mod reference;
 pub mod sizing;
 pub mod subsystem;
 
@@ -26,6 +27,7 @@ pub use buffer::{Pages, Region};
 pub use kernels::Isa;
 pub use order::{Pattern, Permutation};
 
+use hostbench_core::subsystem::ReferenceScope;
 use std::time::Duration;
 
 use hostbench_core::model::Host;
@@ -97,6 +99,9 @@ pub struct MemConfig {
     /// Page size of bandwidth arrays.
     pub pages: Pages,
     pub seed: u64,
+    /// Which bandwidth cases run likwid-bench beside them (the headline: triad at the most
+    /// threads).
+    pub reference: ReferenceScope,
 }
 
 pub use hostbench_core::parallel::{default_threads, MAX_THREADS};
@@ -218,6 +223,7 @@ impl Default for MemConfig {
             duration: Duration::from_millis(200),
             pages: Pages::Huge,
             seed: 0x5EED,
+            reference: ReferenceScope::Off,
         }
     }
 }
@@ -285,6 +291,7 @@ pub fn run_mem(
         duration: cfg.duration,
         pages: cfg.pages,
         seed: cfg.seed,
+        reference: None,
     };
     let mut bw_points = Vec::new();
     for b in cfg.bandwidth.iter().chain(cfg.classic.iter()) {
@@ -303,8 +310,24 @@ pub fn run_mem(
         l.validate()?;
     }
     runner.plan(bw_points.len() + sweep_points.len());
+    // The headline likwid-bench stands beside: triad at the most threads.
+    let headline = bw_points
+        .iter()
+        .filter(|p| p.kernel == bandwidth::Kernel::Triad && reference::likwid_kernel(p).is_some())
+        .map(|p| p.threads)
+        .max();
     for p in &bw_points {
-        bandwidth::run_point(runner, p, &timing, host, spec)?;
+        let is_headline = p.kernel == bandwidth::Kernel::Triad && Some(p.threads) == headline;
+        let t = Timing {
+            reference: match cfg.reference {
+                ReferenceScope::All => Some(runner.config().repeat),
+                // One peer run beside the headline: cheap, as `run` promises.
+                scope if scope.wants(is_headline) => Some(1),
+                _ => None,
+            },
+            ..timing
+        };
+        bandwidth::run_point(runner, p, &t, host, spec)?;
     }
     if let Some(s) = &cfg.sweep {
         let t = Timing {

@@ -104,6 +104,7 @@ fn run_config(ctx: &RunContext<'_>) -> MemConfig {
             ctx.sample_length(l.duration)
         };
     }
+    cfg.reference = ctx.reference;
     cfg
 }
 
@@ -159,8 +160,8 @@ impl Subsystem for Mem {
         &[hostbench_core::subsystem::ReferenceTool {
             name: "likwid-bench",
             package: "likwid",
-            serves: "mem.bandwidth read/write/copy/triad (load, store, copy, stream kernels)",
-            how: "scripts/bench/mem-vs-reference (side by side; not yet run by the binary)",
+            serves: "mem.bandwidth read/write/copy/triad (load, store, copy, stream kernels; _mem for non-temporal stores)",
+            how: "hostbench mem --reference",
         }]
     }
 }

@@ -260,6 +260,11 @@ pub struct MemArgs {
     /// Independent pointer chains per thread, e.g. 1,2,4,8 (memory-level parallelism).
     #[arg(long, value_name = "LIST")]
     pub chains: Option<String>,
+    /// Also run likwid-bench's matching kernel (load, store, copy, stream; `_mem` for
+    /// non-temporal stores) after each whole-array sequential bandwidth case, same ISA, threads
+    /// and working set, and record its figure and the ratio (needs the `likwid` package).
+    #[arg(long)]
+    pub reference: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }

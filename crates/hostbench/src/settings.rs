@@ -227,7 +227,10 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         .map(|p| flag("pages", parse_list(p, "pages", Pages::parse)))
         .transpose()?;
 
-    let mut cfg = hostbench_mem::MemConfig::default();
+    let mut cfg = hostbench_mem::MemConfig {
+        reference: reference_scope(args.reference),
+        ..Default::default()
+    };
     common.apply_duration(&mut cfg.duration);
     if let Some(p) = pages.as_ref().and_then(|p| p.first()) {
         cfg.pages = *p;

@@ -801,3 +801,47 @@ fn peers_lists_every_reference_tool_found_or_not() {
     );
     assert!(text.contains("run by: hostbench cpu --reference"), "{text}");
 }
+
+#[test]
+fn mem_reference_runs_likwid_bench_beside_whole_array_cases() {
+    if !common::on_path("likwid-bench") {
+        assert!(std::env::var_os("CI").is_none(), "CI installs likwid");
+        return;
+    }
+    let doc = json_of(&run_ok(
+        "mem --bandwidth --kernel triad,scale --store temporal --threads 1 --size 8000000 \
+         --duration 50ms --repeat 1 --warmup 0 --reference --json -",
+        &[],
+    ));
+    let records = doc["records"].as_array().expect("records");
+    let triad = records
+        .iter()
+        .find(|r| r["params"]["kernel"] == "triad")
+        .expect("triad");
+    assert_eq!(triad["reference"]["tool"], "likwid-bench", "{triad}");
+    assert!(triad["reference"]["ratio"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+    let cmd = triad["extra"]["reference_command"]
+        .as_str()
+        .expect("command");
+    // The same working set as hostbench's arrays (cut to whole cache lines), in likwid's kB.
+    let ws = triad["params"]["working_set_bytes"].as_u64().expect("ws");
+    let want = format!("-W N:{}kB:1", ws / 1000);
+    assert!(
+        cmd.starts_with("likwid-bench -t stream") && cmd.ends_with(&want),
+        "{cmd}"
+    );
+    // scale has no likwid kernel: a note, not a failure.
+    let scale = records
+        .iter()
+        .find(|r| r["params"]["kernel"] == "scale")
+        .expect("scale");
+    assert!(scale["reference"].is_null());
+    assert!(
+        scale["warnings"]
+            .to_string()
+            .contains("likwid-bench has no kernel"),
+        "{scale}"
+    );
+}

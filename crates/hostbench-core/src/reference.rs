@@ -190,8 +190,26 @@ pub fn likwid_runs(args: &[String], runs: usize, key: &str) -> Result<Vec<f64>, 
         .collect()
 }
 
-/// Where `tool` is on PATH, if it is.
+/// Where a tool is: an executable on PATH, or for a shared library (`libopenblas.so.0`) the file
+/// the dynamic loader would open, from `ldconfig -p`.
 pub fn locate(tool: &str) -> Option<std::path::PathBuf> {
+    if tool.starts_with("lib") && tool.contains(".so") {
+        let out = Command::new("ldconfig")
+            .arg("-p")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        return text.lines().find_map(|l| {
+            let (name, path) = l.trim().split_once(" => ")?;
+            (name.split_whitespace().next() == Some(tool)).then(|| path.trim().into())
+        });
+    }
+    locate_program(tool)
+}
+
+fn locate_program(tool: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(tool))

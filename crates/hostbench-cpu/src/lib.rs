@@ -407,6 +407,7 @@ pub fn run_linpack(
     threads: usize,
     host: &Host,
     spec: &Spec,
+    reference: ReferenceScope,
 ) -> Result<(), BenchError> {
     parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
     let avail = hostbench_core::host::available_memory_bytes();
@@ -460,8 +461,61 @@ pub fn run_linpack(
                 rec.extra.insert("clock_hz".into(), json!(clock));
                 rec.set_peak(Some(peak));
             }
+            // The one linpack case is the headline: one OpenBLAS solve beside it in `run`, as
+            // many as hostbench's samples with --reference.
+            let runs = match reference {
+                ReferenceScope::Off => 0,
+                ReferenceScope::Headline => 1,
+                ReferenceScope::All => rec.samples.len().max(1),
+            };
+            if runs > 0 {
+                attach_openblas(rec, &cfg, runs);
+            }
         },
     )
+}
+
+/// OpenBLAS `dgesv` beside the record just measured (`linpack::openblas`); a missing library or
+/// a failed residual is a warning on the record, never a failed case.
+fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) {
+    let outcome = linpack::openblas::OpenBlas::load().and_then(|blas| {
+        let values = (0..runs)
+            .map(|_| blas.solve(cfg).map(|r| r.flops / r.seconds))
+            .collect::<Result<Vec<f64>, _>>()?;
+        hostbench_core::reference::reference(
+            "OpenBLAS",
+            blas.version(),
+            &values,
+            rec.value,
+            hostbench_core::reference::Better::Higher,
+        )
+    });
+    match outcome {
+        Ok(r) => {
+            rec.extra.insert(
+                "reference_command".into(),
+                json!(format!(
+                    "OpenBLAS dgesv_ (libopenblas.so.0, loaded at run time) on the same system: \
+                     n={} seed={}, openblas_set_num_threads({}), HPL operation count, residual \
+                     checked",
+                    cfg.n, cfg.seed, cfg.threads
+                )),
+            );
+            if !(0.9..=1.1).contains(&r.ratio) {
+                rec.extra.insert(
+                    "reference_note".into(),
+                    json!(
+                        "OpenBLAS runs after hostbench in the same process on the same system; \
+                         its GEMM is tuned per CPU model (DYNAMIC_ARCH picks one at load), and a \
+                         small n is dominated by the panel factorisation, where the two \
+                         implementations differ most"
+                    ),
+                );
+            }
+            rec.reference = Some(r);
+        }
+        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
+    }
 }
 
 /// All-core fp64 peak on the widest ISA, with the clock measured while `threads` threads run

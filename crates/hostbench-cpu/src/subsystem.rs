@@ -137,7 +137,17 @@ impl Subsystem for Linpack {
             threads,
             ctx.host,
             ctx.spec,
+            ctx.reference,
         )
+    }
+
+    fn reference_tools(&self) -> &'static [ReferenceTool] {
+        &[ReferenceTool {
+            name: "libopenblas.so.0",
+            package: "libopenblas0",
+            serves: "cpu.linpack (LAPACK dgesv: dgetrf + dgetrs on the same system, n and threads)",
+            how: "hostbench linpack --reference (the library loaded at run time)",
+        }]
     }
 }
 

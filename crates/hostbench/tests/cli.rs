@@ -845,3 +845,33 @@ fn mem_reference_runs_likwid_bench_beside_whole_array_cases() {
         "{scale}"
     );
 }
+
+#[test]
+fn linpack_reference_solves_the_same_system_with_openblas() {
+    let found = common::hostbench()
+        .args(["peers", "--json"])
+        .output()
+        .map(|o| json_of(&o))
+        .ok()
+        .and_then(|p| {
+            p.as_array()
+                .and_then(|a| a.iter().find(|t| t["name"] == "libopenblas.so.0").cloned())
+        })
+        .is_some_and(|t| t["found"] == true);
+    if !found {
+        assert!(std::env::var_os("CI").is_none(), "CI installs libopenblas0");
+        return;
+    }
+    let doc = json_of(&run_ok(
+        "linpack --n 256 --threads 1 --repeat 2 --warmup 0 --reference --json -",
+        &[],
+    ));
+    let r = &doc["records"][0];
+    assert_eq!(r["reference"]["tool"], "OpenBLAS", "{r}");
+    assert!(r["reference"]["version"]
+        .as_str()
+        .is_some_and(|v| v.contains("OpenBLAS")));
+    assert!(r["reference"]["ratio"].as_f64().is_some_and(|x| x > 0.0));
+    let cmd = r["extra"]["reference_command"].as_str().expect("command");
+    assert!(cmd.contains("dgesv") && cmd.contains("n=256"), "{cmd}");
+}

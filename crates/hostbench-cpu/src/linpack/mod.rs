@@ -51,6 +51,7 @@
 
 mod lu;
 mod micro;
+pub mod openblas;
 mod sync;
 mod system;
 

@@ -39,7 +39,7 @@ pub struct LinpackOutcome {
 }
 
 /// HPL's pass threshold for the scaled residual.
-const THRESHOLD: f64 = 16.0;
+pub(super) const THRESHOLD: f64 = 16.0;
 /// Cap of [`default_n`]: the default run should take seconds, not minutes, on a 2-core machine.
 const DEFAULT_N_CAP: usize = 8000;
 
@@ -85,7 +85,7 @@ pub fn run(cfg: &LinpackConfig) -> Result<LinpackOutcome, BenchError> {
 }
 
 /// HPL's operation count for order `n`.
-fn hpl_flops(n: usize) -> f64 {
+pub(super) fn hpl_flops(n: usize) -> f64 {
     let n = n as f64;
     2.0 / 3.0 * n * n * n + 1.5 * n * n
 }
@@ -215,7 +215,7 @@ impl AlignedBuf {
 
 /// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major. A NaN
 /// anywhere makes it NaN, which fails the `< 16` test.
-fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
+pub(super) fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
     let mut r = b.to_vec();
     let mut row_sums = vec![0.0f64; n];
     for (col, &xj) in a.chunks_exact(n).zip(x) {

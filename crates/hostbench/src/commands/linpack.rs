@@ -11,7 +11,14 @@ pub fn run(args: &LinpackArgs) -> anyhow::Result<Exit> {
     let lp = settings::linpack(args)?;
     let host = super::host_inventory(&common.spec);
     let mut runner = Runner::new(common.runner.clone(), host.clone());
-    hostbench_cpu::run_linpack(&mut runner, lp.n, lp.threads, &host, &common.spec)?;
+    hostbench_cpu::run_linpack(
+        &mut runner,
+        lp.n,
+        lp.threads,
+        &host,
+        &common.spec,
+        settings::reference_scope(args.reference),
+    )?;
     let result = runner.finish()?;
     super::emit(&result, &common)
 }

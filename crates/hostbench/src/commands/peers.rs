@@ -62,10 +62,10 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<Exit> {
             (Some(path), None) => path.clone(),
             (None, _) => format!("not installed (apt install {})", p.package),
         };
-        println!("{:<13} {found}", p.name);
+        println!("{:<17} {found}", p.name);
         for u in &p.uses {
-            println!("  {:<5} {}", u.subsystem, u.serves);
-            println!("  {:<5} run by: {}", "", u.how);
+            println!("  {:<7} {}", u.subsystem, u.serves);
+            println!("  {:<7} run by: {}", "", u.how);
         }
     }
     Ok(Exit::Ok)

@@ -100,6 +100,7 @@ pub fn charts(run: &RunResult) -> Vec<Chart> {
             versus_peak_charts(&prefix, &bench, &brecs, &mut out);
         }
         efficiency_charts(&prefix, &recs, &mut out);
+        ratio_charts(&prefix, &recs, &mut out);
     }
     let mut seen: Vec<String> = Vec::new();
     for c in &mut out {
@@ -441,6 +442,52 @@ fn efficiency_charts(prefix: &str, recs: &[&Record], out: &mut Vec<Chart>) {
             quantity: "Efficiency".into(),
             categories: names.to_vec(),
             series,
+        };
+        push_part(out, prefix, &title, (i, n), bars);
+    }
+}
+
+/// hostbench / reference tool per record that has a reference (above 1: hostbench did better,
+/// for latency too): the like-for-like comparison at a glance, 1.0 being parity.
+fn ratio_charts(prefix: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let with_ref: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.reference.is_some())
+        .collect();
+    if with_ref.is_empty() {
+        return;
+    }
+    let grouped: Vec<(String, Vec<&Record>)> =
+        group_by(with_ref.iter().copied(), |r| r.benchmark.clone());
+    let mut labels = Vec::new();
+    let mut values = Vec::new();
+    for (_, rs) in &grouped {
+        let varying = varying_keys(rs);
+        for r in rs {
+            let tool = r.reference.as_ref().map_or("", |x| x.tool.as_str());
+            labels.push(format!("{} ({tool})", row_label(r, &varying)));
+            values.push(r.reference.as_ref().map(|x| x.ratio));
+        }
+    }
+    let title = format!(
+        "{}: hostbench / reference tool (1 = parity)",
+        subsystem_title(prefix)
+    );
+    let n = labels.len().div_ceil(MAX_CATEGORIES);
+    for (i, (names, vals)) in labels
+        .chunks(MAX_CATEGORIES)
+        .zip(values.chunks(MAX_CATEGORIES))
+        .enumerate()
+    {
+        let bars = Bars {
+            unit: "x".into(),
+            quantity: "Ratio hostbench / reference".into(),
+            categories: names.to_vec(),
+            series: vec![BarSeries {
+                name: "hostbench / reference".into(),
+                values: vals.to_vec(),
+            }],
         };
         push_part(out, prefix, &title, (i, n), bars);
     }
@@ -828,6 +875,8 @@ mod tests {
             "net.throughput: measured vs reference",
             "disk.throughput: measured vs theoretical",
             "gpu.flops: measured vs theoretical",
+            "CPU: hostbench / reference tool (1 = parity)",
+            "Network: hostbench / reference tool (1 = parity)",
         ] {
             assert!(titles.contains(&want), "{want} not in {titles:#?}");
         }

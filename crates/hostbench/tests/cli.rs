@@ -233,6 +233,25 @@ fn run_writes_a_results_directory() {
     if Path::new("/proc/cmdline").exists() {
         assert!(doc["host"]["kernel_cmdline"].is_string());
     }
+    // The reference column, filled by default beside the headline alone: f64 on the widest ISA
+    // likwid-bench has, at the most threads (where likwid-bench is installed; CI has it).
+    let referenced: Vec<&Value> = doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| !r["reference"].is_null())
+        .collect();
+    if common::on_path("likwid-bench") {
+        assert_eq!(
+            referenced.len(),
+            1,
+            "one headline reference: {referenced:?}"
+        );
+        let r = referenced[0];
+        assert_eq!(r["params"]["dtype"], "f64");
+        assert_eq!(r["reference"]["tool"], "likwid-bench");
+        assert!(r["extra"]["reference_command"].is_string());
+    }
 }
 
 #[test]
@@ -576,7 +595,7 @@ fn mem_sweep_and_latency_records_are_labelled() {
 fn run_quick_includes_memory() {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
-        "run --only mem --profile quick --repeat 1 --warmup 0 --quiet --out",
+        "run --only mem --profile quick --repeat 1 --warmup 0 --quiet --no-reference --out",
         &[dir.path().as_ref()],
     );
     let doc = common::only_run_json(dir.path());
@@ -733,7 +752,7 @@ fn openmetrics_output_passes_promtool() {
 #[test]
 fn run_prints_a_summary_and_verbose_prints_the_tables() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let args = "run --only cpu --duration 5ms --repeat 1 --warmup 0 --no-history";
+    let args = "run --only cpu --duration 5ms --repeat 1 --warmup 0 --no-history --no-reference";
     let out = run_ok(&format!("{args} --out"), &[dir.path().as_ref()]);
     let summary = String::from_utf8_lossy(&out.stdout);
     assert!(summary.contains("Summary: "), "{summary}");

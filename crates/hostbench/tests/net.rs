@@ -470,7 +470,7 @@ fn a_server_serves_a_client_over_the_cli_and_once_exits() {
 fn run_quick_includes_loopback_network() {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
-        "run --only net --profile quick --repeat 1 --warmup 0 --quiet --out",
+        "run --only net --profile quick --repeat 1 --warmup 0 --quiet --no-reference --out",
         &[dir.path().as_ref()],
     );
     let doc = common::only_run_json(dir.path());

@@ -149,6 +149,31 @@ pub fn reference(
     })
 }
 
+/// Like for like, hostbench and a reference tool agree within this band of the ratio; outside it
+/// a record carries the known methodological difference (`extra.reference_note`).
+pub const PARITY_BAND: std::ops::RangeInclusive<f64> = 0.9..=1.1;
+
+/// Put a reference run's outcome on its record: the figure and ratio, the exact `command`
+/// (`extra.reference_command`), and `why_apart` as `extra.reference_note` when the ratio is
+/// outside `PARITY_BAND`. A tool that could not run is a warning, never a failed case.
+pub fn attach(
+    rec: &mut crate::model::Record,
+    outcome: Result<Reference, BenchError>,
+    command: &str,
+    why_apart: &str,
+) {
+    match outcome {
+        Ok(r) => {
+            rec.extra.insert("reference_command".into(), command.into());
+            if !PARITY_BAND.contains(&r.ratio) {
+                rec.extra.insert("reference_note".into(), why_apart.into());
+            }
+            rec.reference = Some(r);
+        }
+        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
+    }
+}
+
 /// likwid-bench's version (`likwid-bench -v` → "likwid-bench -- Version 5.2.2"); not installed is
 /// `Unsupported` (a note on the record), found before any kernel is tried.
 pub fn likwid_version() -> Result<String, BenchError> {

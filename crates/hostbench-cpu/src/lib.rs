@@ -251,32 +251,22 @@ pub fn run_compute(
 /// Run likwid-bench beside the record just measured; a missing tool or kernel is a warning on
 /// the record, never a failed case.
 fn attach_reference(rec: &mut Record, dtype: Dtype, isa: Isa, threads: usize, runs: usize) {
-    match reference::likwid_reference(dtype, isa, threads, runs, rec.value) {
-        Ok(r) => {
-            if let Some(k) = reference::likwid_kernel(dtype, isa) {
-                rec.extra.insert(
-                    "reference_command".into(),
-                    json!(format!(
-                        "likwid-bench {}",
-                        reference::likwid_args(k, threads).join(" ")
-                    )),
-                );
-            }
-            if !(0.9..=1.1).contains(&r.ratio) {
-                rec.extra.insert(
-                    "reference_note".into(),
-                    json!(
-                        "likwid-bench runs after hostbench, at the clock of its own moment: \
-                         under turbo, a frequency licence or a busy neighbour the two runs see \
-                         different clocks (hostbench's is extra.clock_hz); a debug build of \
-                         hostbench is also far slower"
-                    ),
-                );
-            }
-            rec.reference = Some(r);
-        }
-        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
-    }
+    let command = reference::likwid_kernel(dtype, isa)
+        .map(|k| {
+            format!(
+                "likwid-bench {}",
+                reference::likwid_args(k, threads).join(" ")
+            )
+        })
+        .unwrap_or_default();
+    hostbench_core::reference::attach(
+        rec,
+        reference::likwid_reference(dtype, isa, threads, runs, rec.value),
+        &command,
+        "likwid-bench runs after hostbench, at the clock of its own moment: under turbo, a \
+         frequency licence or a busy neighbour the two runs see different clocks (hostbench's \
+         is extra.clock_hz); a debug build of hostbench is also far slower",
+    );
 }
 
 fn finish_record(
@@ -490,32 +480,19 @@ fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) 
             hostbench_core::reference::Better::Higher,
         )
     });
-    match outcome {
-        Ok(r) => {
-            rec.extra.insert(
-                "reference_command".into(),
-                json!(format!(
-                    "OpenBLAS dgesv_ (libopenblas.so.0, loaded at run time) on the same system: \
-                     n={} seed={}, openblas_set_num_threads({}), HPL operation count, residual \
-                     checked",
-                    cfg.n, cfg.seed, cfg.threads
-                )),
-            );
-            if !(0.9..=1.1).contains(&r.ratio) {
-                rec.extra.insert(
-                    "reference_note".into(),
-                    json!(
-                        "OpenBLAS runs after hostbench in the same process on the same system; \
-                         its GEMM is tuned per CPU model (DYNAMIC_ARCH picks one at load), and a \
-                         small n is dominated by the panel factorisation, where the two \
-                         implementations differ most"
-                    ),
-                );
-            }
-            rec.reference = Some(r);
-        }
-        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
-    }
+    let command = format!(
+        "OpenBLAS dgesv_ (libopenblas.so.0, loaded at run time) on the same system: n={} \
+         seed={}, openblas_set_num_threads({}), HPL operation count, residual checked",
+        cfg.n, cfg.seed, cfg.threads
+    );
+    hostbench_core::reference::attach(
+        rec,
+        outcome,
+        &command,
+        "OpenBLAS runs after hostbench in the same process on the same system; its GEMM is \
+         tuned per CPU model (DYNAMIC_ARCH picks one at load), and a small n is dominated by the \
+         panel factorisation, where the two implementations differ most",
+    );
 }
 
 /// All-core fp64 peak on the widest ISA, with the clock measured while `threads` threads run

@@ -829,16 +829,21 @@ fn fio_beside(
             (tp.value, iops.value, lat.value),
         )
     });
+    // One 4 KiB page holds a small block whole: buffer pages only matter for large ones.
+    let buffers_differ = cfg.pages == Pages::Huge && !huge && c.block > 64 << 10;
+    let why_apart = if buffers_differ {
+        "fio's I/O buffers were 4 KiB pages, hostbench's huge pages: a large block from scattered \
+         pages reaches a virtio disk as many DMA segments (reserve vm.nr_hugepages, or run both \
+         with --pages 4k, for like for like)"
+    } else {
+        "fio ran right after hostbench, same parameters, same file: a virtual disk's throughput \
+         moves by more than 10 % between runs (host cache, other tenants); compare medians over \
+         several runs (scripts/bench/disk-vs-fio)"
+    };
     match outcome {
         Ok((rt, ri, rl)) => {
-            for (r, reference) in [
-                (&mut *tp, Some(rt)),
-                (&mut *iops, Some(ri)),
-                (&mut *lat, rl),
-            ] {
-                r.extra.insert("reference_command".into(), json!(command));
-                // One 4 KiB page holds a small block whole: buffer pages only matter for large ones.
-                if cfg.pages == Pages::Huge && !huge && c.block > 64 << 10 {
+            for (r, reference) in [(tp, Some(rt)), (iops, Some(ri)), (lat, rl)] {
+                if buffers_differ {
                     r.warnings.push(
                         "fio's I/O buffers are 4 KiB pages (no free hugetlb pages for \
                          --iomem=shmhuge: reserve them with vm.nr_hugepages), hostbench's are \
@@ -846,22 +851,9 @@ fn fio_beside(
                             .into(),
                     );
                 }
-                let outside = reference
-                    .as_ref()
-                    .is_some_and(|x| !(0.9..=1.1).contains(&x.ratio));
-                if outside {
-                    let why = if cfg.pages == Pages::Huge && !huge && c.block > 64 << 10 {
-                        "fio's I/O buffers were 4 KiB pages, hostbench's huge pages: a large \
-                         block from scattered pages reaches a virtio disk as many DMA segments \
-                         (reserve vm.nr_hugepages, or run both with --pages 4k, for like for like)"
-                    } else {
-                        "fio ran right after hostbench, same parameters, same file: a virtual \
-                         disk's throughput moves by more than 10 % between runs (host cache, \
-                         other tenants); compare medians over several runs (scripts/bench/disk-vs-fio)"
-                    };
-                    r.extra.insert("reference_note".into(), json!(why));
+                if let Some(x) = reference {
+                    hostbench_core::reference::attach(r, Ok(x), &command, why_apart);
                 }
-                r.reference = reference;
             }
         }
         Err(e) => {

@@ -84,20 +84,12 @@ pub fn fio_args(
 
 /// Whether enough hugetlb pages are free for fio's buffers (iodepth × block per job).
 pub fn hugetlb_free_for(c: &CaseSpec) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/meminfo") else {
-        return false;
-    };
-    let field = |name: &str| {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u64>().ok())
-    };
-    let (Some(free), Some(kib)) = (field("HugePages_Free:"), field("Hugepagesize:")) else {
+    use hostbench_core::host::meminfo;
+    let (Some(free), Some(page)) = (meminfo("HugePages_Free"), meminfo("Hugepagesize")) else {
         return false;
     };
     let need = c.block * c.iodepth as u64 * c.threads as u64;
-    free * kib * 1024 >= need
+    free.saturating_mul(page) >= need
 }
 
 /// Parse fio's JSON output (`--group_reporting`: one job entry).

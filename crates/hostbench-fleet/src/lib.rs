@@ -127,9 +127,10 @@ fn write_token(path: &Path) -> std::io::Result<()> {
     f.write_all(b"\n")
 }
 
+/// The plan, when there is a readable one (the report's reader, lenient here: a job that has
+/// not written it yet is a normal state while following it).
 pub fn read_plan(dir: &FleetDir) -> Option<Plan> {
-    let text = std::fs::read_to_string(dir.plan()).ok()?;
-    serde_json::from_str(&text).ok()
+    hostbench_report::fleet::read_plan(dir).ok()
 }
 
 pub fn write_plan(dir: &FleetDir, plan: &Plan) -> Result<(), BenchError> {
@@ -153,8 +154,9 @@ pub fn new_plan(cfg: &FleetConfig, id: &str) -> Plan {
 }
 
 pub fn read_status(path: &Path) -> Option<StatusFile> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+    hostbench_report::fleet::read_status(path, "status")
+        .ok()
+        .flatten()
 }
 
 pub fn write_status(path: &Path, status: &StatusFile) -> Result<(), BenchError> {

@@ -669,27 +669,15 @@ fn attach_likwid(rec: &mut Record, point: &Point, working_set: u64, threads: usi
         );
         return;
     };
-    match crate::reference::likwid_reference(&kernel, working_set, threads, runs, rec.value) {
-        Ok(r) => {
-            let args = crate::reference::likwid_args(&kernel, working_set, threads);
-            rec.extra.insert(
-                "reference_command".into(),
-                json!(format!("likwid-bench {}", args.join(" "))),
-            );
-            if !(0.9..=1.1).contains(&r.ratio) {
-                rec.extra.insert(
-                    "reference_note".into(),
-                    json!(
-                        "likwid-bench pins its threads itself and runs after hostbench; on a \
-                         shared or virtual machine DRAM bandwidth moves by more than 10 % from \
-                         one run to the next (BENCHMARKS.md: per-round ratios 0.74–1.71)"
-                    ),
-                );
-            }
-            rec.reference = Some(r);
-        }
-        Err(e) => rec.warnings.push(format!("reference not measured: {e}")),
-    }
+    let args = crate::reference::likwid_args(&kernel, working_set, threads);
+    hostbench_core::reference::attach(
+        rec,
+        crate::reference::likwid_reference(&kernel, working_set, threads, runs, rec.value),
+        &format!("likwid-bench {}", args.join(" ")),
+        "likwid-bench pins its threads itself and runs after hostbench; on a shared or virtual \
+         machine DRAM bandwidth moves by more than 10 % from one run to the next \
+         (BENCHMARKS.md: per-round ratios 0.74–1.71)",
+    );
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use hostbench_core::model::{Metric, Record, RunResult, Skipped};
+use hostbench_core::reference::PARITY_BAND;
 use serde_json::Value;
 
 use crate::units;
@@ -362,16 +363,12 @@ pub fn extra_line(r: &Record) -> Option<String> {
     ))
 }
 
-/// Like for like, hostbench and the reference tool agree within this band (the ratio ×N in the
-/// table is hostbench / reference, the right way round for latency): outside it a row gets a
-/// note saying why, from the record (`extra.reference_note`, set by the subsystem that knows the
-/// tools' methodological differences) or that no known difference explains it.
-pub const RATIO_BAND: (f64, f64) = (0.9, 1.1);
-
-/// The note of a record whose ratio to its reference is outside `RATIO_BAND`.
+/// The note of a record whose ratio (hostbench / reference, the right way round for latency) is
+/// outside `PARITY_BAND`: from the record (`extra.reference_note`, set by the subsystem that knows
+/// the tools' methodological differences), or that no known difference explains it.
 pub fn ratio_note(r: &Record) -> Option<String> {
     let rf = r.reference.as_ref()?;
-    if (RATIO_BAND.0..=RATIO_BAND.1).contains(&rf.ratio) {
+    if PARITY_BAND.contains(&rf.ratio) {
         return None;
     }
     let why = r
@@ -388,7 +385,10 @@ pub fn ratio_note(r: &Record) -> Option<String> {
         );
     Some(format!(
         "×{:.2} {} is outside {:.1}–{:.1}: {why}",
-        rf.ratio, rf.tool, RATIO_BAND.0, RATIO_BAND.1
+        rf.ratio,
+        rf.tool,
+        PARITY_BAND.start(),
+        PARITY_BAND.end()
     ))
 }
 

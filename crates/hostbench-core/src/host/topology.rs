@@ -123,6 +123,12 @@ pub(crate) fn cpu_place(root: &Path, cpu: usize) -> Option<CpuPlace> {
     Some(CpuPlace { package, core })
 }
 
+/// A field of this host's `/proc/meminfo`: bytes for the `kB` ones, a count for the others
+/// (`HugePages_Free`).
+pub fn meminfo(key: &str) -> Option<u64> {
+    meminfo_bytes(Path::new("/"), key)
+}
+
 /// A `/proc/meminfo` field in bytes (the file says `kB` and means KiB).
 pub(super) fn meminfo_bytes(root: &Path, key: &str) -> Option<u64> {
     let text = read_trimmed(root, "proc/meminfo")?;

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use hostbench_core::BenchError;
 
-use super::system::{hpl_flops, scaled_residual, LinpackConfig, System, THRESHOLD};
+use super::system::{hpl_flops, original, scaled_residual, LinpackConfig, THRESHOLD};
 
 /// Library names tried, Debian's first (`libopenblas0` and its pthread variant).
 const SONAMES: [&str; 2] = ["libopenblas.so.0", "libopenblas.so"];
@@ -72,8 +72,11 @@ impl OpenBlas {
 
     /// Solve `cfg`'s system with `dgesv` on `cfg.threads` threads.
     pub fn solve(&self, cfg: &LinpackConfig) -> Result<OpenBlasRun, BenchError> {
-        let sys = System::generate(cfg)?;
-        let n = sys.n;
+        if cfg.n == 0 {
+            return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
+        }
+        let (a0, b) = original(cfg)?;
+        let n = cfg.n;
         let n_i = c_int::try_from(n)
             .map_err(|_| BenchError::invalid(format!("OpenBLAS: n {n} exceeds its 32-bit API")))?;
         let threads = c_int::try_from(cfg.threads).unwrap_or(c_int::MAX);
@@ -89,8 +92,8 @@ impl OpenBlas {
             )
         };
         // The original A is column-major, as LAPACK wants it; factor a copy.
-        let mut a = sys.a0.clone();
-        let mut x = sys.b.clone();
+        let mut a = a0.clone();
+        let mut x = b.clone();
         let mut ipiv = vec![0 as c_int; n];
         let (one, mut info) = (1 as c_int, 0 as c_int);
         if let Some(f) = set_threads {
@@ -118,7 +121,7 @@ impl OpenBlas {
                 "OpenBLAS dgesv returned info {info} (singular or bad argument)"
             )));
         }
-        let residual = scaled_residual(&sys.a0, n, &x, &sys.b);
+        let residual = scaled_residual(&a0, n, &x, &b);
         if residual >= THRESHOLD {
             return Err(BenchError::Validation(format!(
                 "OpenBLAS's scaled residual {residual:.3e} is not below {THRESHOLD}"

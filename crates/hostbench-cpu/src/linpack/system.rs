@@ -150,7 +150,6 @@ impl System {
         let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
         let lda = lda_for(n).ok_or_else(too_large)?;
         let len = lda.checked_mul(n).ok_or_else(too_large)?;
-        let len0 = n.checked_mul(n).ok_or_else(too_large)?;
         let seed = cfg.seed;
         // A(i, j) is element j·n + i of the stream whatever the storage order.
         let mut a = AlignedBuf::new(len, true)?;
@@ -159,12 +158,24 @@ impl System {
                 *v = uniform(seed, (j * n + i) as u64);
             }
         }
-        let mut a0 = try_vec(len0)?;
-        a0.extend((0..len0).map(|idx| uniform(seed, idx as u64)));
-        let mut b = try_vec(n)?;
-        b.extend((0..n).map(|i| uniform(seed ^ 0x5555_5555_5555_5555, i as u64)));
+        let (a0, b) = original(cfg)?;
         Ok(Self { n, lda, a, a0, b })
     }
+}
+
+/// The system as LAPACK takes it: `A` column-major (element `j·n + i` of the stream, the same
+/// `A` as the working copy's) and `b`. OpenBLAS's reference solve needs only these, not the
+/// row-major working copy.
+pub(super) fn original(cfg: &LinpackConfig) -> Result<(Vec<f64>, Vec<f64>), BenchError> {
+    let n = cfg.n;
+    let len0 = n
+        .checked_mul(n)
+        .ok_or_else(|| BenchError::invalid(format!("linpack n {n} is too large")))?;
+    let mut a0 = try_vec(len0)?;
+    a0.extend((0..len0).map(|idx| uniform(cfg.seed, idx as u64)));
+    let mut b = try_vec(n)?;
+    b.extend((0..n).map(|i| uniform(cfg.seed ^ 0x5555_5555_5555_5555, i as u64)));
+    Ok((a0, b))
 }
 
 pub(super) fn alloc_error(len: usize) -> BenchError {

@@ -190,7 +190,8 @@ fn figure(
     })
 }
 
-fn read_plan(dir: &FleetDir) -> Result<Plan, ReportError> {
+/// The fleet's `plan.json`, checked (a directory without one is not a fleet directory).
+pub fn read_plan(dir: &FleetDir) -> Result<Plan, ReportError> {
     let root = dir.root().display();
     if !dir.root().is_dir() {
         return Err(ReportError::bad(format!("{root}: not a directory")));
@@ -257,7 +258,8 @@ fn one_line(s: &str) -> String {
 }
 
 /// A status file: `Ok(None)` when absent, `Err(reason)` when unreadable.
-fn read_status(path: &Path, rel: &str) -> Result<Option<StatusFile>, String> {
+/// A status file: `None` when absent, the reason (naming `rel`) when unreadable.
+pub fn read_status(path: &Path, rel: &str) -> Result<Option<StatusFile>, String> {
     match std::fs::read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)

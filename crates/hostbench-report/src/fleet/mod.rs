@@ -13,7 +13,7 @@ mod text;
 
 use std::path::PathBuf;
 
-pub use build::build;
+pub use build::{build, read_plan, read_status};
 pub use doc::{fleet_schema, FleetDoc, FLEET_SCHEMA};
 pub use html::render_html;
 pub use stats::{FleetConfig, DEFAULT_OUTLIER};

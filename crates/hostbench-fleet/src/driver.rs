@@ -245,7 +245,18 @@ fn run_node(cfg: &FleetConfig, dir: &FleetDir, node: &str) -> StatusFile {
     if let Err(e) = &status {
         end = failed(&format!("srun could not be started: {e}"));
     }
-    if end.status == Status::Failed && run.is_err() {
+    let exited_well = status
+        .as_ref()
+        .is_ok_and(|s| matches!(s.code(), Some(0 | 3)));
+    if exited_well && !dir.node_run(node).exists() {
+        // The run finished where it ran, but its file is not here: the fleet directory is not
+        // the same directory on that node.
+        end = failed(&format!(
+            "its run finished, but no run.json appeared in {}: is the fleet directory on a \
+             filesystem every node shares?",
+            dir.node_dir(node).display()
+        ));
+    } else if end.status == Status::Failed && run.is_err() {
         let why = end.reason.take().unwrap_or_default();
         end.reason = Some(format!("{why}; no complete run.json"));
     }

@@ -22,7 +22,8 @@ pub fn shell_quote(s: &str) -> String {
 }
 
 /// The script. `fleet_dir` (the submitter made it) receives Slurm's output file and is named to
-/// the job; without it (`--print-script`) the job makes a fleet directory of its own.
+/// the job; without it (`--print-script`) the job makes a fleet directory of its own. `nodelist`
+/// is the nodes the submitter picked; without it the script names `--nodelist` as given.
 pub fn batch_script(
     cfg: &FleetConfig,
     fleet: Option<(&str, &Path)>,
@@ -45,8 +46,12 @@ pub fn batch_script(
     if let Some(t) = &cfg.time {
         opt(format!("--time={t}"));
     }
-    if let Some(list) = nodelist {
-        opt(format!("--nodelist={}", list.join(",")));
+    // The submitter names the nodes it chose; a printed script keeps the user's own host list
+    // (`n[1-4]`), which sbatch expands: the job then must contain exactly those nodes.
+    match (nodelist, &cfg.nodelist) {
+        (Some(list), _) => opt(format!("--nodelist={}", list.join(","))),
+        (None, Some(expr)) => opt(format!("--nodelist={expr}")),
+        (None, None) => {}
     }
     match fleet {
         Some((_, dir)) => opt(format!("--output={}/slurm-%j.out", dir.display())),
@@ -119,7 +124,11 @@ mod tests {
         ] {
             assert!(s.contains(want), "{want} in\n{s}");
         }
-        assert!(!s.contains("--fleet-id"));
+        assert!(!s.contains("--fleet-id") && !s.contains("--nodelist"));
+        let mut named = cfg();
+        named.nodelist = Some("n[1-3]".into());
+        let s = batch_script(&named, None, None);
+        assert!(s.contains("#SBATCH --nodes=3\n") && s.contains("#SBATCH --nodelist=n[1-3]\n"));
         let dir = PathBuf::from("/shared/fleet/f1");
         let nodes = vec!["n1".to_string(), "n2".to_string()];
         let s = batch_script(&cfg(), Some(("f1", &dir)), Some(&nodes));

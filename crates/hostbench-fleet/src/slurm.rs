@@ -151,8 +151,13 @@ pub fn partition_nodes(partition: Option<&str>) -> Result<(String, Vec<NodeState
         .map(|(_, _, n)| n.clone())
         .collect();
     if nodes.is_empty() {
-        let mut known: Vec<&str> = parts.iter().map(|(p, _, _)| p.as_str()).collect();
-        known.dedup();
+        // sinfo prints a partition once per node state: keep each name once, in sinfo's order.
+        let mut known: Vec<&str> = Vec::new();
+        for (p, _, _) in &parts {
+            if !known.contains(&p.as_str()) {
+                known.push(p);
+            }
+        }
         return Err(BenchError::invalid(format!(
             "--partition {want}: no such partition (this cluster has: {})",
             if known.is_empty() {
@@ -220,12 +225,50 @@ pub fn submit(script: &str) -> Result<String, BenchError> {
         .ok_or_else(|| BenchError::Failed(format!("sbatch printed no job id: '{}'", text.trim())))
 }
 
-/// The job's state and reason (`PENDING`, `Resources`), or None once it left the queue.
-pub fn job_state(job: &str) -> Option<(String, String)> {
-    let text = output(Command::new("squeue").args(["-h", "-j", job, "-o", "%T|%r"])).ok()?;
-    let line = text.lines().next()?.trim().to_string();
-    let (state, reason) = line.split_once('|').unwrap_or((line.as_str(), ""));
-    Some((state.to_string(), reason.to_string()))
+/// Where `squeue` says a job is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    /// Still queued or running: the state and reason (`PENDING`, `Resources`).
+    Queued(String, String),
+    /// Out of the queue, or in a final state (`COMPLETED`, `CANCELLED`, `NODE_FAIL`, ...).
+    Ended,
+}
+
+/// Slurm's final job states: `squeue -j` keeps showing a job in one of these until slurmctld
+/// purges it (MinJobAge, 300 s by default), so they mean the job is over.
+const FINAL_STATES: &[&str] = &[
+    "BOOT_FAIL",
+    "CANCELLED",
+    "COMPLETED",
+    "DEADLINE",
+    "FAILED",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "TIMEOUT",
+];
+
+/// The job's state. An error is `squeue` itself failing (slurmctld restarting or too busy to
+/// answer): the caller asks again rather than taking it for the job's end.
+pub fn job_state(job: &str) -> Result<JobState, BenchError> {
+    match output(Command::new("squeue").args(["-h", "-j", job, "-o", "%T|%r"])) {
+        Ok(text) => Ok(parse_job_state(&text)),
+        // A purged job id is the one failure that says where the job is.
+        Err(BenchError::Failed(e)) if e.contains("Invalid job id") => Ok(JobState::Ended),
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_job_state(text: &str) -> JobState {
+    let Some(line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+        return JobState::Ended;
+    };
+    let (state, reason) = line.split_once('|').unwrap_or((line, ""));
+    if FINAL_STATES.contains(&state) {
+        JobState::Ended
+    } else {
+        JobState::Queued(state.to_string(), reason.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +281,21 @@ mod tests {
             state: state.into(),
             reason: reason.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn job_state_from_squeue_lines() {
+        assert_eq!(
+            parse_job_state("PENDING|Resources\n"),
+            JobState::Queued("PENDING".into(), "Resources".into())
+        );
+        assert_eq!(
+            parse_job_state("RUNNING|None"),
+            JobState::Queued("RUNNING".into(), "None".into())
+        );
+        assert_eq!(parse_job_state(""), JobState::Ended);
+        assert_eq!(parse_job_state("COMPLETED|None"), JobState::Ended);
+        assert_eq!(parse_job_state("NODE_FAIL|None"), JobState::Ended);
     }
 
     #[test]

@@ -20,6 +20,9 @@ use crate::{
 
 /// How often the queue and the fleet directory are looked at.
 const POLL: Duration = Duration::from_millis(500);
+/// How long `squeue` may keep failing (slurmctld restarting, or too loaded to answer) before the
+/// submitter stops watching a job it can no longer see.
+const SQUEUE_PATIENCE: Duration = Duration::from_secs(60);
 
 /// The nodes to ask for: `Some(list)` to name them in the job, `None` to let Slurm choose; and
 /// the nodes left out with the reason.
@@ -137,12 +140,9 @@ pub fn submit_and_wait(cfg: &FleetConfig) -> Result<Outcome, BenchError> {
     }
     write_plan(&dir, &plan)?;
     let text = script::batch_script(cfg, Some((&id, dir.root())), named.as_deref());
+    // From here the plan is the driver's: it adds the job id and the rounds itself, so the
+    // submitter never writes it again (a read-modify-write here could undo the driver's).
     let job = slurm::submit(&text)?;
-    plan.job_id = Some(job.clone());
-    // The driver may already have rewritten the plan with its rounds: only add the job id.
-    let mut current = read_plan(&dir).unwrap_or(plan);
-    current.job_id = Some(job.clone());
-    write_plan(&dir, &current)?;
     say(
         cfg,
         &format!(
@@ -152,8 +152,10 @@ pub fn submit_and_wait(cfg: &FleetConfig) -> Result<Outcome, BenchError> {
             dir.root().display()
         ),
     );
-    follow(cfg, &dir, &job);
-    finalize(&dir, &job);
+    // A job the submitter lost sight of may still be running: its nodes are not marked failed.
+    if follow(cfg, &dir, &job) {
+        finalize(&dir, &job);
+    }
     // The job's own `fleet run` reports its errors into Slurm's output file: pass them on.
     let out = dir.root().join(format!("slurm-{job}.out"));
     let error = std::fs::read_to_string(&out).ok().and_then(|t| {
@@ -184,11 +186,38 @@ fn say(cfg: &FleetConfig, line: &str) {
     }
 }
 
-/// Follow the job until it leaves the queue; print a line whenever what it shows changes.
-fn follow(cfg: &FleetConfig, dir: &FleetDir, job: &str) {
+/// Follow the job until it leaves the queue; print a line whenever what it shows changes. A
+/// failing `squeue` is asked again: only [`SQUEUE_PATIENCE`] of failures in a row end the watch,
+/// and then the job is said to be unknown rather than over (it may still be running). True when
+/// the job ended.
+fn follow(cfg: &FleetConfig, dir: &FleetDir, job: &str) -> bool {
     let mut last = String::new();
     let t0 = Instant::now();
-    while let Some((state, reason)) = slurm::job_state(job) {
+    let mut failing_since: Option<Instant> = None;
+    loop {
+        let (state, reason) = match slurm::job_state(job) {
+            Ok(slurm::JobState::Queued(state, reason)) => {
+                failing_since = None;
+                (state, reason)
+            }
+            Ok(slurm::JobState::Ended) => break,
+            Err(e) => {
+                let since = *failing_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= SQUEUE_PATIENCE {
+                    say(
+                        cfg,
+                        &format!(
+                            "job {job}: squeue has failed for {} s ({e}); stopped watching, the job \
+                             may still be running (squeue -j {job})",
+                            SQUEUE_PATIENCE.as_secs()
+                        ),
+                    );
+                    return false;
+                }
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
         let line = match state.as_str() {
             "PENDING" if reason.is_empty() || reason == "None" => format!("job {job}: pending"),
             "PENDING" => format!("job {job}: pending ({reason})"),
@@ -212,6 +241,7 @@ fn follow(cfg: &FleetConfig, dir: &FleetDir, job: &str) {
         cfg,
         &format!("[{:>5.0} s] {line}", t0.elapsed().as_secs_f64()),
     );
+    true
 }
 
 fn progress_line(dir: &FleetDir, job: &str, state: &str) -> String {

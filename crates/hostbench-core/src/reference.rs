@@ -177,7 +177,8 @@ pub fn attach(
 /// likwid-bench's version (`likwid-bench -v` → "likwid-bench -- Version 5.2.2"); not installed is
 /// `Unsupported` (a note on the record), found before any kernel is tried.
 pub fn likwid_version() -> Result<String, BenchError> {
-    spawn(LIKWID, &["-v".into()], false)?;
+    spawn(LIKWID, &["-v".into()], false)
+        .map_err(|_| BenchError::unsupported("likwid-bench not installed: apt install likwid"))?;
     Ok(version(LIKWID, &["-v"], |l| {
         l.split("Version").nth(1).map(|v| v.trim().to_string())
     }))

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use hostbench_core::subsystem::ReferenceScope;
 use hostbench_core::BenchError;
 
 hostbench_core::named_enum! {
@@ -139,6 +140,8 @@ pub struct GpuConfig {
     pub launch: bool,
     /// Target length of one sample.
     pub duration: Duration,
+    /// Which cases run clpeak beside them (OpenCL devices only).
+    pub reference: ReferenceScope,
 }
 
 /// Largest block: 1 GiB (the range is 1 B to 1 GiB).
@@ -175,6 +178,7 @@ impl Default for GpuConfig {
             }),
             launch: true,
             duration: Duration::from_millis(200),
+            reference: ReferenceScope::Off,
         }
     }
 }

@@ -23,6 +23,7 @@
 //! * `device` — device facts, listing and `--device` selection.
 //! * `session` — the backend interface (`Session`, `Timed`) and the shared timing.
 //! * `run` — running the cases through the runner and filling the records.
+//! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
 mod config;
 pub mod cuda;
@@ -31,6 +32,7 @@ pub mod kernels;
 pub mod opencl;
 pub mod peak;
 pub mod ptx;
+pub mod reference;
 pub mod replay;
 mod run;
 mod session;

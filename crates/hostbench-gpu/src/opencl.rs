@@ -62,13 +62,33 @@ fn cl_err(what: &str) -> impl Fn(ClError) -> BenchError + '_ {
     }
 }
 
+/// Where a device sits: its platform's name and index, and its index within that platform (the
+/// `-p`/`-d` pair clpeak and clinfo address it by).
+#[derive(Debug, Clone)]
+struct Place {
+    platform: String,
+    platform_index: usize,
+    platform_device: usize,
+}
+
 /// Every OpenCL device, numbered in platform order.
-fn device_ids() -> Result<Vec<(String, cl_device_id)>, BenchError> {
+fn device_ids() -> Result<Vec<(Place, cl_device_id)>, BenchError> {
     let mut out = Vec::new();
-    for p in get_platforms().map_err(cl_err("clGetPlatformIDs"))? {
+    for (pi, p) in get_platforms()
+        .map_err(cl_err("clGetPlatformIDs"))?
+        .into_iter()
+        .enumerate()
+    {
         let pname = p.name().unwrap_or_default();
         match p.get_devices(CL_DEVICE_TYPE_ALL) {
-            Ok(ids) => out.extend(ids.into_iter().map(|id| (pname.clone(), id))),
+            Ok(ids) => out.extend(ids.into_iter().enumerate().map(|(di, id)| {
+                let place = Place {
+                    platform: pname.clone(),
+                    platform_index: pi,
+                    platform_device: di,
+                };
+                (place, id)
+            })),
             Err(e) if e.0 == CL_DEVICE_NOT_FOUND => {}
             Err(e) => return Err(cl_err("clGetDeviceIDs")(e)),
         }
@@ -80,11 +100,11 @@ pub fn list() -> Result<Vec<DeviceInfo>, BenchError> {
     device_ids()?
         .into_iter()
         .enumerate()
-        .map(|(i, (platform, id))| describe(i, &platform, id))
+        .map(|(i, (place, id))| describe(i, &place, id))
         .collect()
 }
 
-fn describe(index: usize, platform: &str, id: cl_device_id) -> Result<DeviceInfo, BenchError> {
+fn describe(index: usize, place: &Place, id: cl_device_id) -> Result<DeviceInfo, BenchError> {
     let d = Device::new(id);
     let e = cl_err("clGetDeviceInfo");
     let ty = d.dev_type().map_err(&e)?;
@@ -174,7 +194,9 @@ fn describe(index: usize, platform: &str, id: cl_device_id) -> Result<DeviceInfo
         }
     }
     let mut facts = serde_json::Map::new();
-    facts.insert("platform".into(), json!(platform));
+    facts.insert("platform".into(), json!(place.platform));
+    facts.insert("platform_index".into(), json!(place.platform_index));
+    facts.insert("platform_device".into(), json!(place.platform_device));
     facts.insert(
         "driver_version".into(),
         json!(d.driver_version().unwrap_or_default()),
@@ -219,7 +241,7 @@ pub struct ClSession {
 impl ClSession {
     pub fn open(info: &DeviceInfo) -> Result<Self, BenchError> {
         let ids = device_ids()?;
-        let (_, id) = *ids.get(info.index).ok_or_else(|| {
+        let id = ids.get(info.index).map(|(_, id)| *id).ok_or_else(|| {
             BenchError::Failed(format!("OpenCL device {} disappeared", info.index))
         })?;
         let device = Device::new(id);

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::config::{Dtype, GpuConfig, MemKernel};
 use crate::device::{list_devices, select, DeviceInfo, PeakOr};
+use crate::reference::{Peer, Test};
 use crate::session::{open, reps_for, Session, Timed};
 
 fn base_case(bench: &str, metric: Metric, unit: &str, info: &DeviceInfo) -> Case {
@@ -93,16 +94,44 @@ pub fn run_available(runner: &mut Runner, cfg: &GpuConfig) -> Result<(), BenchEr
     }
 }
 
+/// The clpeak tests this device's cases want: its global bandwidth beside the read kernel at the
+/// largest block (clpeak reads one large buffer), its compute beside each dtype it has a test
+/// for. The headline (`run`'s default) is the bandwidth, else f32 compute.
+fn clpeak_tests(cfg: &GpuConfig, info: &DeviceInfo) -> Vec<Test> {
+    let bandwidth = cfg
+        .memory
+        .as_ref()
+        .is_some_and(|m| m.kernels.contains(&MemKernel::Read) && !m.blocks.is_empty())
+        .then_some(Test::GlobalBandwidth);
+    let compute: Vec<Test> = cfg
+        .compute
+        .as_ref()
+        .map(|c| {
+            c.dtypes_for(info)
+                .into_iter()
+                .filter_map(Test::for_dtype)
+                .collect()
+        })
+        .unwrap_or_default();
+    let headline = bandwidth.or_else(|| compute.iter().copied().find(|&t| t == Test::ComputeSp));
+    let mut tests: Vec<Test> = bandwidth.into_iter().chain(compute).collect();
+    tests.retain(|&t| cfg.reference.wants(Some(t) == headline));
+    tests
+}
+
 fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Result<(), BenchError> {
     let info = s.info().clone();
+    let mut peer = Peer::new(&info, clpeak_tests(cfg, &info));
     if let Some(c) = &cfg.compute {
         for d in c.dtypes_for(&info) {
-            run_compute(runner, cfg, s, &info, d, &c.widths)?;
+            run_compute(runner, cfg, s, &info, d, &c.widths, &mut peer)?;
         }
     }
     if let Some(m) = &cfg.memory {
+        let largest = m.blocks.iter().copied().max();
         for &k in &m.kernels {
             for &b in &m.blocks {
+                let like_clpeak = k == MemKernel::Read && Some(b) == largest;
                 let case = base_case("gpu.bandwidth", Metric::Throughput, "B/s", &info)
                     .param("kind", k.name())
                     .param("block_bytes", b);
@@ -115,6 +144,9 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
                         MemKernel::Write => "block bytes written",
                     }));
                     small_block_note(rec, b);
+                    if like_clpeak {
+                        peer.attach(rec, Test::GlobalBandwidth);
+                    }
                 })?;
             }
         }
@@ -201,6 +233,7 @@ fn run_compute(
     info: &DeviceInfo,
     dtype: Dtype,
     widths: &[u32],
+    peer: &mut Peer,
 ) -> Result<(), BenchError> {
     let (bench, unit) = dtype.benchmark();
     let case = base_case(bench, Metric::Throughput, unit, info).param("dtype", dtype.name());
@@ -247,6 +280,9 @@ fn run_compute(
         rec.extra.insert("vector_width".into(), json!(width));
         rec.extra.insert("width_sweep".into(), Value::Object(sweep));
         set_peak_or(rec, peak.as_ref());
+        if let Some(t) = Test::for_dtype(dtype) {
+            peer.attach(rec, t);
+        }
     })
 }
 

@@ -55,6 +55,7 @@ pub fn profile_config(profile: Profile) -> GpuConfig {
 fn run_config(ctx: &RunContext<'_>) -> GpuConfig {
     let mut cfg = profile_config(ctx.profile);
     cfg.duration = ctx.sample_length(cfg.duration);
+    cfg.reference = ctx.reference;
     cfg
 }
 
@@ -99,8 +100,12 @@ impl Subsystem for Gpu {
         &[ReferenceTool {
             name: "clpeak",
             package: "clpeak",
-            serves: "gpu.flops per dtype, gpu.bandwidth (global memory)",
-            how: "scripts/bench/gpu-vs-clpeak (side by side; not yet run by the binary)",
+            serves:
+                "gpu.flops f32/f64, gpu.iops i32 (its compute tests), gpu.bandwidth read at the \
+                     largest block (its global bandwidth)",
+            how: "--reference on gpu and run (OpenCL devices; once per device, every test the \
+                  cases want; run's headline: global bandwidth); scripts/bench/gpu-vs-clpeak \
+                  for interleaved rounds",
         }]
     }
 }

@@ -111,9 +111,12 @@ pub struct NetConfig {
     pub sockbuf: Option<u32>,
     /// Pin stream threads (client and in-process server).
     pub pin: bool,
-    /// Which cases run iperf3 / sockperf beside them (loopback only) and fill `reference` (the
-    /// headline: the first TCP throughput case and the first TCP ping-pong).
+    /// Which cases run iperf3 / sockperf beside them and fill `reference` (the headline: the
+    /// first TCP throughput case and the first TCP ping-pong).
     pub reference: hostbench_core::subsystem::ReferenceScope,
+    /// Against a remote target, the port of the `iperf3 -s` running there (sockperf's server on
+    /// the next port); loopback starts its own.
+    pub reference_port: Option<u16>,
 }
 
 impl Default for NetConfig {
@@ -143,6 +146,7 @@ impl Default for NetConfig {
             sockbuf: None,
             pin: true,
             reference: hostbench_core::subsystem::ReferenceScope::Off,
+            reference_port: None,
         }
     }
 }
@@ -217,10 +221,23 @@ impl NetConfig {
                 return bad(format!("--sockbuf {b}: must be 4 KiB..512 MiB"));
             }
         }
-        if self.reference != hostbench_core::subsystem::ReferenceScope::Off
-            && self.target != (Target::Loopback { v6: false })
-        {
-            return bad("--reference starts iperf3 and sockperf on 127.0.0.1: use it with `net loopback` (IPv4)".into());
+        if self.reference != hostbench_core::subsystem::ReferenceScope::Off {
+            match (&self.target, self.reference_port) {
+                (Target::Loopback { v6: true }, _) => {
+                    return bad("--reference starts iperf3 and sockperf on 127.0.0.1: use `net loopback` without --ipv6".into());
+                }
+                (Target::Remote { host, .. }, None) => {
+                    return bad(format!(
+                        "--reference against {host} needs --reference-port P: the port of `iperf3 -s -p P` running there (and `sockperf sr -p P+1` for ping-pong)"
+                    ));
+                }
+                (Target::Remote { .. }, Some(p)) if reference::sockperf_port(p).is_none() => {
+                    return bad(format!(
+                        "--reference-port {p}: sockperf's server is on the next port, past 65535"
+                    ));
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -377,6 +394,13 @@ pub fn run_net(
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;
     let iface = limit::route(addr.ip());
+    let peer = match (&cfg.target, cfg.reference_port) {
+        (Target::Remote { host, .. }, Some(port)) => reference::Peer::Remote {
+            host: host.clone(),
+            port,
+        },
+        _ => reference::Peer::Local,
+    };
     let ctx = Ctx {
         cfg,
         spec,
@@ -384,6 +408,7 @@ pub fn run_net(
         v6: addr.is_ipv6(),
         iface,
         pair_cpu: link.order.first().copied(),
+        peer,
     };
     let result = run_cases(runner, &ctx, &mut link);
     if let Some(c) = link.client.take() {
@@ -400,6 +425,8 @@ struct Ctx<'a> {
     iface: Option<limit::Iface>,
     /// Where stream 0's two ends run (loopback, pinned), for the reference tools.
     pair_cpu: Option<usize>,
+    /// Where the reference tools' servers are.
+    peer: reference::Peer,
 }
 
 impl Ctx<'_> {
@@ -572,7 +599,7 @@ fn throughput_case(
                     },
                     cpu: ctx.pair_cpu,
                 };
-                attach(rec, reference::iperf3(&case, rec.value));
+                attach(rec, reference::iperf3(&case, &ctx.peer, rec.value), IPERF3_APART);
             }
             match limit::throughput_peak(
                 ctx.iface.as_ref(),
@@ -678,7 +705,11 @@ fn latency_case(
             if with_reference {
                 let secs = cfg.duration.as_secs_f64().ceil() as u64;
                 if pairs == 1 {
-                    attach(rec, reference::sockperf(proto, msg, secs, ctx.pair_cpu, rec.value));
+                    attach(
+                        rec,
+                        reference::sockperf(proto, msg, secs, ctx.pair_cpu, &ctx.peer, rec.value),
+                        SOCKPERF_APART,
+                    );
                 } else {
                     rec.warnings.push("reference: sockperf runs one ping-pong pair per process; none for several pairs".into());
                 }
@@ -693,18 +724,32 @@ fn latency_case(
     )
 }
 
-/// Put a reference measurement (or why there is none) on a record.
-fn attach(rec: &mut Record, m: Result<reference::Measured, BenchError>) {
-    match m {
-        Ok(m) => {
-            rec.extra
-                .insert("reference_command".into(), json!(m.command));
-            if let Some(n) = m.note {
-                rec.extra.insert("reference_note".into(), json!(n));
-            }
-            rec.reference = Some(m.reference);
-        }
-        Err(e) => rec.warnings.push(format!("reference: {e}")),
+/// Why iperf3 and hostbench may differ beyond the parity band on the same path.
+const IPERF3_APART: &str = "iperf3 (3.16 and older) drives every stream from one thread and \
+    pins a whole process, where hostbench runs one pinned thread per stream; on loopback or a \
+    virtual NIC the CPU is the bottleneck, so where the threads run decides the figure";
+
+/// Why sockperf and hostbench may differ beyond the parity band.
+const SOCKPERF_APART: &str = "sockperf's figure is the p50 of its own busy-polling ping-pong \
+    in one process (messages of at least 14 B); hostbench's the median of its samples' p50 on a \
+    pinned thread pair. At loopback round trips of a few microseconds, one scheduler wake-up \
+    more or less per exchange is a large ratio";
+
+/// Put a reference measurement (or why there is none) on a record: the figure, ratio and
+/// command through core's one `attach` (the methodological note outside the parity band), and
+/// the tool's own note on how it ran (always).
+fn attach(rec: &mut Record, m: Result<reference::Measured, BenchError>, why_apart: &str) {
+    let (outcome, command, note) = match m {
+        Ok(m) => (Ok(m.reference), m.command, m.note),
+        Err(e) => (Err(e), String::new(), None),
+    };
+    hostbench_core::reference::attach(rec, outcome, &command, why_apart);
+    if let Some(n) = note {
+        let joined = match rec.extra.get("reference_note").and_then(|v| v.as_str()) {
+            Some(apart) => format!("{n}; {apart}"),
+            None => n,
+        };
+        rec.extra.insert("reference_note".into(), json!(joined));
     }
 }
 

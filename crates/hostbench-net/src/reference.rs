@@ -1,6 +1,8 @@
-//! `--reference` on loopback: the same case measured by iperf3 (throughput) or sockperf
-//! (ping-pong), started here with matching parameters, so each record carries the reference
-//! tool's figure and the ratio.
+//! `--reference`: the same case measured by iperf3 (throughput) or sockperf (ping-pong) with
+//! matching parameters, so each record carries the reference tool's figure and the ratio. On
+//! loopback both ends are started here; against a remote host (`net client --reference-port P`)
+//! only the client runs here, against `iperf3 -s -p P` and `sockperf sr -p P+1` (with `--tcp` for
+//! TCP ping-pong; TCP and UDP ports do not collide) that the user runs beside `net server`.
 //!
 //! iperf3 runs with `-P streams -l block` (`-u -b rate`, `-R`, `--bidir`) and whole seconds
 //! (`-t` takes an integer); its receiver-side sum is the figure, as ours is. UDP gets `-w` with
@@ -32,6 +34,30 @@ pub struct Iperf3Case {
     pub cpu: Option<usize>,
 }
 
+/// Where the reference tool's server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Peer {
+    /// Started here, on 127.0.0.1, for the one case.
+    Local,
+    /// Already running on `host`: iperf3 on `port`, sockperf on `port + 1`.
+    Remote { host: String, port: u16 },
+}
+
+impl Peer {
+    /// The address the clients connect to.
+    fn host(&self) -> &str {
+        match self {
+            Peer::Local => "127.0.0.1",
+            Peer::Remote { host, .. } => host,
+        }
+    }
+}
+
+/// The sockperf port beside iperf3's `port` on a remote host.
+pub fn sockperf_port(port: u16) -> Option<u16> {
+    port.checked_add(1)
+}
+
 /// A reference figure with the command that produced it.
 #[derive(Debug, Clone)]
 pub struct Measured {
@@ -55,33 +81,46 @@ fn free_port() -> Result<u16, BenchError> {
     ))
 }
 
-/// Start a reference server; a tool that is not installed says how to get it.
-fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Background, BenchError> {
-    tools::spawn(tool, args, piped).map_err(|e| match e {
-        BenchError::Unsupported(why) => {
-            BenchError::unsupported(format!("{why}; install it for --reference"))
+/// A tool that could not be started is not installed: say how to get it (each reference tool's
+/// Debian package has its name; taskset is util-linux's).
+fn not_installed(tool: &str, e: BenchError) -> BenchError {
+    match e {
+        BenchError::Unsupported(_) => {
+            let package = if tool == "taskset" {
+                "util-linux"
+            } else {
+                tool
+            };
+            BenchError::unsupported(format!("{tool} not installed: apt install {package}"))
         }
         other => other,
-    })
+    }
 }
 
-/// A client run's stdout and stderr together.
-fn output(tool: &str, args: &[String], limit: Duration) -> Result<String, BenchError> {
-    tools::run(tool, args, limit).map(|o| o.text())
+/// Start a reference server.
+fn spawn(tool: &str, args: &[String], piped: bool) -> Result<Background, BenchError> {
+    tools::spawn(tool, args, piped).map_err(|e| not_installed(tool, e))
 }
 
-/// Run the client until the freshly started server answers (it takes a moment to listen).
+/// A client run's output.
+fn output(tool: &str, args: &[String], limit: Duration) -> Result<tools::Output, BenchError> {
+    tools::run(tool, args, limit).map_err(|e| not_installed(tool, e))
+}
+
+/// Run the client until the freshly started server answers (it takes a moment to listen);
+/// `ready` sees stdout and stderr together.
 fn client_retrying(
     tool: &str,
     args: &[String],
     limit: Duration,
     ready: impl Fn(&str) -> bool,
-) -> Result<String, BenchError> {
+) -> Result<tools::Output, BenchError> {
     let mut last = String::new();
     for _ in 0..20 {
-        last = output(tool, args, limit)?;
+        let out = output(tool, args, limit)?;
+        last = out.text();
         if ready(&last) {
-            return Ok(last);
+            return Ok(out);
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -96,20 +135,26 @@ fn client_retrying(
 }
 
 /// iperf3's receiver-side goodput for `case`, bit/s.
-pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
-    let port = free_port()?.to_string();
-    let _server = spawn(
-        "iperf3",
-        &[
-            "-s".into(),
-            "-B".into(),
-            "127.0.0.1".into(),
-            "-p".into(),
-            port.clone(),
-        ],
-        false,
-    )?;
-    let mut args: Vec<String> = vec!["-c", "127.0.0.1", "-p", &port, "-J", "-P"]
+pub fn iperf3(case: &Iperf3Case, peer: &Peer, ours: f64) -> Result<Measured, BenchError> {
+    let (port, _server) = match peer {
+        Peer::Local => {
+            let port = free_port()?.to_string();
+            let server = spawn(
+                "iperf3",
+                &[
+                    "-s".into(),
+                    "-B".into(),
+                    "127.0.0.1".into(),
+                    "-p".into(),
+                    port.clone(),
+                ],
+                false,
+            )?;
+            (port, Some(server))
+        }
+        Peer::Remote { port, .. } => (port.to_string(), None),
+    };
+    let mut args: Vec<String> = vec!["-c", peer.host(), "-p", &port, "-J", "-P"]
         .into_iter()
         .map(String::from)
         .collect();
@@ -140,6 +185,10 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
     // one stream's client and server share our CPU; several streams run unpinned.
     let mut notes = Vec::new();
     match (case.cpu, case.streams, case.direction) {
+        // A remote server's CPUs are not ours to choose: only the client is pinned.
+        (Some(c), 1, Direction::Send | Direction::Recv) if *peer != Peer::Local => {
+            args.extend(["-A".into(), c.to_string()])
+        }
         (Some(c), 1, Direction::Send | Direction::Recv) => {
             args.extend(["-A".into(), format!("{c},{c}")])
         }
@@ -149,10 +198,23 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
         (None, _, _) => {}
     }
     let limit = Duration::from_secs(case.seconds.max(1) + 60);
-    let text = client_retrying("iperf3", &args, limit, |t| {
-        !t.contains("unable to connect") && !t.contains("Connection refused")
-    })?;
-    let doc: serde_json::Value = serde_json::from_str(&text)
+    let answered = |t: &str| !t.contains("unable to connect") && !t.contains("Connection refused");
+    let out = match peer {
+        // A server started a moment ago may not listen yet: ask again.
+        Peer::Local => client_retrying("iperf3", &args, limit, answered)?,
+        Peer::Remote { host, .. } => {
+            let t = output("iperf3", &args, limit)?;
+            if !answered(&t.text()) {
+                return Err(BenchError::Failed(format!(
+                    "iperf3 could not reach {host}:{port} (is `iperf3 -s -p {port}` running there?)"
+                )));
+            }
+            t
+        }
+    };
+    // The JSON document is stdout alone: iperf3 prints warnings (a UDP block beyond the MSS, say)
+    // on stderr.
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout)
         .map_err(|e| BenchError::Failed(format!("iperf3 -J output is not JSON: {e}")))?;
     if let Some(err) = doc.get("error").and_then(|e| e.as_str()) {
         return Err(BenchError::Failed(format!("iperf3: {err}")));
@@ -191,15 +253,30 @@ pub fn iperf3(case: &Iperf3Case, ours: f64) -> Result<Measured, BenchError> {
 
 /// sockperf ping-pong p50 round trip, seconds (one pair).
 ///
-/// With `cpu`, server and client run under `taskset -c CPU`, the placement of our pair.
+/// With `cpu`, the client (and a local server) run under `taskset -c CPU`, the placement of our
+/// pair.
 pub fn sockperf(
     proto: Proto,
     msg: u64,
     seconds: u64,
     cpu: Option<usize>,
+    peer: &Peer,
     ours: f64,
 ) -> Result<Measured, BenchError> {
-    let port = free_port()?.to_string();
+    // Pinned, the program started is taskset: ask for sockperf itself first, so a missing
+    // sockperf is not reported as a failed taskset.
+    if tools::locate("sockperf").is_none() {
+        return Err(not_installed("sockperf", BenchError::unsupported("")));
+    }
+    let port = match peer {
+        Peer::Local => free_port()?,
+        Peer::Remote { port, .. } => sockperf_port(*port).ok_or_else(|| {
+            BenchError::invalid(format!(
+                "--reference-port {port}: sockperf's port {port}+1 is past 65535"
+            ))
+        })?,
+    }
+    .to_string();
     let mut server: Vec<String> = vec![
         "sr".into(),
         "-i".into(),
@@ -210,9 +287,9 @@ pub fn sockperf(
     let mut args: Vec<String> = vec![
         "pp".into(),
         "-i".into(),
-        "127.0.0.1".into(),
+        peer.host().to_string(),
         "-p".into(),
-        port,
+        port.clone(),
     ];
     if proto == Proto::Tcp {
         server.push("--tcp".into());
@@ -237,9 +314,25 @@ pub fn sockperf(
         }
         None => ("sockperf", server, args),
     };
-    let _server = spawn(tool, &server, false)?;
     let limit = Duration::from_secs(seconds.max(1) + 30);
-    let text = client_retrying(tool, &args, limit, |t| t.contains("percentile 50.000"))?;
+    let answered = |t: &str| t.contains("percentile 50.000");
+    let text = match peer {
+        Peer::Local => {
+            let _server = spawn(tool, &server, false)?;
+            client_retrying(tool, &args, limit, answered)?.text()
+        }
+        Peer::Remote { host, .. } => {
+            let t = output(tool, &args, limit)?.text();
+            if !answered(&t) {
+                let tcp = if proto == Proto::Tcp { " --tcp" } else { "" };
+                return Err(BenchError::Failed(format!(
+                    "sockperf got no answer from {host}:{port} (is `sockperf sr -p {port}{tcp}` \
+                     running there?)"
+                )));
+            }
+            t
+        }
+    };
     let p50_us = text
         .lines()
         .find_map(|l| l.split("percentile 50.000 =").nth(1))

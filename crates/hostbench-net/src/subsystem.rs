@@ -95,13 +95,15 @@ impl Subsystem for Net {
                 name: "iperf3",
                 package: "iperf3",
                 serves: "net.throughput tcp/udp (same block, streams, direction, rate)",
-                how: "hostbench net loopback --reference",
+                how: "net loopback --reference; net client HOST --reference-port P against \
+                      `iperf3 -s -p P` there",
             },
             ReferenceTool {
                 name: "sockperf",
                 package: "sockperf",
                 serves: "net.latency tcp/udp ping-pong (same message size)",
-                how: "hostbench net loopback --reference",
+                how: "net loopback --reference; net client HOST --reference-port P against \
+                      `sockperf sr -p P+1` there",
             },
         ]
     }

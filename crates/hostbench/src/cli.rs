@@ -393,6 +393,10 @@ pub struct NetClientArgs {
     /// File holding the server's token.
     #[arg(long, value_name = "F")]
     pub token_file: Option<PathBuf>,
+    /// Run the reference tools against HOST too (implies --reference): `iperf3 -s -p P` and
+    /// `sockperf sr -p P+1` (add `--tcp` for TCP ping-pong) must be running there.
+    #[arg(long, value_name = "P")]
+    pub reference_port: Option<String>,
     #[command(flatten)]
     pub test: NetTestArgs,
 }
@@ -451,7 +455,8 @@ pub struct NetTestArgs {
     #[arg(long)]
     pub no_pin: bool,
     /// Also run iperf3 (throughput) and sockperf (ping-pong) on each case with the same
-    /// parameters and record their figures and the ratio (loopback only).
+    /// parameters and record their figures and the ratio (loopback starts both servers; a
+    /// client needs --reference-port).
     #[arg(long)]
     pub reference: bool,
     /// The classic matrix: TCP and UDP x 1 KB, 32 KB x 1, 2, 4, 8 streams, plus 1-byte ping-pong.
@@ -507,6 +512,11 @@ pub struct GpuArgs {
     /// Transfer sizes, e.g. 1KiB,1MiB,64MiB.
     #[arg(long, value_name = "LIST")]
     pub transfer_block: Option<String>,
+    /// Also run clpeak on the same OpenCL device (once, its tests for the cases asked) and record
+    /// its global bandwidth beside the read kernel at the largest block and its compute beside
+    /// f32, f64 and i32, with the ratio (needs the `clpeak` package).
+    #[arg(long)]
+    pub reference: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -549,8 +559,9 @@ pub struct RunArgs {
     /// Do not store this run in the history database.
     #[arg(long)]
     pub no_history: bool,
-    /// Run the reference tool (likwid-bench, fio, iperf3, sockperf) beside every case it can
-    /// express. Default: beside one headline case per subsystem, where the tool is installed.
+    /// Run the reference tool (likwid-bench, OpenBLAS, fio, iperf3, sockperf, clpeak) beside every
+    /// case it can express. Default: beside one headline case per subsystem, where the tool is
+    /// installed.
     #[arg(long, conflicts_with = "no_reference")]
     pub reference: bool,
     /// No reference tool at all, not even beside the headline cases.

@@ -485,7 +485,20 @@ pub fn net_client(
         hostbench_net::split_host_port(&args.host, port_arg(&args.port)?),
     )?;
     let target = hostbench_net::Target::Remote { host, port };
-    let mut cfg = net_tests(&args.test, common, target)?;
+    let reference_port = args
+        .reference_port
+        .as_deref()
+        .map(|p| {
+            p.trim()
+                .parse::<u16>()
+                .ok()
+                .filter(|&p| p > 0)
+                .ok_or_else(|| {
+                    BenchError::invalid(format!("--reference-port '{p}': expected 1 to 65535"))
+                })
+        })
+        .transpose()?;
+    let mut cfg = net_tests(&args.test, common, target, reference_port)?;
     cfg.token = args
         .token_file
         .as_deref()
@@ -503,13 +516,17 @@ pub fn net_loopback(
         &args.test,
         common,
         hostbench_net::Target::Loopback { v6: args.ipv6 },
+        None,
     )
 }
 
+/// The test lists of a client or loopback run; `reference_port` (a client's remote iperf3 and
+/// sockperf servers) turns the reference on for every case.
 fn net_tests(
     args: &crate::cli::NetTestArgs,
     common: &Common,
     target: hostbench_net::Target,
+    reference_port: Option<u16>,
 ) -> Result<hostbench_net::NetConfig, BenchError> {
     use hostbench_net::{Direction, NetConfig, Proto, UdpRate};
     let mut cfg = if args.classic {
@@ -569,7 +586,8 @@ fn net_tests(
         cfg.latency = args.latency;
     }
     cfg.pin = !args.no_pin;
-    cfg.reference = reference_scope(args.reference);
+    cfg.reference = reference_scope(args.reference || reference_port.is_some());
+    cfg.reference_port = reference_port;
     common.apply_duration(&mut cfg.duration);
     cfg.validate()?;
     Ok(cfg)
@@ -635,6 +653,7 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
             "backend",
             parse_list(&args.backend, "backend", Backend::parse),
         )?,
+        reference: reference_scope(args.reference),
         ..GpuConfig::default()
     };
     if let Some(d) = &args.device {

@@ -169,6 +169,33 @@ fn cpu_reference_runs_likwid_bench_side_by_side() {
     }
 }
 
+/// A reference tool hidden from PATH is one note on the record ("… not installed: apt install
+/// …"), never a failed case: likwid-bench beside cpu, iperf3 and sockperf beside the network.
+#[test]
+fn a_reference_tool_missing_from_path_is_a_note() {
+    let doc = run_without_path("cpu --dtype f64 --isa scalar --threads 1 --ops 1e7 --repeat 1 --warmup 0 --reference --json -");
+    let r = &doc["records"][0];
+    assert!(r["reference"].is_null() && r["value"].as_f64().expect("value") > 0.0);
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("likwid-bench not installed: apt install likwid"),
+        "{}",
+        r["warnings"]
+    );
+    let doc = run_without_path("net loopback --reference --proto tcp --streams 1 --duration 100ms --repeat 1 --warmup 0 --json -");
+    for (bench, tool) in [("net.throughput", "iperf3"), ("net.latency", "sockperf")] {
+        let r = records(&doc, bench)[0];
+        assert!(r["reference"].is_null() && r["value"].as_f64().expect("value") > 0.0);
+        let want = format!("{tool} not installed: apt install {tool}");
+        assert!(
+            r["warnings"].to_string().contains(&want),
+            "{}",
+            r["warnings"]
+        );
+    }
+}
+
 #[test]
 fn linpack_json_reports_hpl_residual() {
     let out = run_ok(
@@ -235,12 +262,7 @@ fn run_writes_a_results_directory() {
     }
     // The reference column, filled by default beside the headline alone: f64 on the widest ISA
     // likwid-bench has, at the most threads (where likwid-bench is installed; CI has it).
-    let referenced: Vec<&Value> = doc["records"]
-        .as_array()
-        .expect("records")
-        .iter()
-        .filter(|r| !r["reference"].is_null())
-        .collect();
+    let referenced = referenced(&doc);
     if common::on_path("likwid-bench") {
         assert_eq!(
             referenced.len(),

@@ -250,6 +250,85 @@ fn run_includes_the_gpu_section_when_a_device_exists() {
     for bench in ["gpu.flops", "gpu.bandwidth", "gpu.transfer", "gpu.launch"] {
         assert!(!records(&doc, bench).is_empty(), "no {bench} record");
     }
+    // The reference column by default: clpeak's global bandwidth beside the read kernel at the
+    // largest block, and beside nothing else (one peer run).
+    let referenced = referenced(&doc);
+    if clpeak() {
+        assert_eq!(referenced.len(), 1, "{referenced:?}");
+        let r = referenced[0];
+        assert_eq!(r["benchmark"], "gpu.bandwidth");
+        assert_eq!(r["params"]["kind"], "read");
+        let largest = records(&doc, "gpu.bandwidth")
+            .iter()
+            .filter_map(|r| r["params"]["block_bytes"].as_u64())
+            .max();
+        assert_eq!(r["params"]["block_bytes"].as_u64(), largest);
+        assert_eq!(r["reference"]["tool"], "clpeak");
+        let cmd = r["extra"]["reference_command"].as_str().expect("command");
+        assert!(
+            cmd.contains("--global-bandwidth") && cmd.contains("-p 0 -d 0"),
+            "{cmd}"
+        );
+    }
+}
+
+/// Is clpeak there? Under CI it must be (scripts/test installs it).
+fn clpeak() -> bool {
+    let present = on_path("clpeak");
+    assert!(
+        present || std::env::var_os("CI").is_none(),
+        "CI installs clpeak"
+    );
+    present
+}
+
+/// `gpu --reference`: clpeak once, on the same device, its compute beside each dtype it has a
+/// test for (f32 here) and its global bandwidth beside the read kernel at the largest block only;
+/// the record names the command; without clpeak on PATH the cases are measured and the note says
+/// how to install it.
+#[test]
+fn reference_runs_clpeak_on_the_same_device() {
+    if !opencl_device() || !clpeak() {
+        return;
+    }
+    let args = "gpu --backend opencl --device 0 --reference --dtype f32 --vector-width 4 \
+                --kernel read --block 1MiB,4MiB --duration 20ms --repeat 1 --warmup 0 --json -";
+    let out = run_ok(args, &[]);
+    let doc = json_of(&out);
+    let flops = records(&doc, "gpu.flops");
+    let f32 = flops
+        .iter()
+        .find(|r| r["params"]["dtype"] == "f32")
+        .expect("f32 record");
+    assert_eq!(f32["reference"]["tool"], "clpeak", "{f32}");
+    assert!(f32["reference"]["value"].as_f64().expect("value") > 0.0);
+    assert!(f32["reference"]["ratio"].as_f64().expect("ratio") > 0.0);
+    let cmd = f32["extra"]["reference_command"].as_str().expect("command");
+    assert!(
+        cmd.starts_with("clpeak -p 0 -d 0") && cmd.contains("--compute-sp"),
+        "{cmd}"
+    );
+    let bw = records(&doc, "gpu.bandwidth");
+    assert_eq!(bw.len(), 2);
+    for r in bw {
+        let largest = r["params"]["block_bytes"] == 4 << 20;
+        assert_eq!(!r["reference"].is_null(), largest, "{r}");
+    }
+
+    // Hidden from PATH: the same cases, a note instead of a figure.
+    let doc = run_without_path(
+        "gpu --backend opencl --device 0 --reference --dtype f32 --vector-width 4 --compute \
+         --duration 5ms --repeat 1 --warmup 0 --json -",
+    );
+    let r = records(&doc, "gpu.flops")[0];
+    assert!(r["reference"].is_null());
+    assert!(
+        r["warnings"]
+            .to_string()
+            .contains("clpeak not installed: apt install clpeak"),
+        "{}",
+        r["warnings"]
+    );
 }
 
 #[test]

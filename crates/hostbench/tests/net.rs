@@ -237,6 +237,19 @@ impl TwoHosts {
 
 struct Killed(Child);
 
+impl TwoHosts {
+    /// `hostbench net server` on host A at `port` with a fresh token file in `dir`; the server
+    /// and the token's path.
+    fn serve(&self, dir: &std::path::Path, port: u16) -> (Killed, std::path::PathBuf) {
+        let tok = dir.join("token");
+        std::fs::write(&tok, format!("veth-test-token-{port}\n")).expect("token");
+        let mut srv = self.exec(0);
+        srv.args(["net", "server", "--port", &port.to_string(), "--token-file"])
+            .arg(&tok);
+        (Killed(start_server(srv)), tok)
+    }
+}
+
 impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -250,12 +263,7 @@ fn two_hosts_over_veth_with_a_token() {
         return;
     };
     let dir = tempfile::tempdir().expect("tmp");
-    let tok = dir.path().join("token");
-    std::fs::write(&tok, "veth-test-token-123\n").expect("token");
-    let mut srv = hosts.exec(0);
-    srv.args(["net", "server", "--port", "5301", "--token-file"])
-        .arg(&tok);
-    let _server = Killed(start_server(srv));
+    let (_server, tok) = hosts.serve(dir.path(), 5301);
 
     let spec = dir.path().join("spec.toml");
     std::fs::write(&spec, "[network]\nlink_bps = 10e9\nbase_latency_s = 5e-6\n").expect("spec");
@@ -479,38 +487,149 @@ fn run_quick_includes_loopback_network() {
     }
 }
 
+/// Whether iperf3 and sockperf are installed (CI installs them: there, missing fails).
+fn have_reference_tools() -> bool {
+    let have = |tool: &str| StdCommand::new(tool).arg("--version").output().is_ok();
+    let both = have("iperf3") && have("sockperf");
+    assert!(
+        both || std::env::var_os("CI").is_none(),
+        "CI installs iperf3 and sockperf"
+    );
+    both
+}
+
+/// Every record carries its reference tool's figure and ratio (iperf3 beside throughput,
+/// sockperf beside ping-pong); the commands, for further checks.
+fn assert_every_record_referenced(doc: &Value) -> Vec<(&'static str, String)> {
+    let recs = doc["records"].as_array().expect("records");
+    assert_eq!(recs.len(), 4, "{doc}");
+    recs.iter()
+        .map(|r| {
+            let tool = if r["benchmark"] == "net.throughput" {
+                "iperf3"
+            } else {
+                "sockperf"
+            };
+            let rf = &r["reference"];
+            assert_eq!(rf["tool"], tool, "{r}");
+            assert!(rf["value"].as_f64().expect("value") > 0.0, "{r}");
+            assert!(rf["ratio"].as_f64().expect("ratio") > 0.0, "{r}");
+            let cmd = r["extra"]["reference_command"].as_str().expect("command");
+            assert!(cmd.contains(tool), "{cmd}");
+            (tool, cmd.to_string())
+        })
+        .collect()
+}
+
 #[test]
 fn reference_runs_iperf3_and_sockperf_side_by_side() {
-    let have = |tool: &str| StdCommand::new(tool).arg("--version").output().is_ok();
-    if !(have("iperf3") && have("sockperf")) {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI installs iperf3 and sockperf"
-        );
+    if !have_reference_tools() {
         return;
     }
     let out = run_ok(
         "net loopback --reference --streams 1 --rate 200M --duration 1s --repeat 1 --warmup 0 --json -",
         &[],
     );
-    let doc = json_of(&out);
-    let recs = doc["records"].as_array().expect("records");
-    assert_eq!(recs.len(), 4);
-    for r in recs {
-        let tool = if r["benchmark"] == "net.throughput" {
-            "iperf3"
-        } else {
-            "sockperf"
-        };
-        let rf = &r["reference"];
-        assert_eq!(rf["tool"], tool, "{r}");
-        assert!(rf["value"].as_f64().expect("value") > 0.0, "{r}");
-        assert!(rf["ratio"].as_f64().expect("ratio") > 0.0, "{r}");
-        let cmd = r["extra"]["reference_command"].as_str().expect("command");
-        assert!(cmd.contains(tool), "{cmd}");
+    for (tool, cmd) in assert_every_record_referenced(&json_of(&out)) {
         if tool == "sockperf" {
             assert!(cmd.contains("--full-rtt"), "{cmd}");
         }
     }
     assert_usage_error(&["net", "loopback", "--ipv6", "--reference"], "--reference");
+}
+
+#[test]
+fn reference_port_measures_iperf3_and_sockperf_against_the_other_host() {
+    if !have_reference_tools() {
+        return;
+    }
+    // Usage first, before any traffic: a client's --reference needs the remote servers' port.
+    assert_usage_error(
+        &["net", "client", "127.0.0.1", "--reference"],
+        "--reference-port",
+    );
+    assert_usage_error(
+        &["net", "client", "127.0.0.1", "--reference-port", "65535"],
+        "past 65535",
+    );
+    assert_usage_error(
+        &["net", "client", "127.0.0.1", "--reference-port", "x"],
+        "--reference-port 'x'",
+    );
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    // Host A runs hostbench's server and, as a user would beside it, iperf3 and sockperf's
+    // servers (UDP and TCP on the same port number: separate port spaces).
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, tok) = hosts.serve(dir.path(), 5311);
+    let in_a = |tool: &str, args: &[&str]| {
+        let child = StdCommand::new("ip")
+            .args(["netns", "exec", &hosts.names[0], tool])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("reference server starts");
+        Killed(child)
+    };
+    let _iperf3 = in_a("iperf3", &["-s", "-p", "5321", "-B", TwoHosts::A]);
+    let _sp_udp = in_a("sockperf", &["sr", "-i", TwoHosts::A, "-p", "5322"]);
+    let _sp_tcp = in_a(
+        "sockperf",
+        &["sr", "-i", TwoHosts::A, "-p", "5322", "--tcp"],
+    );
+    std::thread::sleep(Duration::from_millis(500));
+
+    let token = ["--token-file".as_ref(), tok.as_os_str()];
+    let doc = hosts.client_ok(
+        &[
+            &format!("{}:5311", TwoHosts::A),
+            "--reference-port",
+            "5321",
+            "--proto",
+            "tcp,udp",
+            "--streams",
+            "1",
+            "--rate",
+            "200M",
+        ],
+        &token,
+    );
+    for (tool, cmd) in assert_every_record_referenced(&doc) {
+        // The client went to the other host, on the port the user gave; no server was started.
+        let port = if tool == "iperf3" {
+            "-p 5321"
+        } else {
+            "-p 5322"
+        };
+        assert!(cmd.contains(TwoHosts::A) && cmd.contains(port), "{cmd}");
+        assert!(!cmd.contains("127.0.0.1"), "{cmd}");
+    }
+
+    // Nothing listening on the reference port: the cases are measured, the reference is a note
+    // naming the server to start, and the run succeeds.
+    let doc = hosts.client_ok(
+        &[
+            TwoHosts::A,
+            "--port",
+            "5311",
+            "--reference-port",
+            "5331",
+            "--proto",
+            "tcp",
+            "--streams",
+            "1",
+            "--throughput",
+        ],
+        &token,
+    );
+    let r = records(&doc, "net.throughput")[0];
+    assert!(r["reference"].is_null(), "{r}");
+    assert!(r["value"].as_f64().expect("value") > 0.0);
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("reference not measured") && warnings.contains("iperf3 -s -p 5331"),
+        "{warnings}"
+    );
 }

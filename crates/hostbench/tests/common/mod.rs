@@ -33,6 +33,34 @@ pub fn run_ok(args: &str, extra: &[&std::ffi::OsStr]) -> Output {
     out
 }
 
+/// Records that carry a reference tool's figure.
+pub fn referenced(doc: &Value) -> Vec<&Value> {
+    doc["records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .filter(|r| !r["reference"].is_null())
+        .collect()
+}
+
+/// Run `hostbench` with `args` and an empty PATH (every reference tool hidden), require exit 0
+/// and return its JSON.
+pub fn run_without_path(args: &str) -> Value {
+    let empty = tempfile::tempdir().expect("tmp");
+    let out = hostbench()
+        .args(args.split_whitespace())
+        .env("PATH", empty.path())
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_of(&out)
+}
+
 pub fn json_of(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(

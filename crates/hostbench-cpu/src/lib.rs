@@ -495,6 +495,28 @@ fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) 
     );
 }
 
+/// Linpack's order for a time budget: the n whose solve takes about `seconds` at 85 % of the
+/// all-core fp64 peak (what a good blocked LU reaches once n is large enough to hide the panel),
+/// a multiple of 64 and at most `linpack::default_n` (the memory bound and its cap). Why: a
+/// fixed n = 8000 takes 10 s a solve on a 2-core VM and under a second on a large server, so
+/// the standard profile sizes n to the machine instead. None where the peak is unknown.
+pub fn linpack_budget_n(host: &Host, spec: &Spec, seconds: f64) -> Option<usize> {
+    let threads = affinity::allowed_cpus().len().max(1);
+    let order = affinity::placement_order();
+    let cores_used = threads.min(physical_cores(spec, &order));
+    let (peak, _) = fp64_peak(host, spec, threads, cores_used, &order)?;
+    let cap = linpack::default_n(hostbench_core::host::available_memory_bytes());
+    Some(budget_n(peak.value, seconds, cap))
+}
+
+/// The order whose HPL operation count (2/3 n³) takes `seconds` at 85 % of `peak` FLOP/s,
+/// rounded down to a multiple of 64, between 1024 and `cap`.
+fn budget_n(peak: f64, seconds: f64, cap: usize) -> usize {
+    let flops = 0.85 * peak * seconds;
+    let n = (1.5 * flops).cbrt() as usize / 64 * 64;
+    n.clamp(1024.min(cap), cap)
+}
+
 /// All-core fp64 peak on the widest ISA, with the clock measured while `threads` threads run
 /// the FMA kernel (the clock a dense solve actually gets).
 fn fp64_peak(
@@ -536,6 +558,19 @@ fn fp64_peak(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn linpack_budget_sizes_n_to_the_peak_within_the_cap() {
+        // 40 GFLOP/s for 2 s: 2/3 n³ = 68 GFLOP at 85 % of it, n = 4672.
+        assert_eq!(budget_n(40e9, 2.0, 8000), 4672);
+        // A large server hits the memory and time cap; a tiny peak the floor.
+        assert_eq!(budget_n(5e12, 2.0, 8000), 8000);
+        assert_eq!(budget_n(1e8, 2.0, 8000), 1024);
+        assert_eq!(budget_n(1e8, 2.0, 512), 512);
+        let n = budget_n(40e9, 2.0, 8000) as f64;
+        let secs = 2.0 / 3.0 * n * n * n / (0.85 * 40e9);
+        assert!((1.9..=2.0).contains(&secs), "{secs}");
+    }
     use hostbench_core::RunnerConfig;
 
     #[test]

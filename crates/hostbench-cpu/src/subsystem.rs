@@ -98,11 +98,21 @@ impl Subsystem for Cpu {
     }
 }
 
-/// Linpack's order per profile: `quick` a fixed 2000, the others sized from free memory (see
-/// `linpack::default_n`); the work (n³) follows `--scale`.
-pub fn linpack_n(profile: Profile, scale: f64) -> Option<usize> {
+/// Seconds one linpack solve of the standard profile takes (its n is sized to it).
+pub const STANDARD_SOLVE_SECONDS: f64 = 2.0;
+
+/// Linpack's order per profile: `quick` a fixed 2000, `standard` the n of a
+/// [`STANDARD_SOLVE_SECONDS`] solve at this host's fp64 peak (`budget`, see
+/// `linpack_budget_n`), the others sized from free memory (see `linpack::default_n`); the work
+/// (n³) follows `--scale`.
+pub fn linpack_n(
+    profile: Profile,
+    scale: f64,
+    budget: impl FnOnce(f64) -> Option<usize>,
+) -> Option<usize> {
     let fixed = match profile {
         Profile::Quick => Some(2000),
+        Profile::Standard => budget(STANDARD_SOLVE_SECONDS),
         _ => None,
     };
     if scale == 1.0 {
@@ -124,7 +134,13 @@ impl Subsystem for Linpack {
     }
 
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
-        let n = linpack_n(ctx.profile, ctx.scale).unwrap_or(8000) as f64;
+        // The estimate does not measure the peak: the budget's own length stands for it.
+        let n = match ctx.profile {
+            Profile::Standard if ctx.scale == 1.0 => {
+                return Phase::new(self.name(), 1, 4.0 * STANDARD_SOLVE_SECONDS)
+            }
+            _ => linpack_n(ctx.profile, ctx.scale, |_| None).unwrap_or(8000) as f64,
+        };
         // 2/3 n³ FLOP at a modest 20 GFLOP/s.
         Phase::new(self.name(), 1, 2.0 / 3.0 * n.powi(3) / 20e9)
     }
@@ -133,7 +149,9 @@ impl Subsystem for Linpack {
         let threads = affinity::allowed_cpus().len().max(1);
         crate::run_linpack(
             runner,
-            linpack_n(ctx.profile, ctx.scale),
+            linpack_n(ctx.profile, ctx.scale, |secs| {
+                crate::linpack_budget_n(ctx.host, ctx.spec, secs)
+            }),
             threads,
             ctx.host,
             ctx.spec,
@@ -168,8 +186,19 @@ mod tests {
 
     #[test]
     fn linpack_work_follows_the_scale() {
-        assert_eq!(linpack_n(Profile::Quick, 1.0), Some(2000));
-        assert_eq!(linpack_n(Profile::Quick, 0.125), Some(1000));
-        assert_eq!(linpack_n(Profile::Standard, 1.0), None);
+        let none = |_| None;
+        assert_eq!(linpack_n(Profile::Quick, 1.0, none), Some(2000));
+        assert_eq!(linpack_n(Profile::Quick, 0.125, none), Some(1000));
+        assert_eq!(linpack_n(Profile::Full, 1.0, none), None);
+        // Standard: the budget's n, scaled like any other.
+        assert_eq!(
+            linpack_n(Profile::Standard, 1.0, |s| Some((s * 2000.0) as usize)),
+            Some(4000)
+        );
+        assert_eq!(
+            linpack_n(Profile::Standard, 0.125, |_| Some(4000)),
+            Some(2000)
+        );
+        assert_eq!(linpack_n(Profile::Standard, 1.0, none), None);
     }
 }

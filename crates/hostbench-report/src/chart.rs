@@ -72,6 +72,8 @@ pub struct Series {
     pub name: String,
     /// (x, mean, standard deviation).
     pub points: Vec<(f64, f64, f64)>,
+    /// (x, theoretical peak) where the records have one: drawn dashed in the series' colour.
+    pub peaks: Vec<(f64, f64)>,
 }
 
 /// Horizontal bars: one band per category, one bar per series.
@@ -113,6 +115,83 @@ pub fn charts(run: &RunResult) -> Vec<Chart> {
         }
         seen.push(id.clone());
         c.id = id;
+    }
+    out
+}
+
+/// One headline figure's stored history on this host, for a trend chart.
+#[derive(Debug, Clone)]
+pub struct Trend {
+    pub benchmark: String,
+    /// What the figure is (its "what" and where it was reached), the line's name.
+    pub label: String,
+    pub metric: Metric,
+    pub unit: String,
+    /// (run start time, value, standard deviation), oldest first.
+    pub points: Vec<(String, f64, f64)>,
+}
+
+/// A trend chart per benchmark: one line per headline figure with two or more stored runs,
+/// against the stored runs in time order (x = the run's place among every run shown).
+pub fn trend_charts(trends: &[Trend]) -> Vec<Chart> {
+    let mut benches: Vec<(&str, &str)> = Vec::new();
+    for t in trends.iter().filter(|t| t.points.len() >= 2) {
+        if !benches.contains(&(t.benchmark.as_str(), t.unit.as_str())) {
+            benches.push((&t.benchmark, &t.unit));
+        }
+    }
+    let mut out = Vec::new();
+    for (bench, unit) in benches {
+        let these: Vec<&Trend> = trends
+            .iter()
+            .filter(|t| t.benchmark == bench && t.unit == unit && t.points.len() >= 2)
+            .collect();
+        let mut times: Vec<&str> = these
+            .iter()
+            .flat_map(|t| t.points.iter().map(|p| p.0.as_str()))
+            .collect();
+        times.sort_unstable();
+        times.dedup();
+        let series = these
+            .iter()
+            .take(MAX_SERIES)
+            .map(|t| Series {
+                name: t.label.clone(),
+                points: t
+                    .points
+                    .iter()
+                    .filter_map(|(at, v, sd)| {
+                        let x = times.iter().position(|x| x == at)? as f64 + 1.0;
+                        Some((x, *v, *sd))
+                    })
+                    .collect(),
+                peaks: Vec::new(),
+            })
+            .collect();
+        let metric = these[0].metric;
+        out.push(Chart {
+            id: format!("trend-{}", slug(bench)),
+            title: format!(
+                "{bench}: {} over this host's last {} stored runs",
+                what(metric, unit),
+                times.len()
+            ),
+            subsystem: subsystem(bench).to_string(),
+            kind: Kind::Lines(Lines {
+                x_label: format!(
+                    "Stored run (1 = {}, {} = {})",
+                    times[0].get(..10).unwrap_or(times[0]),
+                    times.len(),
+                    times[times.len() - 1]
+                        .get(..10)
+                        .unwrap_or(times[times.len() - 1])
+                ),
+                x_bytes: false,
+                unit: unit.to_string(),
+                metric,
+                series,
+            }),
+        });
     }
     out
 }
@@ -193,13 +272,24 @@ fn split_series(
         .collect();
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
     points.dedup_by(|a, b| a.0 == b.0);
+    let mut peaks: Vec<(f64, f64)> = recs
+        .iter()
+        .filter_map(|r| Some((num(r, x_key)?, r.peak.as_ref()?.value)))
+        .filter(|p| p.1.is_finite() && p.1 > 0.0)
+        .collect();
+    peaks.sort_by(|a, b| a.0.total_cmp(&b.0));
+    peaks.dedup_by(|a, b| a.0 == b.0);
     if points.len() >= 2 {
         let name = if path.is_empty() {
             short_name(&recs[0].benchmark).to_string()
         } else {
             path.join(" ")
         };
-        out.push(Series { name, points });
+        out.push(Series {
+            name,
+            points,
+            peaks,
+        });
     }
 }
 
@@ -603,10 +693,16 @@ fn draw_lines<DB: DrawingBackend>(
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
+    // The axis holds the measured points and the theoretical lines alike.
     let ys: Vec<f64> = l
         .series
         .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.1)
+                .chain(s.peaks.iter().map(|p| p.1))
+        })
         .collect();
     let (xmin, xmax) = bounds(&xs);
     let (ymin, ymax) = bounds(&ys);
@@ -614,6 +710,10 @@ fn draw_lines<DB: DrawingBackend>(
     let x_log = l.x_bytes || (xmin > 0.0 && xmax / xmin >= 8.0);
     let y_log = ymin > 0.0 && ymax / ymin > 100.0;
     let y_desc = format!("{} ({})", what(l.metric, &l.unit), scale.label);
+    // The legend has a pane of its own on the right, so it can never cover a point.
+    let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+    draw_legend(&legend, l)?;
+    let root = &plot;
     let (ylo, yhi) = (ymin / scale.factor, ymax / scale.factor);
     let x_fmt = |v: &f64| -> String {
         if l.x_bytes {
@@ -736,15 +836,80 @@ where
                 PathElement::new(vec![(p.0, lo), (p.0, hi)], c.stroke_width(1))
             }))
             .map_err(err)?;
+        // The theoretical limit at each x (it grows with threads), dashed.
+        let peaks: Vec<(f64, f64)> = s.peaks.iter().map(|p| (p.0, p.1 / scale.factor)).collect();
+        if peaks.len() >= 2 {
+            chart
+                .draw_series(DashedLineSeries::new(peaks, 6, 4, c.stroke_width(1)))
+                .map_err(err)?;
+        } else if let Some(&(x, y)) = peaks.first() {
+            chart
+                .draw_series(std::iter::once(Cross::new((x, y), 4, c.stroke_width(1))))
+                .map_err(err)?;
+        }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(180, 180, 180))
-        .label_font((FONT, 12))
-        .draw()
-        .map_err(err)
+    Ok(())
+}
+
+/// Width of the legend pane beside a line chart.
+const LEGEND_WIDTH: u32 = 230;
+
+/// A line chart's legend in its own pane: one entry per series, then what the dashes and the
+/// error bars mean.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> Result<(), String> {
+    let grey = RGBColor(90, 90, 90);
+    let mut y = 48;
+    for (i, s) in l.series.iter().enumerate() {
+        let c = color(i);
+        area.draw(&PathElement::new(vec![(6, y), (26, y)], c.stroke_width(2)))
+            .map_err(err)?;
+        area.draw(&Circle::new((16, y), 3, c.filled()))
+            .map_err(err)?;
+        legend_text(area, &s.name, &mut y)?;
+    }
+    y += 6;
+    if l.series.iter().any(|s| !s.peaks.is_empty()) {
+        for x in [6, 16] {
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + 6, y)],
+                grey.stroke_width(1),
+            ))
+            .map_err(err)?;
+        }
+        legend_text(area, "theoretical peak (dashed)", &mut y)?;
+    }
+    if l.series.iter().flat_map(|s| &s.points).any(|p| p.2 > 0.0) {
+        area.draw(&PathElement::new(
+            vec![(16, y - 6), (16, y + 6)],
+            grey.stroke_width(1),
+        ))
+        .map_err(err)?;
+        legend_text(area, "± 1 standard deviation", &mut y)?;
+    }
+    Ok(())
+}
+
+/// One legend entry's text beside its mark at `y`, cut to the pane's width; moves `y` down.
+fn legend_text<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    text: &str,
+    y: &mut i32,
+) -> Result<(), String> {
+    const MAX_CHARS: usize = 30;
+    let style = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let text: String = if text.chars().count() > MAX_CHARS {
+        text.chars()
+            .take(MAX_CHARS - 1)
+            .chain(std::iter::once('…'))
+            .collect()
+    } else {
+        text.to_string()
+    };
+    area.draw(&Text::new(text, (34, *y), style)).map_err(err)?;
+    *y += 20;
+    Ok(())
 }
 
 fn draw_bars<DB: DrawingBackend>(
@@ -858,6 +1023,39 @@ fn draw_bars<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trend_charts_put_runs_in_time_order_per_benchmark() {
+        let t = |label: &str, pts: &[(&str, f64)]| Trend {
+            benchmark: "cpu.flops".into(),
+            label: label.into(),
+            metric: Metric::Throughput,
+            unit: "FLOP/s".into(),
+            points: pts.iter().map(|(a, v)| (a.to_string(), *v, 0.0)).collect(),
+        };
+        let trends = [
+            t("f64", &[("2026-01-01T00", 1.0), ("2026-01-03T00", 3.0)]),
+            t("f32", &[("2026-01-02T00", 2.0), ("2026-01-03T00", 4.0)]),
+            t("lonely", &[("2026-01-03T00", 5.0)]),
+        ];
+        let charts = trend_charts(&trends);
+        assert_eq!(charts.len(), 1);
+        let Kind::Lines(l) = &charts[0].kind else {
+            panic!("a line chart")
+        };
+        // A line needs two stored runs; x is the run's place among all three.
+        assert_eq!(l.series.len(), 2);
+        let xs: Vec<f64> = l.series[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [1.0, 3.0]);
+        let xs: Vec<f64> = l.series[1].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [2.0, 3.0]);
+        assert!(
+            charts[0].title.contains("last 3 stored runs"),
+            "{}",
+            charts[0].title
+        );
+        svg(&charts[0]).unwrap();
+    }
     use crate::testdata::synthetic_run;
 
     #[test]

@@ -282,6 +282,62 @@ impl Store {
         Ok(id)
     }
 
+    /// One figure's history on one host: (run start time, value, standard deviation) of the
+    /// last `limit` stored runs that measured `identity` (benchmark and parameters), oldest
+    /// first. Nodes of a fleet run count as their host's runs.
+    pub fn trend(
+        &self,
+        hostname: &str,
+        identity: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, f64, f64)>, ReportError> {
+        let e = |err| db_err(&self.path, err);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT started_at, value, stddev FROM (
+                     SELECT runs.started_at, records.value, records.stddev, runs.id
+                     FROM records JOIN runs ON runs.id = records.run_id
+                     WHERE records.identity = ?1 AND runs.hostname = ?2
+                     ORDER BY runs.started_at DESC, runs.id DESC LIMIT ?3)
+                 ORDER BY started_at, id",
+            )
+            .map_err(e)?;
+        let rows = stmt
+            .query_map(params![identity, hostname, limit as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(e)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(e)
+    }
+
+    /// The stored history of `run`'s headline figures on its host (the last `limit` runs each,
+    /// `run` itself included once it is stored), for report.html's trend charts.
+    pub fn headline_trends(
+        &self,
+        run: &RunResult,
+        limit: usize,
+    ) -> Result<Vec<crate::chart::Trend>, ReportError> {
+        let mut out = Vec::new();
+        for h in crate::export::summary::all_headlines(run) {
+            let r = h.record;
+            let points = self.trend(&run.host.hostname, &identity(r), limit)?;
+            let at = crate::export::summary::context(r);
+            out.push(crate::chart::Trend {
+                benchmark: r.benchmark.clone(),
+                label: [h.what.as_str(), at.as_str()]
+                    .into_iter()
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                metric: r.metric,
+                unit: r.unit.clone(),
+                points,
+            });
+        }
+        Ok(out)
+    }
+
     /// Every stored run, oldest first.
     pub fn list(&self) -> Result<Vec<RunSummary>, ReportError> {
         let e = |err| db_err(&self.path, err);
@@ -479,6 +535,38 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_trend_is_one_hosts_last_runs_of_one_figure_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Store::open(&dir.path().join("h.sqlite")).unwrap();
+        let mut run = synthetic_run();
+        let id = identity(&run.records[0]);
+        for (day, v) in [(1, 10.0), (2, 20.0), (3, 30.0)] {
+            run.started_at = format!("2026-01-0{day}T00:00:00Z");
+            run.records[0].value = v;
+            s.insert(&run, None, None).unwrap();
+        }
+        let mut other = run.clone();
+        other.host.hostname = "elsewhere".into();
+        s.insert(&other, None, None).unwrap();
+        let t = s.trend("testhost", &id, 10).unwrap();
+        let values: Vec<f64> = t.iter().map(|p| p.1).collect();
+        assert_eq!(values, [10.0, 20.0, 30.0]);
+        assert_eq!(t[0].0, "2026-01-01T00:00:00Z");
+        // The limit keeps the newest.
+        let last2: Vec<f64> = s
+            .trend("testhost", &id, 2)
+            .unwrap()
+            .iter()
+            .map(|p| p.1)
+            .collect();
+        assert_eq!(last2, [20.0, 30.0]);
+        assert!(s
+            .trend("testhost", "no such figure", 10)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]

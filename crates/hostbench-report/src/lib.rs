@@ -8,7 +8,8 @@
 //! - `history`: the SQLite store of every run, versioned and migrated;
 //! - `compare`: two runs record by record, with a statistical verdict per change;
 //! - `fleet`: the fleet directory's layout and the fleet report (`hostbench/fleet/v1`);
-//! - `load`: reading a saved `run.json` back with errors a person can act on.
+//! - `load`: reading a saved `run.json` back with errors a person can act on;
+//! - `side`: several runs side by side (overlaid charts, ratio columns).
 //!
 //! Nothing here names a subsystem's parameters beyond the roles in `table`, so a new subsystem's
 //! records appear in every table, chart and comparison without a change.
@@ -20,6 +21,7 @@ pub mod export;
 pub mod fleet;
 pub mod history;
 pub mod load;
+pub mod side;
 pub mod table;
 #[doc(hidden)]
 pub mod testdata;

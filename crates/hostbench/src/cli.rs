@@ -561,7 +561,7 @@ pub struct RunArgs {
     pub no_history: bool,
     /// Run the reference tool (likwid-bench, OpenBLAS, fio, iperf3, sockperf, clpeak) beside every
     /// case it can express. Default: beside one headline case per subsystem, where the tool is
-    /// installed.
+    /// installed (none in the quick profile).
     #[arg(long, conflicts_with = "no_reference")]
     pub reference: bool,
     /// No reference tool at all, not even beside the headline cases.
@@ -585,9 +585,10 @@ pub struct HistoryDbArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A saved result (run.json of a results directory, or any --json output).
-    #[arg(value_name = "FILE.json")]
-    pub file: PathBuf,
+    /// A saved result (run.json of a results directory, or any --json output); two to eight of
+    /// them render side by side (overlaid charts, each run's ratio to the first).
+    #[arg(value_name = "FILE.json", required = true, num_args = 1..)]
+    pub files: Vec<PathBuf>,
     /// Write the HTML report (self-contained, with charts) to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE|-")]
     pub html: Option<String>,

@@ -98,11 +98,93 @@ fn run_writes_every_report_file_and_stores_the_run() {
         show.starts_with("Run #1 ") && show.contains("== Memory =="),
         "{show}"
     );
+    // One stored run is no trend yet.
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
+    assert!(!html.contains("id=\"trends\""));
+    // A second run into the same history: its report shows the headline figures' trend over
+    // both runs, a chart per benchmark.
+    let second = tmp.path().join("results2");
+    let dir2 = real_run(&second, &db);
+    let html = std::fs::read_to_string(dir2.join("report.html")).expect("html");
+    let trends = html.find("id=\"trends\"").expect("a trends section");
+    assert!(
+        trends < html.find("<nav>").expect("nav"),
+        "trends come before the sections"
+    );
+    for bench in ["cpu-flops", "mem-latency"] {
+        assert!(
+            html.contains(&format!("id=\"chart-trend-{bench}\"")),
+            "{bench}"
+        );
+    }
+    assert!(html.contains("over this host&#39;s last 2 stored runs"));
 }
 
-/// Headless Chromium renders a real run's report.html; a script added to a copy measures what
-/// the browser laid out (every chart an SVG of real size with drawn shapes, every table with
-/// visible, non-empty rows), and a screenshot must not be blank.
+/// `report a.json b.json`: the runs side by side, in the terminal, Markdown, HTML (overlaid
+/// charts) and CSV (every record with its run's label); more than eight is one line, exit 2.
+#[test]
+fn report_puts_runs_side_by_side() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let a = write_json(tmp.path(), "a.json", &synthetic_run());
+    let mut faster = synthetic_run();
+    faster.host.hostname = "faster".into();
+    for r in &mut faster.records {
+        r.value *= if r.unit == "s" { 0.5 } else { 2.0 };
+    }
+    let b = write_json(tmp.path(), "b.json", &faster);
+    let out = run_ok(&format!("report {} {}", s(&a), s(&b)), &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Side by side: testhost, faster") && text.contains("×2.00"),
+        "{text}"
+    );
+    let md = run_ok(&format!("report {} {} --md -", s(&a), s(&b)), &[]);
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(
+        md.contains("| figure | testhost | faster | vs testhost |"),
+        "{md}"
+    );
+    let html = tmp.path().join("side.html");
+    let csv = tmp.path().join("side.csv");
+    run_ok(
+        &format!(
+            "report {} {} --html {} --csv {} -q",
+            s(&a),
+            s(&b),
+            s(&html),
+            s(&csv)
+        ),
+        &[],
+    );
+    let page = std::fs::read_to_string(&html).expect("html");
+    assert!(page.contains("<title>hostbench: testhost vs faster</title>"));
+    assert!(page.contains("data-rows=\"headlines\"") && page.contains("data-rows=\"all\""));
+    // Overlaid: the charts' legends name both runs.
+    let charts = &page[page.find("<h2>Charts</h2>").expect("charts")
+        ..page.find("<h2>Every common figure</h2>").expect("table")];
+    assert!(charts.matches("<figure").count() >= 3);
+    assert!(
+        charts.contains("testhost") && charts.contains("faster"),
+        "overlaid charts"
+    );
+    let csv = std::fs::read_to_string(&csv).expect("csv");
+    let rows = synthetic_run().records.len() * 2;
+    assert_eq!(csv.lines().count(), rows + 1);
+    let nine: Vec<String> = (0..9).map(|_| s(&a).to_string()).collect();
+    assert_usage_error(
+        &std::iter::once("report")
+            .chain(nine.iter().map(String::as_str))
+            .collect::<Vec<_>>(),
+        "2 to 8 runs",
+    );
+}
+
+/// Headless Chromium renders a real run's report.html at a phone's and a desktop's width; a
+/// script added to a copy measures what the browser laid out: the summary cards (host first, a
+/// card per subsystem with headlines and gauges, one column on the phone, several on the
+/// desktop), no sideways scrolling, no chart text lying on a data point (a legend covering
+/// data), every chart an SVG of real size with drawn shapes, every table with visible, non-empty
+/// rows; and a screenshot must not be blank.
 #[test]
 fn chromium_renders_the_charts_and_tables_of_a_real_run() {
     let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
@@ -119,7 +201,10 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = real_run(&tmp.path().join("results"), &tmp.path().join("h.sqlite"));
     let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
+    // The probe measures the report's layout from the page around it: the report sits in an
+    // iframe of the width under test (headless Chromium makes no window narrower than 500 px).
     let probe = r#"<script>
+    function probe(document, window) {
       const charts = [...document.querySelectorAll('figure.chart')].map(f => {
         const svg = f.querySelector('svg'); const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
         const shapes = svg ? svg.querySelectorAll('polyline, path, rect, circle, line').length : 0;
@@ -129,43 +214,129 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
       const tables = [...document.querySelectorAll('table.results')].map(t => ({
         bench: t.dataset.benchmark, h: t.getBoundingClientRect().height,
         rows: [...t.tBodies[0].rows].filter(r => r.getBoundingClientRect().height > 0 && r.cells[3].textContent.trim() !== '').length}));
-      document.body.setAttribute('data-probe', JSON.stringify({charts, tables}));
-    </script></body>"#;
-    let probed = tmp.path().join("probe.html");
-    std::fs::write(&probed, html.replace("</body>", probe)).expect("write probe");
+      const boxes = els => [...els].map(e => e.getBoundingClientRect()).filter(b => b.width > 0);
+      const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+      // Text lying on a data point: a legend (or any label) covering data.
+      const covered = [...document.querySelectorAll('figure.chart svg')].map(svg => {
+        const texts = boxes(svg.querySelectorAll('text'));
+        return boxes(svg.querySelectorAll('circle')).filter(c => texts.some(t => meets(c, t))).length;
+      }).reduce((a, b) => a + b, 0);
+      const cards = [...document.querySelectorAll('.cards .card')].map(c => {
+        const r = c.getBoundingClientRect();
+        return {cls: c.className, w: r.width, h: r.height, left: r.left, lines: c.querySelectorAll('li').length,
+                gauges: c.querySelectorAll('svg.gauge').length};
+      });
+      const overflow = document.documentElement.scrollWidth - window.innerWidth;
+      return {charts, tables, cards, covered, overflow, width: window.innerWidth};
+    }
+    window.addEventListener('load', () => {
+      const f = document.getElementById('report');
+      document.body.setAttribute('data-probe', JSON.stringify(probe(f.contentDocument, f.contentWindow)));
+    });
+    </script>"#;
     let profile = tmp.path().join("profile");
-    let flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-extensions",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--window-size=1280,2000",
-    ];
-    let url = format!("file://{}", s(&probed));
+    let srcdoc = html.replace('&', "&amp;").replace('"', "&quot;");
+    // A phone's width and a desktop's: the page must work at both.
+    for (width, columns) in [(390, 1), (1280, 2)] {
+        let page = tmp.path().join(format!("probe-{width}.html"));
+        let wrapper = format!(
+            "<!DOCTYPE html><html><body style=\"margin:0\"><iframe id=\"report\" \
+             style=\"border:0\" width=\"{width}\" height=\"2000\" srcdoc=\"{srcdoc}\"></iframe>\
+             {probe}</body></html>"
+        );
+        std::fs::write(&page, wrapper).expect("write probe page");
+        let probe = probe_page(chromium, &profile, &format!("file://{}", s(&page)));
+        let cards = probe["cards"].as_array().expect("cards");
+        assert!(cards.len() >= 3, "host, cpu and mem cards: {probe}");
+        assert!(cards[0]["cls"].as_str().expect("class").contains("host"));
+        for c in &cards[1..] {
+            assert!(
+                c["lines"].as_u64() > Some(0),
+                "a card without headlines: {c}"
+            );
+            assert!(
+                c["w"].as_f64() > Some(250.0) && c["h"].as_f64() > Some(40.0),
+                "{c}"
+            );
+        }
+        assert!(
+            cards.iter().any(|c| c["gauges"].as_u64() > Some(0)),
+            "no gauge"
+        );
+        // One column on the phone (every card at the same left edge), several on the desktop.
+        let lefts: std::collections::BTreeSet<i64> = cards
+            .iter()
+            .filter_map(|c| c["left"].as_f64())
+            .map(|l| l as i64)
+            .collect();
+        assert!(
+            if columns == 1 {
+                lefts.len() == 1
+            } else {
+                lefts.len() >= 2
+            },
+            "{width} px: card columns at {lefts:?}"
+        );
+        assert!(
+            probe["overflow"].as_f64() <= Some(1.0),
+            "{width} px scrolls sideways: {probe}"
+        );
+        assert_eq!(probe["covered"], 0, "{width} px: text lies on a data point");
+        check_charts_and_tables(&probe, &html);
+    }
+    // And a screenshot of the top of the page is not blank.
+    let shot = tmp.path().join("shot.png");
+    run_with_timeout(
+        StdCommand::new(chromium)
+            .args(BROWSER_FLAGS)
+            .arg("--window-size=1280,2000")
+            .arg(format!("--user-data-dir={}", s(&profile)))
+            .arg(format!("--screenshot={}", s(&shot)))
+            .arg(format!("file://{}", s(&dir.join("report.html")))),
+    );
+    let decoder = png::Decoder::new(std::fs::File::open(&shot).expect("screenshot"));
+    let mut reader = decoder.read_info().expect("png");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("frame");
+    let px = info.color_type.samples();
+    let ink = buf[..info.buffer_size()]
+        .chunks(px)
+        .filter(|p| p[..3].iter().any(|&c| c < 200))
+        .count();
+    let total = (info.width * info.height) as usize;
+    assert!(
+        ink * 100 > total,
+        "screenshot almost blank: {ink} of {total} pixels"
+    );
+}
+
+/// Headless Chromium renders `url` (the probe page around a report); the probe's JSON.
+fn probe_page(chromium: &str, profile: &Path, url: &str) -> Value {
     let dom = run_with_timeout(
         StdCommand::new(chromium)
-            .args(flags)
-            .arg(format!("--user-data-dir={}", s(&profile)))
-            .args(["--dump-dom", &url]),
+            .args(BROWSER_FLAGS)
+            .arg("--window-size=1400,2000")
+            .arg(format!("--user-data-dir={}", s(profile)))
+            .args(["--dump-dom", url]),
     );
     let start = dom.find("data-probe=\"").expect("probe ran") + "data-probe=\"".len();
     let end = start + dom[start..].find('"').expect("attribute end");
     let json = dom[start..end]
         .replace("&quot;", "\"")
         .replace("&amp;", "&");
-    let probe: Value = serde_json::from_str(&json).expect("probe json");
+    serde_json::from_str(&json).expect("probe json")
+}
+
+/// Every chart an SVG of real size with drawn shapes and text, every table with visible rows.
+fn check_charts_and_tables(probe: &Value, html: &str) {
     let charts = probe["charts"].as_array().expect("charts");
     let want_charts = html.matches("<figure class=\"chart\"").count();
     assert!(want_charts >= 3, "only {want_charts} charts");
     assert_eq!(charts.len(), want_charts);
+    let min_w = (probe["width"].as_f64().unwrap_or(1280.0) * 0.6).min(300.0);
     for c in charts {
         assert!(
-            c["w"].as_f64() > Some(300.0) && c["h"].as_f64() > Some(150.0),
+            c["w"].as_f64() > Some(min_w) && c["h"].as_f64() > Some(40.0),
             "{c}"
         );
         assert!(c["shapes"].as_u64() > Some(5), "no drawing in {c}");
@@ -186,30 +357,19 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
             "{t}"
         );
     }
-    // And a screenshot of the top of the page is not blank.
-    let shot = tmp.path().join("shot.png");
-    run_with_timeout(
-        StdCommand::new(chromium)
-            .args(flags)
-            .arg(format!("--user-data-dir={}", s(&profile)))
-            .arg(format!("--screenshot={}", s(&shot)))
-            .arg(format!("file://{}", s(&dir.join("report.html")))),
-    );
-    let decoder = png::Decoder::new(std::fs::File::open(&shot).expect("screenshot"));
-    let mut reader = decoder.read_info().expect("png");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("frame");
-    let px = info.color_type.samples();
-    let ink = buf[..info.buffer_size()]
-        .chunks(px)
-        .filter(|p| p[..3].iter().any(|&c| c < 200))
-        .count();
-    let total = (info.width * info.height) as usize;
-    assert!(
-        ink * 100 > total,
-        "screenshot almost blank: {ink} of {total} pixels"
-    );
 }
+
+const BROWSER_FLAGS: [&str; 9] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-extensions",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+];
 
 /// Run a browser with a hard time limit; its stdout.
 fn run_with_timeout(cmd: &mut StdCommand) -> String {

@@ -1,5 +1,6 @@
-//! `report.html`: one self-contained file (inline CSS and SVG, no script, no network) with the
-//! charts and the classic tables of every subsystem.
+//! `report.html`: one self-contained file (inline CSS and SVG, no script, no network): the
+//! summary cards (the host, and per subsystem its headline figures with gauges, ratios to the
+//! reference and a verdict), then the charts and the classic tables of every subsystem.
 
 use std::fmt::Write as _;
 
@@ -26,6 +27,8 @@ table.results { border-collapse: collapse; font-size: 0.88em; margin-bottom: 1em
 table.results th, table.results td { border: 1px solid #ddd; padding: 3px 8px; }
 table.results th { background: #f2f2f2; text-align: left; }
 table.results td.num { text-align: right; white-space: nowrap; }
+.scroll { overflow-x: auto; max-width: 100%; }
+nav ul { padding-left: 1.2em; }
 figure.chart { margin: 1em 0; }
 figure.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 ol.bases, ul.notes { font-size: 0.9em; color: #444; }
@@ -53,19 +56,43 @@ impl Exporter for HtmlExporter {
     }
 
     fn render(&self, run: &RunResult) -> Result<String, ReportError> {
-        let charts = chart::charts(run);
-        let mut svgs = Vec::with_capacity(charts.len());
-        for c in &charts {
-            svgs.push(chart::svg(c)?);
-        }
-        render(run, &charts, &svgs).map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
+        render_with_trends(run, &[])
     }
+}
+
+/// The page with a trend chart per benchmark of the headline figures' stored history on this
+/// host (after the cards; none when no figure has two stored runs).
+pub fn render_with_trends(run: &RunResult, trends: &[chart::Trend]) -> Result<String, ReportError> {
+    let charts = chart::charts(run);
+    let trend_charts = chart::trend_charts(trends);
+    let mut svgs = Vec::with_capacity(charts.len());
+    for c in &charts {
+        svgs.push(chart::svg(c)?);
+    }
+    let mut trend_svgs = Vec::with_capacity(trend_charts.len());
+    for c in &trend_charts {
+        trend_svgs.push(chart::svg(c)?);
+    }
+    render(run, (&charts, &svgs), (&trend_charts, &trend_svgs))
+        .map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
+}
+
+type Drawn<'a> = (&'a [chart::Chart], &'a [String]);
+
+/// One chart as a page figure.
+pub(crate) fn figure(o: &mut String, c: &chart::Chart, svg: &str) -> std::fmt::Result {
+    writeln!(
+        o,
+        "<figure class=\"chart\" id=\"chart-{}\" aria-label=\"{}\">\n{svg}\n</figure>",
+        esc(&c.id),
+        esc(&c.title)
+    )
 }
 
 fn render(
     run: &RunResult,
-    charts: &[chart::Chart],
-    svgs: &[String],
+    (charts, svgs): Drawn<'_>,
+    (trends, trend_svgs): Drawn<'_>,
 ) -> Result<String, std::fmt::Error> {
     let rep = Report::build(run);
     let mut o = String::new();
@@ -80,8 +107,9 @@ fn render(
     )?;
     writeln!(
         o,
-        "<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>",
-        esc(&title)
+        "<title>{}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>",
+        esc(&title),
+        super::cards::STYLE
     )?;
     writeln!(o, "<h1>{}</h1>", esc(&title))?;
     writeln!(o, "<p class=\"meta\">{}<br>", esc(&host_line(run)))?;
@@ -93,6 +121,14 @@ fn render(
         esc(&run.tool.name),
         esc(&run.tool.version)
     )?;
+    super::cards::write(&mut o, run)?;
+    if !trends.is_empty() {
+        writeln!(o, "<section id=\"trends\">\n<h2>Trends on this host</h2>")?;
+        for (c, svg) in trends.iter().zip(trend_svgs) {
+            figure(&mut o, c, svg)?;
+        }
+        writeln!(o, "</section>")?;
+    }
     if !rep.sections.is_empty() {
         writeln!(o, "<nav><ul>")?;
         for s in &rep.sections {
@@ -117,21 +153,17 @@ fn render(
             .zip(svgs)
             .filter(|(c, _)| c.subsystem == s.subsystem)
         {
-            writeln!(
-                o,
-                "<figure class=\"chart\" id=\"chart-{}\" aria-label=\"{}\">\n{svg}\n</figure>",
-                esc(&c.id),
-                esc(&c.title)
-            )?;
+            figure(&mut o, c, svg)?;
         }
         for g in &s.groups {
             writeln!(o, "<h3>{}</h3>", esc(&group_heading(g)))?;
             if !g.common.is_empty() {
                 writeln!(o, "<p class=\"common\">{}</p>", esc(&g.common.join(", ")))?;
             }
+            // Each table scrolls sideways in its own box on a narrow screen; the page does not.
             writeln!(
                 o,
-                "<table class=\"results\" data-benchmark=\"{}\">\n<thead><tr>",
+                "<div class=\"scroll\"><table class=\"results\" data-benchmark=\"{}\">\n<thead><tr>",
                 esc(&g.benchmark)
             )?;
             for h in HEADER {
@@ -150,7 +182,7 @@ fn render(
                 }
                 writeln!(o, "</tr>")?;
             }
-            writeln!(o, "</tbody>\n</table>")?;
+            writeln!(o, "</tbody>\n</table></div>")?;
         }
         if !s.notes.is_empty() {
             writeln!(o, "<h3>Notes</h3>\n<ul class=\"notes\">")?;
@@ -202,7 +234,12 @@ mod tests {
         }
         let charts = chart::charts(&run).len();
         assert_eq!(html.matches("<figure class=\"chart\"").count(), charts);
-        assert_eq!(html.matches("<svg").count(), charts);
+        let gauges = html.matches("<svg class=\"gauge\"").count();
+        assert!(gauges > 0, "the summary cards have gauges");
+        assert_eq!(html.matches("<svg").count() - gauges, charts);
+        // The cards come first: the host, then a card per subsystem, before any chart.
+        let cards = html.find("<div class=\"cards\">").expect("cards");
+        assert!(cards < html.find("<figure").expect("a chart"));
         for bench in [
             "cpu.flops",
             "net.throughput",

@@ -2,11 +2,12 @@
 //! HTML with charts, OpenMetrics text for Prometheus, and the JSON document itself. All render the same `RunResult` (the tables
 //! through one `table::Report`), so no two formats can disagree about a number.
 
+pub(crate) mod cards;
 mod csv;
-mod html;
+pub(crate) mod html;
 mod markdown;
 mod openmetrics;
-mod summary;
+pub(crate) mod summary;
 mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -57,13 +58,26 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<(), ReportError> {
 /// The report files of a results directory beside its `run.json`: records.csv, report.md and
 /// report.html. Returns the paths written.
 pub fn write_results_dir(run: &RunResult, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    let exporters: [&dyn Exporter; 3] = [&CsvExporter, &MarkdownExporter, &HtmlExporter];
+    write_results_dir_with(run, dir, &[])
+}
+
+/// `write_results_dir` with the headline figures' stored history on this host: report.html
+/// gets a trend chart per benchmark.
+pub fn write_results_dir_with(
+    run: &RunResult,
+    dir: &Path,
+    trends: &[crate::chart::Trend],
+) -> Result<Vec<PathBuf>, ReportError> {
+    let exporters: [&dyn Exporter; 2] = [&CsvExporter, &MarkdownExporter];
     let mut written = Vec::new();
     for e in exporters {
         let path = dir.join(e.file_name());
         write_atomic(&path, &e.render(run)?)?;
         written.push(path);
     }
+    let path = dir.join(HtmlExporter.file_name());
+    write_atomic(&path, &html::render_with_trends(run, trends)?)?;
+    written.push(path);
     Ok(written)
 }
 

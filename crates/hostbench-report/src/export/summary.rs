@@ -101,8 +101,43 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
         .collect()
 }
 
+/// One headline figure: its benchmark id, what it measured (the value of the benchmark's "what"
+/// parameter: f64, triad, randread, tcp…) and the record.
+pub struct Headline<'a> {
+    pub benchmark: &'a str,
+    pub what: String,
+    pub record: &'a Record,
+}
+
+/// Every benchmark's headlines, benchmarks in the order they first appear in the run.
+pub fn all_headlines(run: &RunResult) -> Vec<Headline<'_>> {
+    let mut benches: Vec<&str> = Vec::new();
+    for r in &run.records {
+        if !benches.contains(&r.benchmark.as_str()) {
+            benches.push(&r.benchmark);
+        }
+    }
+    let mut out = Vec::new();
+    for b in benches {
+        let recs: Vec<&Record> = run.records.iter().filter(|r| r.benchmark == b).collect();
+        let what_key = what_key(&recs);
+        for r in headlines(&recs) {
+            let what = what_key
+                .and_then(|k| r.params.get(k))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .unwrap_or_default();
+            out.push(Headline {
+                benchmark: b,
+                what,
+                record: r,
+            });
+        }
+    }
+    out
+}
+
 /// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order.
-fn context(r: &Record) -> String {
+pub fn context(r: &Record) -> String {
     r.params
         .iter()
         .filter(|(k, _)| CONTEXT_KEYS.contains(&k.as_str()))
@@ -125,12 +160,6 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         c.cores,
         c.threads
     )?;
-    let mut benches: Vec<&str> = Vec::new();
-    for r in &run.records {
-        if !benches.contains(&r.benchmark.as_str()) {
-            benches.push(&r.benchmark);
-        }
-    }
     let mut rows: Vec<Vec<String>> = vec![[
         "benchmark",
         "what",
@@ -142,29 +171,22 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     .iter()
     .map(|s| s.to_string())
     .collect()];
-    for b in benches {
-        let recs: Vec<&Record> = run.records.iter().filter(|r| r.benchmark == b).collect();
-        let what_key = what_key(&recs);
-        for r in headlines(&recs) {
-            let what = what_key
-                .and_then(|k| r.params.get(k))
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                .unwrap_or_default();
-            let peak = r
-                .efficiency
-                .map_or("—".to_string(), |e| format!("{:.1} %", 100.0 * e));
-            let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
-                format!("{:.2} x {}", x.ratio, x.tool)
-            });
-            rows.push(vec![
-                b.to_string(),
-                what,
-                human(r.value, &r.unit),
-                peak,
-                reference,
-                context(r),
-            ]);
-        }
+    for h in all_headlines(run) {
+        let r = h.record;
+        let peak = r
+            .efficiency
+            .map_or("—".to_string(), |e| format!("{:.1} %", 100.0 * e));
+        let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
+            format!("{:.2} x {}", x.ratio, x.tool)
+        });
+        rows.push(vec![
+            h.benchmark.to_string(),
+            h.what,
+            human(r.value, &r.unit),
+            peak,
+            reference,
+            context(r),
+        ]);
     }
     if rows.len() > 1 {
         out.push('\n');

@@ -80,10 +80,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         &hostbench_report::SummaryExporter
     };
     let exit = super::emit_as(&result, &common, view)?;
-    let written = hostbench_report::write_results_dir(&result, &dir)?;
-    if let Some(png) = &args.png {
-        hostbench_report::chart::write_pngs(&result, png)?;
-    }
+    // Stored first, so report.html's trends end with this run.
     let stored = match &mut store {
         Some(s) => Some((
             s.insert(&result, Some(ctx.profile.name()), Some(&dir))?,
@@ -91,6 +88,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         )),
         None => None,
     };
+    let trends = match &store {
+        Some(s) => s.headline_trends(&result, TREND_RUNS)?,
+        None => Vec::new(),
+    };
+    let written = hostbench_report::export::write_results_dir_with(&result, &dir, &trends)?;
+    if let Some(png) = &args.png {
+        hostbench_report::chart::write_pngs(&result, png)?;
+    }
     if !common.quiet {
         eprintln!("\nResults written to {}", dir.display());
         for f in std::iter::once(&run_json).chain(&written) {
@@ -106,13 +111,19 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     Ok(exit)
 }
 
+/// Stored runs a trend chart in report.html reaches back over.
+const TREND_RUNS: usize = 30;
+
 /// References in `run`: every case with `--reference` (and for the classic profile, whose
-/// reports had the reference beside every row), none with `--no-reference`, else one headline
-/// case per subsystem whose tool is installed.
+/// reports had the reference beside every row), none with `--no-reference` or in the quick
+/// profile (its headline peers, likwid-bench on DRAM-sized arrays and clpeak compiling its
+/// kernels, would double its minute), else one headline case per subsystem whose tool is
+/// installed.
 fn reference_scope(args: &RunArgs) -> ReferenceScope {
-    if args.no_reference {
+    use crate::cli::ProfileArg;
+    if args.no_reference || (args.profile == ProfileArg::Quick && !args.reference) {
         ReferenceScope::Off
-    } else if args.reference || args.profile == crate::cli::ProfileArg::Classic {
+    } else if args.reference || args.profile == ProfileArg::Classic {
         ReferenceScope::All
     } else {
         ReferenceScope::Headline

@@ -1,0 +1,342 @@
+//! The top of report.html: a host card, then one card per subsystem that answers "how good is
+//! this machine?" at a glance — each headline figure (the terminal summary's rule: the best at
+//! full concurrency, latency at the largest working set) with an efficiency gauge, its ratio to
+//! the reference tool, and a one-line verdict.
+//!
+//! The gauge is inline SVG (the page has no script), a half circle filled to the share of the
+//! theoretical peak; above 100 % it is full and the number says how far (an OpenCL device on the
+//! CPU can beat a peak built from its reported clock). A figure without a theoretical limit gets
+//! no gauge and says so, rather than an empty dial that reads as 0 %.
+
+use std::fmt::{self, Write as _};
+
+use hostbench_core::model::{Record, RunResult};
+
+use super::html::esc;
+use super::summary::{all_headlines, context, Headline};
+use crate::table::{short_name, subsystem, subsystem_title};
+use crate::units::{bytes, human};
+
+/// Headlines shown on one card; the rest are in the tables below it.
+const PER_CARD: usize = 6;
+
+/// How a figure stands against its limit and its reference tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Standing {
+    /// At or near its limit, on par with the reference (or no reference ran).
+    Good,
+    /// Below its limit, or apart from the reference tool beyond the parity band.
+    Fair,
+    /// Far below its limit (under 70 %).
+    Poor,
+    /// No theoretical limit and no reference: nothing to stand against.
+    Unknown,
+}
+
+impl Standing {
+    fn class(self) -> &'static str {
+        match self {
+            Standing::Good => "good",
+            Standing::Fair => "fair",
+            Standing::Poor => "poor",
+            Standing::Unknown => "unknown",
+        }
+    }
+}
+
+/// The verdict on one headline: its standing and the words for it.
+pub fn verdict(r: &Record) -> (Standing, String) {
+    let mut words = Vec::new();
+    let mut standing = Standing::Unknown;
+    if let Some(e) = r.efficiency {
+        let (s, w) = match e {
+            e if e >= 0.9 => (Standing::Good, "near its theoretical peak"),
+            e if e >= 0.7 => (Standing::Fair, "below its theoretical peak"),
+            _ => (Standing::Poor, "far below its theoretical peak"),
+        };
+        standing = s;
+        words.push(w.to_string());
+    }
+    if let Some(x) = &r.reference {
+        let band = hostbench_core::reference::PARITY_BAND;
+        let (s, w) = if band.contains(&x.ratio) {
+            (Standing::Good, format!("on par with {}", x.tool))
+        } else if x.ratio > *band.end() {
+            (Standing::Good, format!("ahead of {}", x.tool))
+        } else {
+            (Standing::Fair, format!("behind {}", x.tool))
+        };
+        standing = if standing == Standing::Unknown {
+            s
+        } else {
+            standing.max(s)
+        };
+        words.push(w);
+    }
+    if words.is_empty() {
+        words.push("no theoretical limit or reference to compare with".into());
+    }
+    (standing, words.join("; "))
+}
+
+/// A half-circle gauge filled to `e` (clamped to 0..=1), its percentage in the middle.
+pub fn gauge(e: f64) -> String {
+    let f = e.clamp(0.0, 1.0);
+    let (cx, cy, r) = (40.0, 40.0, 32.0);
+    let angle = std::f64::consts::PI * f;
+    let (x, y) = (cx - r * angle.cos(), cy - r * angle.sin());
+    let class = match e {
+        e if e >= 0.9 => "good",
+        e if e >= 0.7 => "fair",
+        _ => "poor",
+    };
+    format!(
+        "<svg class=\"gauge\" viewBox=\"0 0 80 48\" width=\"80\" height=\"48\" role=\"img\" \
+         aria-label=\"{pct:.0} % of theoretical peak\">\
+         <path d=\"M 8 40 A 32 32 0 0 1 72 40\" class=\"track\"/>\
+         <path d=\"M 8 40 A 32 32 0 0 1 {x:.2} {y:.2}\" class=\"fill {class}\"/>\
+         <text x=\"40\" y=\"38\" text-anchor=\"middle\">{pct:.0}%</text></svg>",
+        pct = 100.0 * e
+    )
+}
+
+/// The host card and one card per subsystem with its headlines.
+pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
+    writeln!(o, "<div class=\"cards\">")?;
+    host_card(o, run)?;
+    // Subsystems in the order of the run (the tables' order).
+    let heads = all_headlines(run);
+    let mut prefixes: Vec<&str> = Vec::new();
+    for h in &heads {
+        let p = subsystem(h.benchmark);
+        if !prefixes.contains(&p) {
+            prefixes.push(p);
+        }
+    }
+    for prefix in prefixes {
+        let hs: Vec<&Headline<'_>> = heads
+            .iter()
+            .filter(|h| subsystem(h.benchmark) == prefix)
+            .collect();
+        subsystem_card(o, prefix, &hs)?;
+    }
+    writeln!(o, "</div>")
+}
+
+fn host_card(o: &mut String, run: &RunResult) -> fmt::Result {
+    let h = &run.host;
+    let c = &h.cpu;
+    writeln!(
+        o,
+        "<div class=\"card host\">\n<h2>{}</h2>\n<dl>",
+        esc(&h.hostname)
+    )?;
+    let mut row = |k: &str, v: String| writeln!(o, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
+    row(
+        "CPU",
+        match &c.microarch {
+            Some(m) => format!("{} ({m})", c.model),
+            None => c.model.clone(),
+        },
+    )?;
+    row(
+        "Cores",
+        format!(
+            "{} cores, {} threads, {} socket{}",
+            c.cores,
+            c.threads,
+            c.sockets,
+            if c.sockets == 1 { "" } else { "s" }
+        ),
+    )?;
+    if let Some(hz) = c.measured_hz.or(c.nominal_hz) {
+        let how = if c.measured_hz.is_some() {
+            "measured"
+        } else {
+            "nominal"
+        };
+        row("Clock", format!("{:.2} GHz ({how})", hz / 1e9))?;
+    }
+    if let Some(llc) = c
+        .caches
+        .iter()
+        .filter(|x| x.kind != "instruction")
+        .max_by_key(|x| x.level)
+    {
+        row(
+            "Last-level cache",
+            format!(
+                "L{} {} × {}",
+                llc.level,
+                bytes(llc.size_bytes as f64),
+                llc.instances
+            ),
+        )?;
+    }
+    row("Memory", bytes(h.memory.total_bytes as f64))?;
+    row("NUMA nodes", h.numa_nodes.to_string())?;
+    row("OS", format!("{}, kernel {}", h.os, h.kernel))?;
+    row("Virtualization", h.virtualization.clone())?;
+    writeln!(o, "</dl>\n</div>")
+}
+
+fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt::Result {
+    let worst = heads
+        .iter()
+        .map(|h| verdict(h.record).0)
+        .filter(|s| *s != Standing::Unknown)
+        .max()
+        .unwrap_or(Standing::Unknown);
+    writeln!(
+        o,
+        "<div class=\"card subsystem {}\" id=\"card-{}\">\n<h2><a href=\"#sec-{1}\">{}</a></h2>\n<ul class=\"headlines\">",
+        worst.class(),
+        esc(prefix),
+        esc(&subsystem_title(prefix))
+    )?;
+    for h in heads.iter().take(PER_CARD) {
+        let r = h.record;
+        let (standing, words) = verdict(r);
+        let label = match h.what.as_str() {
+            "" => short_name(h.benchmark).to_string(),
+            w => format!("{} {w}", short_name(h.benchmark)),
+        };
+        write!(o, "<li class=\"{}\">", standing.class())?;
+        match r.efficiency {
+            Some(e) => o.push_str(&gauge(e)),
+            None => {
+                o.push_str("<span class=\"nogauge\" title=\"no theoretical limit known\">—</span>")
+            }
+        }
+        write!(
+            o,
+            "<div><span class=\"what\">{}</span> <span class=\"figure\">{}</span>",
+            esc(&label),
+            esc(&human(r.value, &r.unit))
+        )?;
+        if let Some(x) = &r.reference {
+            write!(
+                o,
+                " <span class=\"ratio\">×{:.2} {}</span>",
+                x.ratio,
+                esc(&x.tool)
+            )?;
+        }
+        writeln!(
+            o,
+            "<br><span class=\"at\">{}</span><br><span class=\"verdict\">{}</span></div></li>",
+            esc(&context(r)),
+            esc(&words)
+        )?;
+    }
+    writeln!(o, "</ul>")?;
+    if heads.len() > PER_CARD {
+        writeln!(
+            o,
+            "<p class=\"more\">and {} more headline figures in the tables below</p>",
+            heads.len() - PER_CARD
+        )?;
+    }
+    writeln!(o, "</div>")
+}
+
+/// The cards' CSS: a grid that is one column on a phone and several on a desktop.
+pub const STYLE: &str = "
+.cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 12px;
+         margin: 1em 0 2em; }
+.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.6em 0.9em; background: #fafafa;
+        border-top: 4px solid #bbb; }
+.card h2 { margin: 0.1em 0 0.4em; font-size: 1.15em; border: none; }
+.card h2 a { color: inherit; text-decoration: none; }
+.card.good { border-top-color: #2e8b57; } .card.fair { border-top-color: #d4a017; }
+.card.poor { border-top-color: #c0392b; }
+.card dl { display: grid; grid-template-columns: max-content 1fr; gap: 2px 10px; margin: 0;
+           font-size: 0.9em; }
+.card dt { color: #666; } .card dd { margin: 0; overflow-wrap: anywhere; }
+ul.headlines { list-style: none; padding: 0; margin: 0; }
+ul.headlines li { display: flex; gap: 8px; align-items: center; padding: 4px 0;
+                  border-top: 1px solid #eee; font-size: 0.9em; }
+ul.headlines li:first-child { border-top: none; }
+.figure { font-weight: bold; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
+.verdict { font-size: 0.9em; } li.good .verdict { color: #2e7d4f; } li.fair .verdict { color: #9a7000; }
+li.poor .verdict { color: #b03a2e; }
+svg.gauge { flex: none; } svg.gauge text { font-size: 13px; font-family: inherit; }
+svg.gauge path { fill: none; stroke-width: 8; } svg.gauge .track { stroke: #e3e3e3; }
+svg.gauge .good { stroke: #2e8b57; } svg.gauge .fair { stroke: #d4a017; } svg.gauge .poor { stroke: #c0392b; }
+.nogauge { flex: none; width: 80px; text-align: center; color: #999; }
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testdata::{record, synthetic_run};
+    use hostbench_core::model::{Metric, Peak, Reference};
+
+    fn with(eff: Option<f64>, ratio: Option<f64>) -> Record {
+        let mut r = record(
+            "cpu.flops",
+            Metric::Throughput,
+            "FLOP/s",
+            serde_json::json!({"dtype": "f64", "threads": 2}),
+            &[1e9],
+        );
+        if let Some(e) = eff {
+            r.set_peak(Some(Peak {
+                value: 1e9 / e,
+                basis: "test".into(),
+            }));
+        }
+        r.reference = ratio.map(|x| Reference {
+            tool: "likwid-bench".into(),
+            version: "5".into(),
+            value: 1e9 / x,
+            ratio: x,
+        });
+        r
+    }
+
+    #[test]
+    fn verdicts_follow_efficiency_and_the_reference() {
+        assert_eq!(verdict(&with(Some(0.95), None)).0, Standing::Good);
+        assert_eq!(verdict(&with(Some(0.8), None)).0, Standing::Fair);
+        assert_eq!(verdict(&with(Some(0.3), None)).0, Standing::Poor);
+        let (s, w) = verdict(&with(Some(0.95), Some(0.8)));
+        assert_eq!(s, Standing::Fair);
+        assert!(w.contains("behind likwid-bench"), "{w}");
+        let (s, w) = verdict(&with(None, Some(1.02)));
+        assert_eq!(s, Standing::Good);
+        assert!(w.contains("on par with likwid-bench"), "{w}");
+        let (s, w) = verdict(&with(None, None));
+        assert_eq!(s, Standing::Unknown);
+        assert!(w.contains("no theoretical limit"), "{w}");
+    }
+
+    #[test]
+    fn gauge_fills_to_the_share_and_caps_at_full() {
+        let half = gauge(0.5);
+        // Half way round the arc is straight above the centre.
+        assert!(half.contains("A 32 32 0 0 1 40.00 8.00"), "{half}");
+        assert!(half.contains(">50%<"));
+        let over = gauge(1.2);
+        assert!(
+            over.contains("A 32 32 0 0 1 72.00 40.00") && over.contains(">120%<"),
+            "{over}"
+        );
+    }
+
+    #[test]
+    fn a_card_per_subsystem_after_the_host() {
+        let run = synthetic_run();
+        let mut o = String::new();
+        write(&mut o, &run).unwrap();
+        assert!(o.starts_with("<div class=\"cards\">"));
+        let host = o.find("card host").expect("host card");
+        let cpu = o.find("id=\"card-cpu\"").expect("cpu card");
+        assert!(host < cpu);
+        let heads = all_headlines(&run).len();
+        let shown = o.matches("<li class=").count();
+        assert!(shown > 0 && shown <= heads, "{shown} of {heads}");
+        // Every record with an efficiency on a card has a gauge.
+        assert!(o.contains("class=\"gauge\""));
+    }
+}

@@ -2,9 +2,12 @@
 //! job per thread, each on its own slice of the file, as hostbench's threads are), engine,
 //! O_DIRECT and time, on the very file hostbench just measured, so both tools meet the same file
 //! state (fully written, the same blocks recently touched). fio laying out a fresh file of its own
-//! is what made the two disagree by 0.45–1.5× at 4 KiB random writes on a virtio disk: a file
-//! that was just written sits in a different state in the device and host caches than one
-//! written a while ago.
+//! is what made the two disagree by 0.45–1.5× at 4 KiB random writes: for a write job fio only
+//! fallocates its file (`fallocate=native`, its default on Linux), so on ext4 every block is an
+//! unwritten extent and each first 4 KiB write into one converts it (a journalled metadata
+//! change), while hostbench's file is written in full before any case. Measured with fio alone on
+//! ext4 over virtio (BENCHMARKS.md): 30–41 k IO/s at QD 32 on a fresh fallocated file against
+//! 69–75 k on the same size laid out by writing; how much a run converts decides its figure.
 //!
 //! The I/O buffers match where the host allows: hostbench's huge pages are transparent huge
 //! pages, fio's are hugetlb pages (`--iomem=shmhuge`) and need free ones reserved

@@ -1,5 +1,20 @@
 //! hostbench: the binary. `main` stays thin: parse, dispatch, map the error to an exit code.
 
+/// `print!` for the binary's output: a closed stdout (`hostbench report a.json | head`) ends the
+/// process quietly, as it does any Unix filter, where `print!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` through [`out!`].
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 mod cli;
 mod commands;
 mod registry;
@@ -23,10 +38,33 @@ pub enum Exit {
     Regressed = 4,
 }
 
+/// Write to stdout; a reader that went away (broken pipe) ends the process with status 0, any
+/// other failure (a full disk behind a redirect) with one line and status 1.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_fmt(args).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("hostbench: error: writing to stdout: {e}");
+        std::process::exit(Exit::Failure as i32);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match commands::dispatch(cli) {
         Ok(code) => ExitCode::from(code as u8),
+        // The reader of stdout went away (`| head`): nothing is wrong with the run.
+        Err(err)
+            if err.chain().any(|e| {
+                e.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("hostbench: error: {err:#}");
             let usage = err.chain().any(|e| {

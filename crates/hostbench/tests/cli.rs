@@ -916,3 +916,24 @@ fn linpack_reference_solves_the_same_system_with_openblas() {
     let cmd = r["extra"]["reference_command"].as_str().expect("command");
     assert!(cmd.contains("dgesv") && cmd.contains("n=256"), "{cmd}");
 }
+
+/// A reader that goes away (`hostbench peers | head -1`) ends hostbench quietly with status 0:
+/// no panic, no error line. Both ways output leaves: the printed tables (`peers`) and the
+/// written documents (`completions`).
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    for args in [&["peers"][..], &["completions", "bash"][..]] {
+        // The read end is closed before hostbench starts, so its first write fails (EPIPE).
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("hostbench"))
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("run");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}

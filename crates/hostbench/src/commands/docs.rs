@@ -12,8 +12,12 @@ use crate::cli::{self, CompletionsArgs, ManArgs};
 use crate::Exit;
 
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Exit> {
+    // Generated into memory first: clap_complete panics when its writer fails (a closed pipe);
+    // stdout's own error is an error like any other.
+    let mut script = Vec::new();
+    cli::completions(args.shell, &mut script);
     let mut out = std::io::stdout().lock();
-    cli::completions(args.shell, &mut out);
+    out.write_all(&script)?;
     out.flush()?;
     Ok(Exit::Ok)
 }

@@ -19,10 +19,10 @@ pub fn run(args: &GpuArgs) -> anyhow::Result<Exit> {
             return Ok(Exit::Partial);
         }
         for d in &listing.devices {
-            println!("{}", d.summary());
+            outln!("{}", d.summary());
         }
         for (b, why) in &listing.absent {
-            println!("{}: no device ({why})", b.name());
+            outln!("{}: no device ({why})", b.name());
         }
         return Ok(Exit::Ok);
     }

@@ -19,7 +19,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
         let mut store = Store::open(&path)?;
         let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
         let id = store.insert(&run, None, dir)?;
-        println!("stored run #{id} in {}", path.display());
+        outln!("stored run #{id} in {}", path.display());
         return Ok(Exit::Ok);
     }
     if !path.exists() {
@@ -67,13 +67,13 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                     r.results_dir.unwrap_or_else(|| "-".into()),
                 ]);
             }
-            print!("{}", hostbench_report::export::aligned(&rows));
+            out!("{}", hostbench_report::export::aligned(&rows));
             Ok(Exit::Ok)
         }
         HistoryCommand::Show { run } => {
             let id = store.resolve(run)?;
             let (s, result) = store.load(id)?;
-            println!(
+            outln!(
                 "Run #{} on {}, {} to {} (hostbench {}{})",
                 s.id,
                 s.hostname,
@@ -83,7 +83,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                 s.profile
                     .map_or(String::new(), |p| format!(", profile {p}"))
             );
-            print!("{}", TerminalExporter.render(&result)?);
+            out!("{}", TerminalExporter.render(&result)?);
             Ok(Exit::Ok)
         }
         HistoryCommand::Compare {
@@ -104,7 +104,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
             let (_, ra) = store.load(ia)?;
             let (_, rb) = store.load(ib)?;
             let cmp = compare(&ra, &rb, &cfg);
-            print!(
+            out!(
                 "{}",
                 render_text(&cmp, &cfg, &format!("#{ia}"), &format!("#{ib}"))
             );
@@ -164,12 +164,12 @@ fn compare_fleets(store: &Store, a: &str, b: &str, cfg: &CompareConfig) -> anyho
             worst,
         ]);
     }
-    println!(
+    outln!(
         "Fleet {ida} ({} nodes) -> fleet {idb} ({} nodes), node by node:",
         runs_a.len(),
         runs_b.len()
     );
-    print!("{}", hostbench_report::export::aligned(&rows));
+    out!("{}", hostbench_report::export::aligned(&rows));
     for (side, mine, other) in [("A", &runs_a, &runs_b), ("B", &runs_b, &runs_a)] {
         let only: Vec<&str> = mine
             .iter()
@@ -177,7 +177,7 @@ fn compare_fleets(store: &Store, a: &str, b: &str, cfg: &CompareConfig) -> anyho
             .map(|(n, _)| n.as_str())
             .collect();
         if !only.is_empty() {
-            println!("Only in fleet {side}: {}", only.join(", "));
+            outln!("Only in fleet {side}: {}", only.join(", "));
         }
     }
     let strip = |v: &[(String, hostbench_core::model::RunResult)]| {
@@ -189,10 +189,8 @@ fn compare_fleets(store: &Store, a: &str, b: &str, cfg: &CompareConfig) -> anyho
     ) {
         let cmp = compare(&ma, &mb, cfg);
         failures += cmp.failures();
-        println!(
-            "\nFleet medians (judged by the noise floor; the node lines carry the statistics):"
-        );
-        print!(
+        outln!("\nFleet medians (judged by the noise floor; the node lines carry the statistics):");
+        out!(
             "{}",
             render_text(&cmp, cfg, &format!("fleet {ida}"), &format!("fleet {idb}"))
         );

@@ -34,7 +34,7 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
             "peaks": peaks,
             "dram_peak": dram,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        outln!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(Exit::Ok);
     }
     let c = &host.cpu;
@@ -107,6 +107,6 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
             )?,
         }
     }
-    print!("{o}");
+    out!("{o}");
     Ok(Exit::Ok)
 }

@@ -71,7 +71,7 @@ pub fn emit_as(run: &RunResult, common: &Common, view: &dyn Exporter) -> anyhow:
         if common.json == Some(JsonTarget::Stdout) {
             eprint!("{table}");
         } else {
-            print!("{table}");
+            out!("{table}");
         }
     }
     match &common.json {

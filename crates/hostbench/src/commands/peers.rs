@@ -53,7 +53,7 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<Exit> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&peers)?);
+        outln!("{}", serde_json::to_string_pretty(&peers)?);
         return Ok(Exit::Ok);
     }
     for p in &peers {
@@ -62,10 +62,10 @@ pub fn run(args: &PeersArgs) -> anyhow::Result<Exit> {
             (Some(path), None) => path.clone(),
             (None, _) => format!("not installed (apt install {})", p.package),
         };
-        println!("{:<17} {found}", p.name);
+        outln!("{:<17} {found}", p.name);
         for u in &p.uses {
-            println!("  {:<7} {}", u.subsystem, u.serves);
-            println!("  {:<7} run by: {}", "", u.how);
+            outln!("  {:<7} {}", u.subsystem, u.serves);
+            outln!("  {:<7} run by: {}", "", u.how);
         }
     }
     Ok(Exit::Ok)

@@ -68,7 +68,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
         let text = subject.render(name)?;
         match target {
             JsonTarget::Stdout => {
-                print!("{text}");
+                out!("{text}");
                 to_stdout = true;
             }
             JsonTarget::File(path) => {
@@ -87,7 +87,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
         eprintln!("wrote {} chart(s) to {}", files.len(), dir.display());
     }
     if !args.quiet && !to_stdout {
-        print!("{}", subject.render("terminal")?);
+        out!("{}", subject.render("terminal")?);
     }
     Ok(Exit::Ok)
 }

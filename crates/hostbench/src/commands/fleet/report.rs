@@ -43,7 +43,7 @@ pub fn run(args: &FleetReportArgs) -> anyhow::Result<Exit> {
     for (name, target) in targets {
         let text = render(&doc, name)?;
         match target {
-            JsonTarget::Stdout => print!("{text}"),
+            JsonTarget::Stdout => out!("{text}"),
             JsonTarget::File(path) => write_atomic(&path, &text).map_err(|e| {
                 // A file the user named that cannot be written is a bad argument (exit 2).
                 if path.starts_with(dir.root()) {
@@ -55,7 +55,7 @@ pub fn run(args: &FleetReportArgs) -> anyhow::Result<Exit> {
         }
     }
     if !args.quiet && !to_stdout {
-        print!("{}", render_terminal(&doc));
+        out!("{}", render_terminal(&doc));
     }
     Ok(exit(&doc))
 }
@@ -69,7 +69,7 @@ pub fn report(dir: &Path, outlier: f64, quiet: bool) -> anyhow::Result<Exit> {
     let doc = build(&dir, &config(outlier))?;
     let written = hostbench_report::fleet::write_reports(&doc, &dir)?;
     if !quiet {
-        print!("{}", render_terminal(&doc));
+        out!("{}", render_terminal(&doc));
         for p in written {
             eprintln!("wrote {}", p.display());
         }

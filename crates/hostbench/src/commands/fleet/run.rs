@@ -16,7 +16,7 @@ pub fn run(args: &FleetRunArgs) -> anyhow::Result<Exit> {
     let cfg = config(args)?;
     let outlier = settings::percent("outlier", &args.outlier)?;
     if args.print_script {
-        print!(
+        out!(
             "{}",
             hostbench_fleet::script::batch_script(&cfg, None, None)
         );

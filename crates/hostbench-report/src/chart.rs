@@ -638,6 +638,11 @@ pub fn svg(chart: &Chart) -> Result<String, ReportError> {
     Ok(s)
 }
 
+/// Every chart as an SVG document, in order (the HTML pages inline them).
+pub fn svgs(charts: &[Chart]) -> Result<Vec<String>, ReportError> {
+    charts.iter().map(svg).collect()
+}
+
 /// The chart as a PNG file.
 pub fn png(chart: &Chart, path: &Path) -> Result<(), ReportError> {
     register_font();

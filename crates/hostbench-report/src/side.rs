@@ -229,10 +229,7 @@ pub fn markdown(sbs: &SideBySide) -> String {
 pub fn html(sbs: &SideBySide) -> Result<String, ReportError> {
     let merged = sbs.merged();
     let charts = chart::charts(&merged);
-    let mut svgs = Vec::with_capacity(charts.len());
-    for c in &charts {
-        svgs.push(chart::svg(c)?);
-    }
+    let svgs = chart::svgs(&charts)?;
     render_html(sbs, &charts, &svgs).map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
 }
 

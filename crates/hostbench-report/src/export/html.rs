@@ -65,14 +65,8 @@ impl Exporter for HtmlExporter {
 pub fn render_with_trends(run: &RunResult, trends: &[chart::Trend]) -> Result<String, ReportError> {
     let charts = chart::charts(run);
     let trend_charts = chart::trend_charts(trends);
-    let mut svgs = Vec::with_capacity(charts.len());
-    for c in &charts {
-        svgs.push(chart::svg(c)?);
-    }
-    let mut trend_svgs = Vec::with_capacity(trend_charts.len());
-    for c in &trend_charts {
-        trend_svgs.push(chart::svg(c)?);
-    }
+    let svgs = chart::svgs(&charts)?;
+    let trend_svgs = chart::svgs(&trend_charts)?;
     render(run, (&charts, &svgs), (&trend_charts, &trend_svgs))
         .map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
 }

@@ -99,6 +99,22 @@ pub fn pin_current_thread(cpu: usize) -> Result<(), BenchError> {
     }
 }
 
+/// The CPU the calling thread is running on (`sched_getcpu`); `None` where it cannot be told.
+/// A benchmark whose figure belongs to particular CPUs (core-to-core latency) checks its pinning
+/// with it instead of trusting that the kernel honoured the request.
+pub fn current_cpu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getcpu has no arguments and no preconditions.
+        let c = unsafe { libc::sched_getcpu() };
+        usize::try_from(c).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The CPU for worker `i`: `order[i % order.len()]`, so more workers than CPUs wrap around. With
 /// an empty order there is nothing to choose from and `i` itself is returned.
 pub fn cpu_for_thread(order: &[usize], i: usize) -> usize {

@@ -174,6 +174,92 @@ impl Region {
         }
     }
 
+    /// Bind the region's pages to NUMA node `node` (`mbind(MPOL_BIND)`), before the first touch,
+    /// so a page faulted in by any thread comes from that node's memory, or fails: a strict
+    /// binding never falls back to another node behind the measurement's back.
+    #[cfg(target_os = "linux")]
+    pub fn bind_node(&self, node: usize) -> Result<(), BenchError> {
+        const MPOL_BIND: libc::c_long = 2;
+        const MPOL_MF_STRICT: libc::c_ulong = 1;
+        let bits = 8 * std::mem::size_of::<libc::c_ulong>();
+        let mut mask: Vec<libc::c_ulong> = vec![0; node / bits + 1];
+        mask[node / bits] |= 1 << (node % bits);
+        // SAFETY: the range is our own mapping; the mask outlives the call and holds `maxnode`
+        // bits (the kernel reads maxnode - 1 bits, hence the + 1).
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_mbind,
+                self.ptr.as_ptr(),
+                self.len,
+                MPOL_BIND,
+                mask.as_ptr(),
+                (mask.len() * bits + 1) as libc::c_ulong,
+                MPOL_MF_STRICT,
+            )
+        };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOSYS) | Some(libc::EPERM) => BenchError::unsupported(format!(
+                    "cannot bind memory to NUMA node {node}: {e} (kernel without NUMA support or \
+                     mbind forbidden here)"
+                )),
+                _ => BenchError::Failed(format!("cannot bind memory to NUMA node {node}: {e}")),
+            });
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn bind_node(&self, node: usize) -> Result<(), BenchError> {
+        Err(BenchError::unsupported(format!(
+            "binding memory to NUMA node {node} needs Linux"
+        )))
+    }
+
+    /// Share of up to `samples` pages, spread evenly over the (touched) region, that the kernel
+    /// reports on NUMA node `node` (`move_pages` in query mode); `None` when it cannot tell.
+    #[cfg(target_os = "linux")]
+    pub fn share_on_node(&self, node: usize, samples: usize) -> Option<f64> {
+        let page = 4096usize;
+        let pages = self.len.div_ceil(page).max(1);
+        let n = samples.clamp(1, pages);
+        let addrs: Vec<*mut libc::c_void> = (0..n)
+            .map(|i| {
+                // SAFETY: i * pages / n < pages, so the offset lies inside the region.
+                unsafe { self.ptr.as_ptr().add(i * pages / n * page).cast() }
+            })
+            .collect();
+        let mut status: Vec<libc::c_int> = vec![-1; n];
+        // SAFETY: with a null `nodes` argument move_pages only reports where each page is,
+        // writing one status per address into `status`, which holds `n` entries.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_move_pages,
+                0 as libc::c_int,
+                n as libc::c_ulong,
+                addrs.as_ptr(),
+                std::ptr::null::<libc::c_int>(),
+                status.as_mut_ptr(),
+                0 as libc::c_int,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        let known: Vec<i32> = status.into_iter().filter(|&s| s >= 0).collect();
+        if known.is_empty() {
+            return None;
+        }
+        let on = known.iter().filter(|&&s| s as usize == node).count();
+        Some(on as f64 / known.len() as f64)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn share_on_node(&self, _node: usize, _samples: usize) -> Option<f64> {
+        None
+    }
+
     /// Bytes of this region backed by transparent huge pages, from `/proc/self/smaps`; `None`
     /// where that file cannot be read (not Linux, restricted procfs).
     pub fn huge_bytes(&self) -> Option<u64> {
@@ -254,6 +340,24 @@ AnonHugePages:      2048 kB
         let got = anon_huge_bytes_in(smaps, 0x7f00_0000_0000, 0x7f00_0050_0000);
         assert_eq!(got, 4096 * 1024 + 1024 * 1024);
         assert_eq!(anon_huge_bytes_in(smaps, 0x1000, 0x2000), 0);
+    }
+
+    #[test]
+    fn binding_to_node_0_keeps_pages_there_and_a_missing_node_fails() {
+        let mut r = Region::new(8 << 20, Pages::Small).unwrap();
+        match r.bind_node(0) {
+            Ok(()) => {
+                r.touch();
+                if let Some(share) = r.share_on_node(0, 64) {
+                    assert_eq!(share, 1.0);
+                }
+            }
+            // A kernel without NUMA support: reported as unsupported, never as a failure.
+            Err(e) => assert!(matches!(e, BenchError::Unsupported(_)), "{e}"),
+        }
+        let r = Region::new(1 << 20, Pages::Small).unwrap();
+        let e = r.bind_node(4000).unwrap_err().to_string();
+        assert!(e.contains("NUMA node 4000"), "{e}");
     }
 
     #[test]

@@ -425,11 +425,15 @@ fn init_arrays(
     g: &Geometry,
     pages: Pages,
     ops: &Ops,
+    node: Option<usize>,
 ) -> Result<Vec<Region>, BenchError> {
     let (_, inits) = kernel.layout();
     let mut arrays = Vec::with_capacity(kernel.arrays());
     for (a, init) in (0..kernel.arrays()).map(|a| (a, inits.get(a).copied())) {
         let mut r = Region::new(g.array_bytes as usize, pages)?;
+        if let Some(node) = node {
+            r.bind_node(node)?;
+        }
         match kernel {
             Kernel::Read => {
                 // SAFETY: the region is array_bytes long and writable.
@@ -449,6 +453,15 @@ fn init_arrays(
     Ok(arrays)
 }
 
+/// Where a point's threads run and its arrays live, when not the defaults (the NUMA matrix).
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// CPUs the threads are pinned to, in order; `None`: the placement order of all CPUs.
+    pub cpus: Option<Vec<usize>>,
+    /// NUMA node every array is bound to before its first touch; `None`: first touch decides.
+    pub mem_node: Option<usize>,
+}
+
 /// Measure one point through the runner.
 pub fn run_point(
     runner: &mut Runner,
@@ -459,9 +472,37 @@ pub fn run_point(
 ) -> Result<(), BenchError> {
     let g = point.geometry()?;
     let case = point.case(&g, host);
+    run_point_as(
+        runner,
+        point,
+        timing,
+        host,
+        spec,
+        &case,
+        &Placement::default(),
+        &|_| {},
+    )
+}
+
+/// Measure one point through the runner under another benchmark's case (the NUMA matrix), its
+/// threads and memory placed as `place` says, `more` adding to the record.
+#[allow(clippy::too_many_arguments)]
+pub fn run_point_as(
+    runner: &mut Runner,
+    point: &Point,
+    timing: &Timing,
+    host: &Host,
+    spec: &Spec,
+    case: &Case,
+    place: &Placement,
+    more: &dyn Fn(&mut Record),
+) -> Result<(), BenchError> {
+    let g = point.geometry()?;
     match point.isa.ops() {
-        Ok(ops) => measure(runner, point, &g, &case, ops, timing, host, spec),
-        Err(e) => runner.skip(&case, &e),
+        Ok(ops) => measure(
+            runner, point, &g, case, ops, timing, host, spec, place, more,
+        ),
+        Err(e) => runner.skip(case, &e),
     }
 }
 
@@ -475,6 +516,8 @@ fn measure(
     timing: &Timing,
     host: &Host,
     spec: &Spec,
+    place: &Placement,
+    more: &dyn Fn(&mut Record),
 ) -> Result<(), BenchError> {
     let (g, case) = (*g, case.clone());
     let kernel = point.kernel;
@@ -486,7 +529,7 @@ fn measure(
         ));
         return runner.skip(&case, &e);
     }
-    let order = affinity::placement_order();
+    let order = place.cpus.clone().unwrap_or_else(affinity::placement_order);
     let threads = point.threads;
     let pattern = point.pattern;
 
@@ -495,8 +538,15 @@ fn measure(
         threads,
         &order,
         |i| {
-            let arrays = init_arrays(kernel, &g, timing.pages, &ops)?;
+            let arrays = init_arrays(kernel, &g, timing.pages, &ops, place.mem_node)?;
             let huge: u64 = arrays.iter().filter_map(Region::huge_bytes).sum();
+            let on_node = place.mem_node.and_then(|n| {
+                let shares: Vec<f64> = arrays
+                    .iter()
+                    .filter_map(|r| r.share_on_node(n, 64))
+                    .collect();
+                (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64)
+            });
             let perm = Permutation::new(g.blocks, timing.seed.wrapping_add(i as u64));
             Ok((
                 Mutex::new(ThreadState {
@@ -507,6 +557,7 @@ fn measure(
                     perm,
                 }),
                 huge,
+                on_node,
             ))
         },
         |_| (),
@@ -517,6 +568,8 @@ fn measure(
         Err(e) => return runner.skip(&case, &e),
     };
     let huge_bytes: u64 = setup.results.iter().map(|r| r.1).sum();
+    let shares: Vec<f64> = setup.results.iter().filter_map(|r| r.2).collect();
+    let on_node = (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64);
     let states: Vec<Mutex<ThreadState>> = setup.results.into_iter().map(|r| r.0).collect();
     let total_bytes = g.array_bytes * kernel.arrays() as u64 * threads as u64;
     let huge_fraction = huge_bytes as f64 / total_bytes.max(1) as f64;
@@ -636,6 +689,10 @@ fn measure(
             rec.extra
                 .insert("huge_fraction".into(), json!(huge_fraction));
             rec.extra.insert("validated".into(), json!(true));
+            if let Some(share) = on_node {
+                rec.extra.insert("mem_node_share".into(), json!(share));
+            }
+            more(rec);
             if let Some(runs) = timing.reference {
                 attach_likwid(rec, point, total_bytes, threads, runs);
             }
@@ -813,6 +870,8 @@ mod tests {
                     &t,
                     &Host::default(),
                     &Spec::default(),
+                    &Placement::default(),
+                    &|_| {},
                 )
                 .unwrap();
                 let res = r.finish().unwrap();

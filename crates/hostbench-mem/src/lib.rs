@@ -8,12 +8,19 @@
 //!   sequential/random access latency.
 //! * `sizing` — STREAM's ≥ 4 × LLC rule, the 1 GiB classic floor, and L1/L2/L3/DRAM labels.
 //! * `peak` — the DRAM limit from DMI or the spec file.
+//! * `loaded` — loaded latency (MLC's method): a chase while the other CPUs inject traffic at a
+//!   series of delays; latency against delivered bandwidth.
+//! * `c2c` — core-to-core latency: a cache line bounced between every pair of CPUs.
+//! * `numa` — the NUMA matrix: bandwidth and latency from each node's CPUs to each node's memory.
 
 pub mod bandwidth;
+pub mod c2c;
 pub mod dmi;
 pub use hostbench_core::buffer;
 pub mod kernels;
 pub mod latency;
+pub mod loaded;
+pub mod numa;
 pub mod order;
 pub mod peak;
 pub mod reference;
@@ -89,8 +96,12 @@ pub struct MemConfig {
     pub bandwidth: Option<BandwidthConfig>,
     /// The classic read+write matrix, run after `bandwidth`.
     pub classic: Option<BandwidthConfig>,
-    /// The latency curve (and the classic 1-byte access latency), run last.
+    /// The latency curve (and the classic 1-byte access latency), run after bandwidth.
     pub latency: Option<latency::LatencyConfig>,
+    /// Loaded latency, core-to-core latency and the NUMA matrix, run last, in that order.
+    pub loaded: Option<loaded::LoadedConfig>,
+    pub c2c: Option<c2c::C2cConfig>,
+    pub numa: Option<numa::NumaConfig>,
     pub sweep: Option<SweepConfig>,
     /// Passes over the working set per bandwidth sample; `None`: sized from `duration`.
     pub passes: Option<f64>,
@@ -218,6 +229,9 @@ impl Default for MemConfig {
             bandwidth: None,
             classic: None,
             latency: None,
+            loaded: None,
+            c2c: None,
+            numa: None,
             sweep: None,
             passes: None,
             duration: Duration::from_millis(200),
@@ -309,6 +323,17 @@ pub fn run_mem(
     if let Some(l) = &cfg.latency {
         l.validate()?;
     }
+    if let Some(l) = &cfg.loaded {
+        l.validate(host)?;
+    }
+    if let Some(c) = &cfg.c2c {
+        if let Err(e @ BenchError::InvalidInput(_)) = c.validate() {
+            return Err(e);
+        }
+    }
+    if let Some(n) = &cfg.numa {
+        n.cells(&hostbench_core::host::numa_topology())?;
+    }
     runner.plan(bw_points.len() + sweep_points.len());
     // The headline likwid-bench stands beside: triad at the most threads.
     let headline = bw_points
@@ -341,6 +366,26 @@ pub fn run_mem(
     }
     if let Some(l) = &cfg.latency {
         latency::run_latency(runner, l, host)?;
+    }
+    if let Some(l) = &cfg.loaded {
+        loaded::run_loaded(runner, l, host)?;
+    }
+    if let Some(c) = &cfg.c2c {
+        match c.validate() {
+            // One CPU: nothing to bounce between, which is a skip, not a failure.
+            Err(e @ BenchError::Unsupported(_)) => {
+                let case = hostbench_core::Case::new(
+                    c2c::BENCHMARK,
+                    hostbench_core::model::Metric::Latency,
+                    "s",
+                );
+                runner.skip(&case, &e)?;
+            }
+            _ => c2c::run_c2c(runner, c)?,
+        }
+    }
+    if let Some(n) = &cfg.numa {
+        numa::run_numa(runner, n, host, spec)?;
     }
     Ok(())
 }

@@ -2,9 +2,10 @@
 //! shortens it.
 //!
 //! `standard` (about a minute) is bandwidth of the STREAM kernels, read and write with both store
-//! kinds, the cache sweep and the latency curve; `quick` trims each; `classic` is the assignment's
-//! rw matrix and 1-byte latency; `full` adds every ISA, the classic blocks and memory-level
-//! parallelism.
+//! kinds, the cache sweep, the latency curve, a short loaded-latency curve and the core-to-core
+//! matrix; `quick` trims each and leaves the last two out; `classic` is the assignment's rw matrix
+//! and 1-byte latency; `full` adds every ISA, the classic blocks, memory-level parallelism, both
+//! traffic kinds at every delay, every CPU pair and the NUMA matrix.
 
 use std::time::Duration;
 
@@ -13,7 +14,10 @@ use hostbench_core::spec::Spec;
 use hostbench_core::subsystem::{scaled, PeakLine, Profile, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
+use crate::c2c::{C2cConfig, PROFILE_MAX_CPUS};
 use crate::latency::{LatPattern, LatencyConfig};
+use crate::loaded::{LoadedConfig, Traffic, PROFILE_DELAYS};
+use crate::numa::NumaConfig;
 use crate::{sizing, BandwidthConfig, Block, Isa, Kernel, MemConfig, Pages, Pattern, SweepConfig};
 
 /// Bandwidth, the cache sweep and latency.
@@ -25,6 +29,11 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
     let mut bw = BandwidthConfig::for_host();
     let mut sweep = SweepConfig::for_host(host);
     let mut lat = LatencyConfig::for_host(host);
+    // Loaded latency needs a CPU to chase on and at least one to load memory from.
+    let mut loaded =
+        (hostbench_core::affinity::allowed_cpus().len() >= 2).then(|| LoadedConfig::for_host(host));
+    let mut c2c = Some(C2cConfig::for_host());
+    let mut numa = None;
     match profile {
         Profile::Quick => {
             bw.kernels = vec![Kernel::Read, Kernel::Copy, Kernel::Triad];
@@ -35,6 +44,8 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
             lat.pages = vec![Pages::Huge];
             lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
             lat.duration = Duration::from_millis(15);
+            loaded = None;
+            c2c = None;
         }
         Profile::Standard => {
             // About a minute: scale and add move the same streams as copy and triad.
@@ -47,6 +58,16 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
             // Beyond 8 x LLC the curve is flat DRAM; `hostbench mem` goes on to 1 GiB and more.
             lat.working_sets = sizing::sweep_sizes(&host.cpu.caches, 256 * sizing::MIB);
             lat.duration = Duration::from_millis(20);
+            // A short curve: read traffic at five delays, flat out to nearly idle.
+            if let Some(l) = &mut loaded {
+                l.traffic = vec![Traffic::Read];
+                l.delays = PROFILE_DELAYS.to_vec();
+                l.duration = Duration::from_millis(25);
+            }
+            c2c = c2c.map(|c| C2cConfig {
+                duration: Duration::from_millis(10),
+                ..c.spread(PROFILE_MAX_CPUS)
+            });
         }
         Profile::Full => {
             bw.isas = Isa::detected();
@@ -57,6 +78,7 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
             sweep.kernels = vec![Kernel::Read, Kernel::Write, Kernel::Copy, Kernel::Triad];
             lat.chains = vec![1, 2, 4, 8, 16];
             lat.patterns = vec![LatPattern::Chase, LatPattern::Seq, LatPattern::Random];
+            numa = Some(NumaConfig::for_host(host));
         }
         Profile::Classic => {
             let threads = vec![1, 2, 4, 8];
@@ -74,6 +96,10 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
     cfg.bandwidth = Some(bw);
     cfg.sweep = Some(sweep);
     cfg.latency = Some(lat);
+    // One CPU: no pair to bounce between (`hostbench mem --c2c` says so; a run leaves it out).
+    cfg.c2c = c2c.filter(|c| c.cpus.len() >= 2);
+    cfg.loaded = loaded;
+    cfg.numa = numa;
     cfg
 }
 
@@ -104,6 +130,15 @@ fn run_config(ctx: &RunContext<'_>) -> MemConfig {
             ctx.sample_length(l.duration)
         };
     }
+    if let Some(l) = &mut cfg.loaded {
+        l.duration = ctx.sample_length(l.duration);
+    }
+    if let Some(c) = &mut cfg.c2c {
+        c.duration = ctx.sample_length(c.duration);
+    }
+    if let Some(n) = &mut cfg.numa {
+        n.duration = ctx.sample_length(n.duration);
+    }
     cfg.reference = ctx.reference;
     cfg
 }
@@ -114,7 +149,7 @@ impl Subsystem for Mem {
     }
 
     fn summary(&self) -> &'static str {
-        "bandwidth (STREAM kernels, rw, cache sweep) and pointer-chase latency against the DIMMs"
+        "bandwidth (STREAM kernels, rw, cache sweep), pointer-chase, loaded and core-to-core latency against the DIMMs"
     }
 
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
@@ -127,14 +162,25 @@ impl Subsystem for Mem {
             .sum();
         let sweep = cfg.sweep.as_ref().map_or(0, |s| s.points().len());
         let lat = cfg.latency.as_ref().map_or(0, LatencyConfig::case_count);
+        let loaded = cfg.loaded.as_ref().map_or(0, LoadedConfig::case_count);
+        let c2c = cfg.c2c.as_ref().map_or(0, C2cConfig::case_count);
+        let topology = hostbench_core::host::numa_topology();
+        let numa = cfg.numa.as_ref().map_or(0, |n| n.case_count(&topology));
         let secs = bw as f64 * cfg.duration.as_secs_f64()
             + sweep as f64 * cfg.sweep.as_ref().map_or(0.0, |s| s.duration.as_secs_f64())
             + lat as f64
                 * cfg
                     .latency
                     .as_ref()
-                    .map_or(0.0, |l| l.duration.as_secs_f64());
-        let cases = bw + sweep + lat;
+                    .map_or(0.0, |l| l.duration.as_secs_f64())
+            + loaded as f64
+                * cfg
+                    .loaded
+                    .as_ref()
+                    .map_or(0.0, |l| l.duration.as_secs_f64())
+            + c2c as f64 * cfg.c2c.as_ref().map_or(0.0, |c| c.duration.as_secs_f64())
+            + numa as f64 * cfg.numa.as_ref().map_or(0.0, |n| n.duration.as_secs_f64());
+        let cases = bw + sweep + lat + loaded + c2c + numa;
         Phase::new(self.name(), cases, secs / cases.max(1) as f64)
     }
 

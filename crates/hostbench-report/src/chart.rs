@@ -10,11 +10,21 @@
 //!   against working-set size on a log axis (the memory latency curve, the cache sweep);
 //! - *measured vs theoretical*: one with peaks or reference figures gets horizontal bars of
 //!   measured, theoretical and reference per record;
-//! - *efficiency*: each subsystem gets bars of its records' efficiency (and the reference's).
+//! - *efficiency*: each subsystem gets bars of its records' efficiency (and the reference's);
+//! - *latency vs bandwidth*: a latency benchmark whose records carry the traffic that ran beside
+//!   them (`extra.bandwidth`, a loaded-latency sweep) gets latency against that bandwidth on a
+//!   linear axis, one line per remaining workload and a point per `delay`: the curve whose knee
+//!   is quoted;
+//! - *matrix*: one whose records name a cell (`cpu_a`/`cpu_b`, `cpu_node`/`mem_node`) gets a
+//!   heatmap per unit and mode (see `heatmap`).
+//!
+//! The last two replace the scaling and working-set charts of their benchmark: a line per delay
+//! against threads, or per CPU pair, would be noise.
 //!
 //! Text is measured and, in PNGs, drawn with an embedded DejaVu Sans, so a machine without fonts
 //! draws the same picture.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Once;
 
@@ -31,6 +41,9 @@ use crate::table::{
     subsystem_title, value_text, varying_keys,
 };
 use crate::units::{self, Scale};
+
+mod heatmap;
+pub use heatmap::Heatmap;
 
 const WS_KEY: &str = "working_set_bytes";
 /// Lines per chart before a chart is split by workload.
@@ -54,17 +67,31 @@ pub struct Chart {
 pub enum Kind {
     Lines(Lines),
     Bars(Bars),
+    Heatmap(Heatmap),
 }
 
-/// Value against a numeric parameter, one line per series.
+/// Value against a numeric parameter (or measured quantity), one line per series.
 #[derive(Debug, Clone)]
 pub struct Lines {
     pub x_label: String,
-    /// The x values are byte sizes (log axis, binary units).
-    pub x_bytes: bool,
+    pub x: XAxis,
     pub unit: String,
     pub metric: Metric,
     pub series: Vec<Series>,
+    /// Lines of text under the legend: what a point is where the series names do not say.
+    pub notes: Vec<String>,
+}
+
+/// What a line chart's x values are, which decides the axis.
+#[derive(Debug, Clone, PartialEq)]
+pub enum XAxis {
+    /// Counts (threads, streams, a stored run's place): log₂ when they span 8× or more.
+    Count,
+    /// Byte sizes: log₂, binary units.
+    Bytes,
+    /// A measured quantity in this SI unit (`B/s`): linear from zero, scaled like a value (GB/s),
+    /// because a curve's knee is only where it is on a linear axis.
+    Quantity(String),
 }
 
 #[derive(Debug, Clone)]
@@ -74,6 +101,19 @@ pub struct Series {
     pub points: Vec<(f64, f64, f64)>,
     /// (x, theoretical peak) where the records have one: drawn dashed in the series' colour.
     pub peaks: Vec<(f64, f64)>,
+    /// A tooltip per point (in the order of `points`), or none: what the point is beyond x and y
+    /// (the delay of a loaded-latency point).
+    pub tips: Vec<String>,
+}
+
+/// A tooltip of one drawn mark. SVG gets it as a `<title>` child, which a browser shows on
+/// hover (plotters' SVG backend has no element for it); a PNG has none.
+pub(crate) struct Tip {
+    /// A circle (a line chart's point) or else a rectangle (a heatmap's cell).
+    circle: bool,
+    /// Where the mark is drawn: a circle's centre, a rectangle's upper-left corner.
+    at: (i32, i32),
+    text: String,
 }
 
 /// Horizontal bars: one band per category, one bar per series.
@@ -97,8 +137,18 @@ pub fn charts(run: &RunResult) -> Vec<Chart> {
     let mut out: Vec<Chart> = Vec::new();
     for (prefix, recs) in group_by(&run.records, |r| subsystem(&r.benchmark).to_string()) {
         for (bench, brecs) in group_by(recs.iter().copied(), |r| r.benchmark.clone()) {
-            scaling_charts(&prefix, &bench, &brecs, &mut out);
-            working_set_chart(&prefix, &bench, &brecs, &mut out);
+            let curve = loaded_latency_charts(&prefix, &bench, &brecs, &mut out);
+            let matrix = match heatmap::matrix_charts(&prefix, &bench, &brecs) {
+                Some(cs) => {
+                    out.extend(cs);
+                    true
+                }
+                None => false,
+            };
+            if !curve && !matrix {
+                scaling_charts(&prefix, &bench, &brecs, &mut out);
+                working_set_chart(&prefix, &bench, &brecs, &mut out);
+            }
             versus_peak_charts(&prefix, &bench, &brecs, &mut out);
         }
         efficiency_charts(&prefix, &recs, &mut out);
@@ -166,6 +216,7 @@ pub fn trend_charts(trends: &[Trend]) -> Vec<Chart> {
                     })
                     .collect(),
                 peaks: Vec::new(),
+                tips: Vec::new(),
             })
             .collect();
         let metric = these[0].metric;
@@ -186,10 +237,11 @@ pub fn trend_charts(trends: &[Trend]) -> Vec<Chart> {
                         .get(..10)
                         .unwrap_or(times[times.len() - 1])
                 ),
-                x_bytes: false,
+                x: XAxis::Count,
                 unit: unit.to_string(),
                 metric,
                 series,
+                notes: Vec::new(),
             }),
         });
     }
@@ -289,6 +341,7 @@ fn split_series(
             name,
             points,
             peaks,
+            tips: Vec::new(),
         });
     }
 }
@@ -363,10 +416,11 @@ fn scaling_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Cha
             subsystem: prefix.to_string(),
             kind: Kind::Lines(Lines {
                 x_label: x_title(ck),
-                x_bytes: false,
+                x: XAxis::Count,
                 unit: unit.clone(),
                 metric,
                 series,
+                notes: Vec::new(),
             }),
         });
     }
@@ -399,12 +453,142 @@ fn working_set_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<
         subsystem: prefix.to_string(),
         kind: Kind::Lines(Lines {
             x_label: x_title(WS_KEY),
-            x_bytes: true,
+            x: XAxis::Bytes,
             unit,
             metric,
             series: series.into_iter().take(MAX_SERIES * 2).collect(),
+            notes: Vec::new(),
         }),
     });
+}
+
+/// The extra field of a latency record that says how much memory traffic ran beside it (B/s).
+const LOAD_EXTRA: &str = "bandwidth";
+/// The parameter that throttles that traffic: a point on the curve per value, never a line.
+const LOAD_KEY: &str = "delay";
+/// The kind of that traffic: always in a line's name, so a lone curve still says it.
+const TRAFFIC_KEY: &str = "traffic";
+
+/// Latency against the bandwidth that ran beside it (Intel MLC's loaded-latency curve): one
+/// line per remaining workload (traffic kind, threads, working set), points in bandwidth order,
+/// each point's delay in its tooltip. Returns whether the benchmark is such a sweep (then its
+/// scaling and working-set charts would be noise, even where no line has two points).
+fn loaded_latency_charts(
+    prefix: &str,
+    bench: &str,
+    recs: &[&Record],
+    out: &mut Vec<Chart>,
+) -> bool {
+    let load = |r: &Record| {
+        r.extra
+            .get(LOAD_EXTRA)
+            .and_then(Value::as_f64)
+            .filter(|b| b.is_finite() && *b >= 0.0)
+    };
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.metric == Metric::Latency && load(r).is_some())
+        .collect();
+    if recs.is_empty() {
+        return false;
+    }
+    let mut line_keys: Vec<String> = Vec::new();
+    if recs.iter().any(|r| r.params.contains_key(TRAFFIC_KEY)) {
+        line_keys.push(TRAFFIC_KEY.into());
+    }
+    for k in varying_keys(&recs) {
+        if k != LOAD_KEY && !line_keys.contains(&k) {
+            line_keys.push(k);
+        }
+    }
+    let mut series = Vec::new();
+    let lines = group_by(recs.iter().copied(), |r| {
+        line_keys
+            .iter()
+            .map(|k| r.params.get(k).cloned())
+            .collect::<Vec<_>>()
+    });
+    for (values, rs) in lines {
+        let mut points: Vec<((f64, f64, f64), String)> = rs
+            .iter()
+            .filter_map(|r| {
+                let bw = load(r)?;
+                let (mean, sd) = (r.stats.mean, r.stats.stddev);
+                (mean.is_finite() && mean > 0.0).then(|| ((bw, mean, sd), load_tip(r, bw)))
+            })
+            .collect();
+        points.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
+        if points.len() < 2 {
+            continue;
+        }
+        let name: Vec<String> = line_keys
+            .iter()
+            .zip(&values)
+            .filter_map(|(k, v)| v.as_ref().map(|v| label_part(k, v)))
+            .collect();
+        let (points, tips) = points.into_iter().unzip();
+        series.push(Series {
+            name: if name.is_empty() {
+                short_name(bench).to_string()
+            } else {
+                name.join(" ")
+            },
+            points,
+            peaks: Vec::new(),
+            tips,
+        });
+    }
+    let mut delays: Vec<f64> = recs.iter().filter_map(|r| num(r, LOAD_KEY)).collect();
+    delays.sort_by(f64::total_cmp);
+    let notes = match (delays.first(), delays.last()) {
+        (Some(lo), Some(hi)) if hi > lo => vec![
+            "A point per delay (spins per".to_string(),
+            format!("line of traffic): {} … {}", tick(*lo), tick(*hi)),
+        ],
+        _ => Vec::new(),
+    };
+    let title = format!("{bench}: {} vs bandwidth", what(Metric::Latency, "s"));
+    let n = series.len().div_ceil(MAX_SERIES);
+    for (i, part) in series.chunks(MAX_SERIES).enumerate() {
+        out.push(Chart {
+            id: String::new(),
+            title: if n > 1 {
+                format!("{title} ({}/{n})", i + 1)
+            } else {
+                title.clone()
+            },
+            subsystem: prefix.to_string(),
+            kind: Kind::Lines(Lines {
+                x_label: "Bandwidth".into(),
+                x: XAxis::Quantity("B/s".into()),
+                unit: recs[0].unit.clone(),
+                metric: Metric::Latency,
+                series: part.to_vec(),
+                notes: notes.clone(),
+            }),
+        });
+    }
+    true
+}
+
+/// A loaded-latency point's tooltip: `delay 200 (1.20 µs): 12.3 GB/s, 95.0 ns`.
+fn load_tip(r: &Record, bandwidth: f64) -> String {
+    let delay = r
+        .params
+        .get(LOAD_KEY)
+        .map_or("—".to_string(), |v| value_text(LOAD_KEY, v));
+    let time = r
+        .extra
+        .get("delay_s")
+        .and_then(Value::as_f64)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .map_or(String::new(), |t| format!(" ({})", units::human(t, "s")));
+    format!(
+        "{LOAD_KEY} {delay}{time}: {}, {}",
+        units::human(bandwidth, "B/s"),
+        units::human(r.stats.mean, &r.unit)
+    )
 }
 
 fn versus_peak_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
@@ -621,6 +805,7 @@ pub fn size(chart: &Chart) -> (u32, u32) {
                 110 + band * b.categories.len() as u32 + 24 * b.series.len() as u32,
             )
         }
+        Kind::Heatmap(h) => heatmap::layout(h, &chart.title).size,
     }
 }
 
@@ -628,14 +813,60 @@ pub fn size(chart: &Chart) -> (u32, u32) {
 pub fn svg(chart: &Chart) -> Result<String, ReportError> {
     register_font();
     let mut s = String::new();
-    {
+    let tips = {
         let root = SVGBackend::with_string(&mut s, size(chart)).into_drawing_area();
         draw(&root, chart).map_err(|message| ReportError::Chart {
             chart: chart.title.clone(),
             message,
-        })?;
+        })?
+    };
+    Ok(with_titles(&s, tips))
+}
+
+/// `svg` with each tooltip as a `<title>` child of its mark. Plotters writes one element per
+/// line, with its position as the first attributes, so a mark is found by where it was drawn;
+/// marks drawn at the same place take their tooltips in drawing order.
+fn with_titles(svg: &str, tips: Vec<Tip>) -> String {
+    if tips.is_empty() {
+        return svg.to_string();
     }
-    Ok(s)
+    let mut at: HashMap<(bool, i32, i32), Vec<String>> = HashMap::new();
+    for t in tips.into_iter().rev() {
+        at.entry((t.circle, t.at.0, t.at.1))
+            .or_default()
+            .push(t.text);
+    }
+    let attr = |line: &str, name: &str| -> Option<i32> {
+        let pat = format!(" {name}=\"");
+        let from = line.find(&pat)? + pat.len();
+        let len = line[from..].find('"')?;
+        line[from..from + len].parse().ok()
+    };
+    let mut out = String::with_capacity(svg.len() + at.len() * 64);
+    for line in svg.split_inclusive('\n') {
+        let (circle, tag, x, y) = if line.starts_with("<circle ") {
+            (true, "circle", "cx", "cy")
+        } else if line.starts_with("<rect ") {
+            (false, "rect", "x", "y")
+        } else {
+            out.push_str(line);
+            continue;
+        };
+        let text = match (attr(line, x), attr(line, y)) {
+            (Some(x), Some(y)) => at.get_mut(&(circle, x, y)).and_then(Vec::pop),
+            _ => None,
+        };
+        match (text, line.trim_end().strip_suffix("/>")) {
+            (Some(text), Some(open)) => {
+                out.push_str(&format!(
+                    "{open}><title>{}</title></{tag}>\n",
+                    crate::export::html::esc(&text)
+                ));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// Every chart as an SVG document, in order (the HTML pages inline them).
@@ -647,10 +878,12 @@ pub fn svgs(charts: &[Chart]) -> Result<Vec<String>, ReportError> {
 pub fn png(chart: &Chart, path: &Path) -> Result<(), ReportError> {
     register_font();
     let root = BitMapBackend::new(path, size(chart)).into_drawing_area();
-    draw(&root, chart).map_err(|message| ReportError::Chart {
-        chart: chart.title.clone(),
-        message,
-    })
+    draw(&root, chart)
+        .map(|_| ())
+        .map_err(|message| ReportError::Chart {
+            chart: chart.title.clone(),
+            message,
+        })
 }
 
 /// Every chart of a run as `DIR/<id>.png`; returns the files written.
@@ -669,13 +902,22 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), String> {
+/// Draws the chart; returns the tooltips of its marks (for SVG).
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart,
+) -> Result<Vec<Tip>, String> {
     root.fill(&WHITE).map_err(err)?;
-    match &chart.kind {
+    let tips = match &chart.kind {
         Kind::Lines(l) => draw_lines(root, &chart.title, l)?,
-        Kind::Bars(b) => draw_bars(root, &chart.title, b)?,
-    }
-    root.present().map_err(err)
+        Kind::Bars(b) => {
+            draw_bars(root, &chart.title, b)?;
+            Vec::new()
+        }
+        Kind::Heatmap(h) => heatmap::draw(root, &chart.title, h)?,
+    };
+    root.present().map_err(err)?;
+    Ok(tips)
 }
 
 /// A tick label with at most three significant digits.
@@ -692,7 +934,7 @@ fn draw_lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     l: &Lines,
-) -> Result<(), String> {
+) -> Result<Vec<Tip>, String> {
     let xs: Vec<f64> = l
         .series
         .iter()
@@ -712,7 +954,21 @@ fn draw_lines<DB: DrawingBackend>(
     let (xmin, xmax) = bounds(&xs);
     let (ymin, ymax) = bounds(&ys);
     let scale = units::scale_for(ymax, &l.unit);
-    let x_log = l.x_bytes || (xmin > 0.0 && xmax / xmin >= 8.0);
+    let (x_scale, x_log, x_desc) = match &l.x {
+        XAxis::Quantity(unit) => {
+            let s = units::scale_for(xmax, unit);
+            let desc = format!("{} ({})", l.x_label, s.label);
+            (s, false, desc)
+        }
+        other => (
+            Scale {
+                factor: 1.0,
+                label: String::new(),
+            },
+            *other == XAxis::Bytes || (xmin > 0.0 && xmax / xmin >= 8.0),
+            l.x_label.clone(),
+        ),
+    };
     let y_log = ymin > 0.0 && ymax / ymin > 100.0;
     let y_desc = format!("{} ({})", what(l.metric, &l.unit), scale.label);
     // The legend has a pane of its own on the right, so it can never cover a point.
@@ -720,54 +976,45 @@ fn draw_lines<DB: DrawingBackend>(
     draw_legend(&legend, l)?;
     let root = &plot;
     let (ylo, yhi) = (ymin / scale.factor, ymax / scale.factor);
+    let (xmin, xmax) = (xmin / x_scale.factor, xmax / x_scale.factor);
     let x_fmt = |v: &f64| -> String {
-        if l.x_bytes {
-            units::bytes(*v)
-        } else if (v - v.round()).abs() < 1e-6 {
-            format!("{v:.0}")
-        } else {
-            String::new()
+        match l.x {
+            XAxis::Bytes => units::bytes(*v),
+            XAxis::Quantity(_) => tick(*v),
+            XAxis::Count if (v - v.round()).abs() < 1e-6 => format!("{v:.0}"),
+            XAxis::Count => String::new(),
         }
     };
     let xr_log = (xmin / 1.25)..(xmax * 1.25);
-    let pad = ((xmax - xmin) * 0.05).max(0.25);
-    let xr_lin = (xmin - pad).max(0.0)..(xmax + pad);
+    let xr_lin = if matches!(l.x, XAxis::Quantity(_)) {
+        0.0..(xmax * 1.08)
+    } else {
+        let pad = ((xmax - xmin) * 0.05).max(0.25);
+        (xmin - pad).max(0.0)..(xmax + pad)
+    };
     let yr_log = (ylo / 1.5)..(yhi * 1.5);
     let yr_lin = 0.0..(yhi * 1.15);
+    let axes = Axes {
+        title,
+        x_desc: &x_desc,
+        y_desc: &y_desc,
+        x_scale: &x_scale,
+        y_scale: &scale,
+        x_fmt: &x_fmt,
+    };
     // Thread counts and byte sizes both double from point to point.
     let base = 2.0;
     match (x_log, y_log) {
         (true, true) => lines_in(
             root,
-            title,
             l,
-            &scale,
-            &y_desc,
+            &axes,
             xr_log.log_scale().base(base),
             yr_log.log_scale(),
-            &x_fmt,
         ),
-        (true, false) => lines_in(
-            root,
-            title,
-            l,
-            &scale,
-            &y_desc,
-            xr_log.log_scale().base(base),
-            yr_lin,
-            &x_fmt,
-        ),
-        (false, true) => lines_in(
-            root,
-            title,
-            l,
-            &scale,
-            &y_desc,
-            xr_lin,
-            yr_log.log_scale(),
-            &x_fmt,
-        ),
-        (false, false) => lines_in(root, title, l, &scale, &y_desc, xr_lin, yr_lin, &x_fmt),
+        (true, false) => lines_in(root, l, &axes, xr_log.log_scale().base(base), yr_lin),
+        (false, true) => lines_in(root, l, &axes, xr_lin, yr_log.log_scale()),
+        (false, false) => lines_in(root, l, &axes, xr_lin, yr_lin),
     }
 }
 
@@ -785,17 +1032,23 @@ fn bounds(v: &[f64]) -> (f64, f64) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// A line chart's axes: titles, the scales its values are divided by, and x's tick labels.
+struct Axes<'a> {
+    title: &'a str,
+    x_desc: &'a str,
+    y_desc: &'a str,
+    x_scale: &'a Scale,
+    y_scale: &'a Scale,
+    x_fmt: &'a dyn Fn(&f64) -> String,
+}
+
 fn lines_in<DB, X, Y>(
     root: &DrawingArea<DB, Shift>,
-    title: &str,
     l: &Lines,
-    scale: &Scale,
-    y_desc: &str,
+    a: &Axes<'_>,
     xr: X,
     yr: Y,
-    x_fmt: &dyn Fn(&f64) -> String,
-) -> Result<(), String>
+) -> Result<Vec<Tip>, String>
 where
     DB: DrawingBackend,
     X: AsRangedCoord<Value = f64>,
@@ -804,7 +1057,7 @@ where
     Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
 {
     let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, 18))
+        .caption(a.title, (FONT, 18))
         .margin(12)
         .x_label_area_size(48)
         .y_label_area_size(70)
@@ -813,18 +1066,20 @@ where
     let y_fmt = |v: &f64| tick(*v);
     chart
         .configure_mesh()
-        .x_desc(l.x_label.as_str())
-        .y_desc(y_desc)
-        .x_label_formatter(x_fmt)
+        .x_desc(a.x_desc)
+        .y_desc(a.y_desc)
+        .x_label_formatter(a.x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style((FONT, 13))
         .axis_desc_style((FONT, 14))
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(err)?;
+    let (xf, yf) = (a.x_scale.factor, a.y_scale.factor);
+    let mut tips = Vec::new();
     for (i, s) in l.series.iter().enumerate() {
         let c = color(i);
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1 / scale.factor)).collect();
+        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0 / xf, p.1 / yf)).collect();
         chart
             .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
             .map_err(err)?
@@ -833,16 +1088,21 @@ where
         chart
             .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
             .map_err(err)?;
+        tips.extend(pts.iter().zip(&s.tips).map(|(p, text)| Tip {
+            circle: true,
+            at: chart.backend_coord(p),
+            text: text.clone(),
+        }));
         // Error bars: ± one standard deviation.
         chart
             .draw_series(s.points.iter().filter(|p| p.2 > 0.0).map(|p| {
-                let lo = ((p.1 - p.2) / scale.factor).max(p.1 / scale.factor * 0.01);
-                let hi = (p.1 + p.2) / scale.factor;
-                PathElement::new(vec![(p.0, lo), (p.0, hi)], c.stroke_width(1))
+                let lo = ((p.1 - p.2) / yf).max(p.1 / yf * 0.01);
+                let hi = (p.1 + p.2) / yf;
+                PathElement::new(vec![(p.0 / xf, lo), (p.0 / xf, hi)], c.stroke_width(1))
             }))
             .map_err(err)?;
         // The theoretical limit at each x (it grows with threads), dashed.
-        let peaks: Vec<(f64, f64)> = s.peaks.iter().map(|p| (p.0, p.1 / scale.factor)).collect();
+        let peaks: Vec<(f64, f64)> = s.peaks.iter().map(|p| (p.0 / xf, p.1 / yf)).collect();
         if peaks.len() >= 2 {
             chart
                 .draw_series(DashedLineSeries::new(peaks, 6, 4, c.stroke_width(1)))
@@ -853,7 +1113,7 @@ where
                 .map_err(err)?;
         }
     }
-    Ok(())
+    Ok(tips)
 }
 
 /// Width of the legend pane beside a line chart.
@@ -890,6 +1150,17 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> 
         ))
         .map_err(err)?;
         legend_text(area, "± 1 standard deviation", &mut y)?;
+    }
+    if !l.notes.is_empty() {
+        y += 6;
+        let style = TextStyle::from((FONT, 12).into_font())
+            .color(&grey)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for n in &l.notes {
+            area.draw(&Text::new(n.clone(), (6, y), style.clone()))
+                .map_err(err)?;
+            y += 18;
+        }
     }
     Ok(())
 }
@@ -1093,7 +1364,7 @@ mod tests {
                 assert_eq!(l.series.len(), 1);
                 assert_eq!(l.series[0].points.len(), 5);
             }
-            Kind::Bars(_) => panic!("a curve"),
+            Kind::Bars(_) | Kind::Heatmap(_) => panic!("a curve"),
         }
         // Per block size: tcp and udp × 1 KiB and 32 KiB.
         let net = cs
@@ -1102,7 +1373,7 @@ mod tests {
             .unwrap();
         match &net.kind {
             Kind::Lines(l) => assert_eq!(l.series.len(), 4),
-            Kind::Bars(_) => panic!("lines"),
+            Kind::Bars(_) | Kind::Heatmap(_) => panic!("lines"),
         }
         let ids: Vec<&str> = cs.iter().map(|c| c.id.as_str()).collect();
         let mut unique = ids.clone();
@@ -1180,9 +1451,130 @@ mod tests {
                         c.title
                     );
                 }
-                Kind::Bars(_) => assert!(s.contains("<rect"), "{}", c.title),
+                Kind::Bars(_) | Kind::Heatmap(_) => assert!(s.contains("<rect"), "{}", c.title),
             }
         }
+    }
+
+    /// The charts of a run of `records`, by title.
+    fn titled(records: Vec<Record>) -> Vec<Chart> {
+        charts(&crate::testdata::run_of(records))
+    }
+
+    #[test]
+    fn a_loaded_latency_sweep_is_latency_against_bandwidth_per_traffic_kind() {
+        use crate::testdata::loaded_latency;
+        let delays = [0, 50, 200, 1000, 5000];
+        let cs = titled(loaded_latency(&["read", "rw"], &delays, 4));
+        let titles: Vec<&str> = cs.iter().map(|c| c.title.as_str()).collect();
+        // The curve alone: a scaling or working-set chart of this sweep would be noise.
+        assert_eq!(titles, ["mem.loaded_latency: Latency vs bandwidth"]);
+        let Kind::Lines(l) = &cs[0].kind else {
+            panic!("lines")
+        };
+        assert_eq!(l.x, XAxis::Quantity("B/s".into()));
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read", "rw"]);
+        for s in &l.series {
+            assert_eq!(s.points.len(), 5);
+            assert_eq!(s.tips.len(), 5);
+            // In bandwidth order: the largest delay (least traffic) first.
+            assert!(s.points.windows(2).all(|w| w[0].0 < w[1].0), "{s:?}");
+            assert!(
+                s.tips[0].starts_with("delay 5000 (2.00 µs): "),
+                "{}",
+                s.tips[0]
+            );
+            assert!(s.tips[4].starts_with("delay 0: "), "{}", s.tips[4]);
+        }
+        assert!(l.notes.join(" ").contains("0 … 5000"), "{:?}", l.notes);
+        let svg = svg(&cs[0]).unwrap();
+        assert!(svg.contains("Bandwidth (GB/s)"), "x axis in GB/s");
+        assert!(svg.contains("Latency (ns)"));
+        // Every point carries its delay as a tooltip (two more circles mark the legend).
+        assert_eq!(svg.matches("<circle").count(), 12);
+        assert_eq!(svg.matches("</title></circle>").count(), 10);
+        assert!(
+            svg.contains("<title>delay 200 (80.0 ns): 6.67 GB/s, "),
+            "{svg}"
+        );
+        // Linear from zero: the axis starts at a tick labelled 0.
+        assert!(
+            svg.contains(">\n0\n</text>"),
+            "a zero tick on the bandwidth axis"
+        );
+    }
+
+    #[test]
+    fn a_loaded_latency_sweep_over_threads_is_still_one_curve_per_workload() {
+        use crate::testdata::loaded_latency;
+        let mut recs = loaded_latency(&["read"], &[0, 100, 1000], 2);
+        recs.extend(loaded_latency(&["read"], &[0, 100, 1000], 4));
+        // A lone point is no line, but the benchmark still gets no scaling chart.
+        recs.extend(loaded_latency(&["rw"], &[0], 8));
+        let cs = titled(recs);
+        assert_eq!(
+            cs.len(),
+            1,
+            "{:?}",
+            cs.iter().map(|c| &c.title).collect::<Vec<_>>()
+        );
+        let Kind::Lines(l) = &cs[0].kind else {
+            panic!("lines")
+        };
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["read threads=2", "read threads=4"]);
+    }
+
+    #[test]
+    fn memory_matrices_get_heatmaps_and_nothing_senseless() {
+        use crate::testdata::{c2c, loaded_latency, numa};
+        let mut recs = loaded_latency(&["read", "rw"], &[0, 50, 200, 1000, 5000], 4);
+        recs.extend(c2c(8, &["round_trip", "one_way"]));
+        recs.extend(numa(2));
+        let run = crate::testdata::run_of(recs);
+        let cs = charts(&run);
+        let titles: Vec<&str> = cs.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "mem.loaded_latency: Latency vs bandwidth",
+                "mem.c2c: core-to-core latency, round trip",
+                "mem.c2c: core-to-core latency, one way",
+                "mem.numa: bandwidth by CPU node and memory node",
+                "mem.numa: latency by CPU node and memory node",
+            ]
+        );
+        for c in &cs {
+            let s = svg(c).unwrap();
+            assert!(s.starts_with("<svg") && s.contains(&c.title), "{}", c.title);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let files = write_pngs(&run, dir.path()).unwrap();
+        assert_eq!(files.len(), cs.len());
+        for f in files {
+            let bytes = std::fs::read(&f).unwrap();
+            assert_eq!(&bytes[1..4], b"PNG", "{}", f.display());
+        }
+    }
+
+    #[test]
+    fn side_by_side_matrices_get_a_heatmap_per_run() {
+        use crate::side::SideBySide;
+        use crate::testdata::{c2c, run_of};
+        let a = run_of(c2c(4, &["one_way"]));
+        let mut b = a.clone();
+        b.host.hostname = "other".into();
+        let sbs =
+            SideBySide::new(vec![(Path::new("a.json"), a), (Path::new("b.json"), b)]).unwrap();
+        let titles: Vec<String> = charts(&sbs.merged()).into_iter().map(|c| c.title).collect();
+        assert_eq!(
+            titles,
+            [
+                "mem.c2c: core-to-core latency, one way, testhost",
+                "mem.c2c: core-to-core latency, one way, other"
+            ]
+        );
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! - `load`: reading a saved `run.json` back with errors a person can act on;
 //! - `side`: several runs side by side (overlaid charts, ratio columns).
 //!
-//! Nothing here names a subsystem's parameters beyond the roles in `table`, so a new subsystem's
-//! records appear in every table, chart and comparison without a change.
+//! Nothing here names a subsystem's parameters beyond the roles in `table` (and the few that
+//! make a matrix or a loaded-latency curve in `chart`), so a new subsystem's records appear in
+//! every table, chart and comparison without a change.
 
 pub mod chart;
 pub mod compare;

@@ -371,7 +371,7 @@ mod tests {
                 l.series.iter().any(|x| x.name.contains("testhost"))
                     && l.series.iter().any(|x| x.name.contains("other"))
             }
-            chart::Kind::Bars(_) => false,
+            chart::Kind::Bars(_) | chart::Kind::Heatmap(_) => false,
         });
         assert!(overlaid, "a line chart with both runs");
         let page = html(&s).unwrap();

@@ -169,24 +169,63 @@ pub fn group_by<'a, K: PartialEq>(
 /// String values that need their key beside them to mean anything.
 const VAGUE: [&str; 8] = ["none", "auto", "on", "off", "yes", "no", "default", ""];
 
+/// Values that are phrases written with underscores, said as words in labels. Listed, because
+/// not every underscore is a space (`io_uring` is a name).
+const PHRASES: [(&str, &str); 2] = [("round_trip", "round trip"), ("one_way", "one way")];
+
 /// A parameter in a label: a name says what it is (`seq`, `avx2`, `tcp`) and stands alone;
 /// numbers and vague words (`none`, `auto`) keep their key.
 pub fn label_part(k: &str, v: &Value) -> String {
     match v {
-        Value::String(s) if !VAGUE.contains(&s.as_str()) => s.clone(),
+        Value::String(s) if !VAGUE.contains(&s.as_str()) => PHRASES
+            .iter()
+            .find(|(raw, _)| raw == s)
+            .map_or_else(|| s.clone(), |(_, words)| words.to_string()),
         _ => param_text(k, v),
     }
 }
 
+/// Parameters naming the two ends of one measurement, said together in labels: an unordered
+/// pair of CPUs (`cpu 0 ↔ cpu 1`), or from a CPU node to a memory node (`cpu node 0 → mem node
+/// 1`). `key=value` twice would read as two unrelated settings.
+const PAIRS: [(&str, &str, &str, &str, &str); 2] = [
+    ("cpu_a", "cpu_b", "cpu", "cpu", "↔"),
+    ("cpu_node", "mem_node", "cpu node", "mem node", "→"),
+];
+
 /// The workload label: the short benchmark name and the varying parameters that have no column.
 pub fn workload(r: &Record, varying: &[String]) -> String {
     let mut parts = vec![short_name(&r.benchmark).to_string()];
+    let mut pair_part: Option<usize> = None;
     for (k, v) in &r.params {
         let is_column = CONCURRENCY_KEYS.contains(&k.as_str()) || k == BLOCK_KEY || k == DEPTH_KEY;
-        if is_column || !varying.contains(k) {
+        if is_column {
+            continue;
+        }
+        let pair = PAIRS.iter().find(|p| p.0 == k || p.1 == k);
+        if let Some(&(ka, kb, na, nb, sep)) = pair {
+            // Both ends, once, as soon as either end varies.
+            let ends = (r.params.get(ka), r.params.get(kb));
+            if let (Some(a), Some(b)) = ends {
+                if pair_part.is_none() && (varying.iter().any(|x| x == ka || x == kb)) {
+                    pair_part = Some(parts.len());
+                    parts.push(format!(
+                        "{na} {} {sep} {nb} {}",
+                        value_text(ka, a),
+                        value_text(kb, b)
+                    ));
+                }
+                continue;
+            }
+        }
+        if !varying.contains(k) {
             continue;
         }
         parts.push(label_part(k, v));
+    }
+    // `c2c cpu 0 ↔ cpu 1, round trip`: the pair's numbers must not run into what follows.
+    if let Some(i) = pair_part.filter(|i| i + 1 < parts.len()) {
+        parts[i].push(',');
     }
     parts.join(" ")
 }
@@ -252,7 +291,12 @@ impl<'a> Report<'a> {
         for (prefix, records) in group_by(&run.records, |r| subsystem(&r.benchmark).to_string()) {
             let mut groups = Vec::new();
             let mut notes = Vec::new();
-            for (bench, recs) in group_by(records.iter().copied(), |r| r.benchmark.clone()) {
+            // A benchmark with two units (a NUMA matrix's bandwidth and latency) gets a table
+            // per unit: one heading cannot say both, nor which way is better.
+            let tables = group_by(records.iter().copied(), |r| {
+                (r.benchmark.clone(), r.unit.clone())
+            });
+            for ((bench, _), recs) in tables {
                 let varying = varying_keys(&recs);
                 let common: Vec<String> = if recs.len() > 1 {
                     recs[0]
@@ -516,6 +560,61 @@ mod tests {
         assert!(
             known.ends_with(": fio's buffers were 4 KiB pages"),
             "{known}"
+        );
+    }
+
+    #[test]
+    fn memory_matrix_rows_name_their_pair_in_words() {
+        use crate::testdata::{c2c, loaded_latency, numa, run_of};
+        let mut recs = c2c(3, &["round_trip", "one_way"]);
+        recs.extend(numa(2));
+        recs.extend(loaded_latency(&["read"], &[0, 200], 2));
+        let run = run_of(recs);
+        let rep = Report::build(&run);
+        let mem = &rep.sections[0];
+        let heads: Vec<(&str, &str)> = mem
+            .groups
+            .iter()
+            .map(|g| (g.benchmark.as_str(), g.unit.as_str()))
+            .collect();
+        // A NUMA matrix's bandwidth and latency are two tables: one unit, one "better" each.
+        assert_eq!(
+            heads,
+            [
+                ("mem.c2c", "s"),
+                ("mem.numa", "B/s"),
+                ("mem.numa", "s"),
+                ("mem.loaded_latency", "s")
+            ]
+        );
+        let labels =
+            |g: &Group<'_>| -> Vec<String> { g.rows.iter().map(|r| r.cells[0].clone()).collect() };
+        assert_eq!(
+            labels(&mem.groups[0])[1..4],
+            [
+                "c2c cpu 0 ↔ cpu 2, round trip",
+                "c2c cpu 1 ↔ cpu 2, round trip",
+                "c2c cpu 0 ↔ cpu 1, one way"
+            ]
+        );
+        assert_eq!(labels(&mem.groups[1])[1], "numa cpu node 0 → mem node 1");
+        assert_eq!(mem.groups[1].common, ["metric=bandwidth"]);
+        assert_eq!(
+            labels(&mem.groups[3]),
+            ["loaded_latency delay=0", "loaded_latency delay=200"]
+        );
+        // One pair in two modes: the pair is said once above the table.
+        let two = run_of(c2c(2, &["round_trip", "one_way"]));
+        let rep = Report::build(&two);
+        let g = &rep.sections[0].groups[0];
+        assert_eq!(labels(g), ["c2c round trip", "c2c one way"]);
+        assert_eq!(g.common, ["cpu_a=0", "cpu_b=1"]);
+        // A lone pair says all it is.
+        let one = run_of(c2c(2, &["one_way"]));
+        let rep = Report::build(&one);
+        assert_eq!(
+            rep.sections[0].groups[0].rows[0].cells[0],
+            "c2c cpu 0 ↔ cpu 1, one way"
         );
     }
 

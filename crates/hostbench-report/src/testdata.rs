@@ -1,6 +1,8 @@
 //! A hand-made run with every subsystem's benchmark ids and parameters (DESIGN.md's table) and
 //! one unknown prefix: the fixture of unit, snapshot and integration tests, so reports are tested
-//! on `net.*` and `gpu.*` records before those subsystems exist, and with exact numbers.
+//! on `net.*` and `gpu.*` records before those subsystems exist, and with exact numbers. The
+//! memory matrices and the loaded-latency sweep have their own builders (`c2c`, `numa`,
+//! `loaded_latency`), kept out of the synthetic run so its snapshots stay as they are.
 
 use hostbench_core::model::{Host, Metric, Peak, Record, Reference, RunResult, Skipped};
 use hostbench_core::stats::summarize;
@@ -245,4 +247,99 @@ pub fn synthetic_run() -> RunResult {
         reason: "avx512 not supported by this CPU".into(),
     });
     run
+}
+
+/// A run of `records` on the synthetic host (for tests of one benchmark's charts and tables).
+pub fn run_of(records: Vec<Record>) -> RunResult {
+    let mut run = synthetic_run();
+    run.records = records;
+    run.skipped.clear();
+    run
+}
+
+/// A loaded-latency sweep (`mem.loaded_latency`): per traffic kind a point per delay, the
+/// bandwidth falling with the delay and the latency rising towards full load.
+pub fn loaded_latency(traffic: &[&str], delays: &[u64], threads: u64) -> Vec<Record> {
+    let mut out = Vec::new();
+    for t in traffic {
+        let peak = if *t == "read" { 20e9 } else { 16e9 };
+        for &d in delays {
+            let bw = peak / (1.0 + d as f64 / 100.0);
+            let lat = 80e-9 + 200e-9 * (bw / peak).powi(6);
+            let mut r = record(
+                "mem.loaded_latency",
+                Metric::Latency,
+                "s",
+                json!({"traffic": t, "delay": d, "threads": threads,
+                       "working_set_bytes": 1024 * MIB}),
+                &around(lat),
+            );
+            r.extra.insert("bandwidth".into(), json!(bw));
+            r.extra.insert("traffic_threads".into(), json!(threads - 1));
+            r.extra.insert("delay_s".into(), json!(d as f64 * 0.4e-9));
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// A core-to-core matrix (`mem.c2c`) of CPUs `0..cpus`, every unordered pair once per mode:
+/// CPUs 2k and 2k+1 are SMT siblings, four CPUs share a last-level cache, eight a package.
+pub fn c2c(cpus: u64, modes: &[&str]) -> Vec<Record> {
+    let mut out = Vec::new();
+    for mode in modes {
+        for a in 0..cpus {
+            for b in a + 1..cpus {
+                let (relation, ns) = if a / 2 == b / 2 {
+                    ("smt", 20.0)
+                } else if a / 4 == b / 4 {
+                    ("llc", 45.0)
+                } else if a / 8 == b / 8 {
+                    ("package", 90.0)
+                } else {
+                    ("socket", 130.0)
+                };
+                let ns = if *mode == "round_trip" { 2.0 * ns } else { ns };
+                let mut r = record(
+                    "mem.c2c",
+                    Metric::Latency,
+                    "s",
+                    json!({"cpu_a": a, "cpu_b": b, "mode": mode}),
+                    &around(ns * 1e-9),
+                );
+                r.extra.insert("relation".into(), json!(relation));
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// A NUMA matrix (`mem.numa`) of `nodes` nodes: bandwidth and latency from every CPU node to
+/// every memory node, local faster than remote.
+pub fn numa(nodes: u64) -> Vec<Record> {
+    let mut out = Vec::new();
+    for (metric, m, unit) in [
+        ("bandwidth", Metric::Throughput, "B/s"),
+        ("latency", Metric::Latency, "s"),
+    ] {
+        for c in 0..nodes {
+            for n in 0..nodes {
+                let v = match (m, c == n) {
+                    (Metric::Throughput, true) => 20e9,
+                    (Metric::Throughput, false) => 12e9,
+                    (Metric::Latency, true) => 90e-9,
+                    (Metric::Latency, false) => 140e-9,
+                };
+                out.push(record(
+                    "mem.numa",
+                    m,
+                    unit,
+                    json!({"cpu_node": c, "mem_node": n, "metric": metric}),
+                    &around(v),
+                ));
+            }
+        }
+    }
+    out
 }

@@ -236,7 +236,8 @@ pub struct MemArgs {
     /// Kernel instruction sets: scalar, avx2, avx512, neon, `auto` (widest) or `all`.
     #[arg(long, value_name = "LIST", default_value = "auto")]
     pub isa: String,
-    /// Thread counts, e.g. 1,2,4,8. Default 1,2,4,…,CPUs (latency: 1).
+    /// Thread counts, e.g. 1,2,4,8. Default 1,2,4,…,CPUs (latency: 1; loaded latency: every
+    /// CPU, one of them chasing).
     #[arg(long, value_name = "LIST")]
     pub threads: Option<String>,
     /// Working set of the named section: the bandwidth arrays, all threads (e.g. 1GiB; the
@@ -264,6 +265,32 @@ pub struct MemArgs {
     /// Independent pointer chains per thread, e.g. 1,2,4,8 (memory-level parallelism).
     #[arg(long, value_name = "LIST")]
     pub chains: Option<String>,
+    /// Only the loaded-latency curve (Intel MLC's method): one thread chases pointers through
+    /// DRAM while the others stream through memory, pausing --delays spin iterations after every
+    /// 64-byte line; latency against the bandwidth delivered (mem.loaded_latency).
+    #[arg(long)]
+    pub loaded_latency: bool,
+    /// Loaded-latency injection delays: spin iterations (about a core cycle each) after each
+    /// 64-byte line of traffic, e.g. 0,100,1000. Default 0,25,50,…,6400.
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub delays: Option<String>,
+    /// Loaded-latency traffic: read (loads only) and/or rw (each line read and written back).
+    #[arg(long, value_name = "LIST")]
+    pub traffic: Option<String>,
+    /// Only the core-to-core latency matrix: a cache line bounced between every pair of CPUs,
+    /// one way (hand-off) and round trip (mem.c2c).
+    #[arg(long)]
+    pub c2c: bool,
+    /// CPUs of the core-to-core matrix, e.g. 0-3,8 (default: every CPU this process may use).
+    #[arg(long, value_name = "LIST")]
+    pub c2c_cpus: Option<String>,
+    /// Only the NUMA matrix: read bandwidth and pointer-chase latency from each node's CPUs to
+    /// each node's memory (bound with mbind), mem.numa.
+    #[arg(long)]
+    pub numa: bool,
+    /// NUMA nodes of the matrix, e.g. 0,1 (default: every node).
+    #[arg(long, value_name = "LIST")]
+    pub numa_nodes: Option<String>,
     /// Also run likwid-bench's matching kernel (load, store, copy, stream; `_mem` for
     /// non-temporal stores) after each whole-array sequential bandwidth case, same ISA, threads
     /// and working set, and record its figure and the ratio (needs the `likwid` package).

@@ -185,7 +185,17 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         BandwidthConfig, Block, Isa as MemIsa, Kernel, Pages, Pattern, Store, SweepConfig,
     };
     let host_caches = hostbench_core::host::inventory();
-    let any_section = args.bandwidth || args.sweep || args.latency || args.classic;
+    let extra_flags = args.delays.is_some() || args.traffic.is_some();
+    let want_loaded = args.loaded_latency || extra_flags;
+    let want_c2c = args.c2c || args.c2c_cpus.is_some();
+    let want_numa = args.numa || args.numa_nodes.is_some();
+    let any_section = args.bandwidth
+        || args.sweep
+        || args.latency
+        || args.classic
+        || want_loaded
+        || want_c2c
+        || want_numa;
     // `--size` is the working set of whichever section was named (`--latency --size 1GiB` is
     // one latency point of 1 GiB); with no section named it means the bandwidth arrays, as
     // before. Either way it never adds a section the user did not ask for.
@@ -343,7 +353,82 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
         l.validate()?;
         cfg.latency = Some(l);
     }
+    if want_loaded {
+        use hostbench_mem::loaded::{LoadedConfig, Traffic};
+        let mut l = LoadedConfig::for_host(&host_caches);
+        if let Some(d) = &args.delays {
+            if d.trim().is_empty() {
+                return Err(BenchError::invalid(
+                    "--delays: empty delay list (give at least one, e.g. 0,100,1000)",
+                ));
+            }
+            l.delays = flag("delays", parse_list(d, "delay", parse_delay))?;
+        }
+        if let Some(t) = &args.traffic {
+            l.traffic = flag("traffic", parse_list(t, "traffic", Traffic::parse))?;
+        }
+        if let Some(t) = &threads {
+            l.threads = t.clone();
+        }
+        if let (Some(size), false) = (&args.size, want_lat) {
+            l.working_set = flag("size", parse_size(size))?;
+        }
+        common.apply_duration(&mut l.duration);
+        l.validate(&host_caches)?;
+        cfg.loaded = Some(l);
+    }
+    if want_c2c {
+        use hostbench_mem::c2c::C2cConfig;
+        let mut c = C2cConfig::for_host();
+        if let Some(list) = &args.c2c_cpus {
+            c.cpus = flag("c2c-cpus", hostbench_core::host::parse_cpu_list(list))?;
+            if c.cpus.is_empty() {
+                return Err(BenchError::invalid("--c2c-cpus: empty CPU list"));
+            }
+        }
+        common.apply_duration(&mut c.duration);
+        if let Err(e @ BenchError::InvalidInput(_)) = c.validate() {
+            return Err(BenchError::invalid(format!("--c2c-cpus: {e}")));
+        }
+        cfg.c2c = Some(c);
+    }
+    if want_numa {
+        use hostbench_mem::numa::NumaConfig;
+        let mut n = NumaConfig::for_host(&host_caches);
+        if let Some(list) = &args.numa_nodes {
+            n.nodes = Some(flag(
+                "numa-nodes",
+                parse_list(list, "NUMA node", |s| {
+                    s.trim().parse::<usize>().map_err(|_| {
+                        BenchError::invalid(format!("invalid NUMA node '{s}' (expected 0, 1, …)"))
+                    })
+                }),
+            )?);
+        }
+        common.apply_duration(&mut n.duration);
+        flag(
+            "numa-nodes",
+            n.cells(&hostbench_core::host::numa_topology()),
+        )?;
+        cfg.numa = Some(n);
+    }
     Ok(cfg)
+}
+
+/// A loaded-latency delay: a whole number of spin iterations, 0 or more.
+fn parse_delay(s: &str) -> Result<u64, BenchError> {
+    let v: u64 = s.trim().replace('_', "").parse().map_err(|_| {
+        BenchError::invalid(format!(
+            "invalid delay '{s}' (expected a whole number of spin iterations, 0 or more)"
+        ))
+    })?;
+    if v > hostbench_mem::loaded::MAX_DELAY {
+        return Err(BenchError::invalid(format!(
+            "delay {v} is beyond {} spin iterations per line (no load at all)",
+            hostbench_mem::loaded::MAX_DELAY
+        )));
+    }
+    Ok(v)
 }
 
 /// `hostbench disk`: the cases and how they run.

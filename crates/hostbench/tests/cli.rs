@@ -542,6 +542,122 @@ fn mem_bad_input_is_one_line_and_exit_2() {
     assert_usage_error(&["mem", "--isa", missing], missing);
 }
 
+/// Loaded latency, the core-to-core matrix and the NUMA matrix run on this host, whatever its
+/// CPUs and nodes: the shapes follow from what `hostbench info` and sysfs report.
+#[test]
+fn mem_loaded_c2c_and_numa_run_with_checked_shapes() {
+    let cpus = hostbench_core::affinity::allowed_cpus();
+    let nodes = hostbench_core::host::numa_topology();
+    let out = run_ok(
+        "mem --loaded-latency --traffic read,rw --delays 0,800 --size 16MiB \
+         --c2c --numa --duration 3ms --repeat 2 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    // Only the named sections ran.
+    assert!(records(&doc, "mem.bandwidth").is_empty());
+    assert!(records(&doc, "mem.latency").is_empty());
+
+    let loaded = records(&doc, "mem.loaded_latency");
+    if cpus.len() >= 2 {
+        // 2 traffic kinds x 2 delays, every CPU (one chasing).
+        assert_eq!(loaded.len(), 4, "{}", doc["skipped"]);
+        for (r, (traffic, delay)) in
+            loaded
+                .iter()
+                .zip([("read", 0), ("read", 800), ("rw", 0), ("rw", 800)])
+        {
+            assert_record_contract(r);
+            assert_eq!(r["metric"], "latency");
+            assert_eq!(r["unit"], "s");
+            assert_eq!(r["params"]["traffic"], traffic);
+            assert_eq!(r["params"]["delay"], delay);
+            assert_eq!(r["params"]["threads"], cpus.len());
+            assert_eq!(r["params"]["working_set_bytes"], 16u64 << 20);
+            assert_eq!(r["extra"]["traffic_threads"], cpus.len() - 1);
+            assert_eq!(r["extra"]["validated"], true);
+            let bw = r["extra"]["bandwidth"].as_f64().expect("bandwidth");
+            assert!(bw > 0.0, "{r}");
+            assert!(r["extra"]["delay_s"].as_f64().expect("delay_s") >= 0.0);
+            assert!(r["extra"]["idle_latency_s"].as_f64().expect("idle") > 0.0);
+        }
+    }
+
+    let c2c = records(&doc, "mem.c2c");
+    let pairs = cpus.len() * (cpus.len() - 1) / 2;
+    assert_eq!(c2c.len(), 2 * pairs, "{}", doc["skipped"]);
+    for r in &c2c {
+        assert_record_contract(r);
+        let (a, b) = (
+            r["params"]["cpu_a"].as_u64().expect("cpu_a") as usize,
+            r["params"]["cpu_b"].as_u64().expect("cpu_b") as usize,
+        );
+        assert!(a < b && cpus.contains(&a) && cpus.contains(&b), "{r}");
+        assert!(["one_way", "round_trip"].contains(&r["params"]["mode"].as_str().expect("mode")));
+        assert!(["smt", "llc", "package", "socket", "unknown"]
+            .contains(&r["extra"]["relation"].as_str().expect("relation")));
+        assert!(r["value"].as_f64().expect("value") > 0.0);
+    }
+    if cpus.len() < 2 {
+        assert!(doc["skipped"].to_string().contains("at least two CPUs"));
+    }
+
+    let numa = records(&doc, "mem.numa");
+    // A kernel without NUMA support skips the cells (unsupported), naming why.
+    let skipped_numa = doc["skipped"].as_array().map_or(0, |s| {
+        s.iter().filter(|s| s["benchmark"] == "mem.numa").count()
+    });
+    let rows = nodes
+        .iter()
+        .filter(|n| n.cpus.iter().any(|c| cpus.contains(c)))
+        .count();
+    let cols = nodes
+        .iter()
+        .filter(|n| n.mem_bytes > 0 || nodes.len() == 1)
+        .count();
+    assert_eq!(
+        numa.len() + skipped_numa,
+        rows * cols * 2,
+        "{}",
+        doc["skipped"]
+    );
+    for r in &numa {
+        assert_record_contract(r);
+        let metric = r["params"]["metric"].as_str().expect("metric");
+        assert_eq!(r["unit"], if metric == "bandwidth" { "B/s" } else { "s" });
+        let note = r["extra"]["note"].as_str().expect("note");
+        assert!(note.contains("bound to node"), "{note}");
+        if nodes.len() == 1 {
+            assert!(note.contains("one NUMA node"), "{note}");
+        }
+    }
+}
+
+#[test]
+fn mem_loaded_c2c_and_numa_bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(&["mem", "--delays", ""], "empty delay list");
+    assert_usage_error(&["mem", "--delays", "-5"], "'-5'");
+    assert_usage_error(&["mem", "--delays", "0,,5"], "empty item");
+    assert_usage_error(&["mem", "--delays", "100000000"], "delay 100000000");
+    assert_usage_error(&["mem", "--traffic", "write"], "'write'");
+    assert_usage_error(
+        &["mem", "--loaded-latency", "--threads", "1"],
+        "at least 2 threads",
+    );
+    assert_usage_error(
+        &["mem", "--loaded-latency", "--threads", "4097"],
+        "--threads",
+    );
+    assert_usage_error(
+        &["mem", "--numa-nodes", "977"],
+        "NUMA node 977 does not exist",
+    );
+    assert_usage_error(&["mem", "--numa-nodes", "x"], "'x'");
+    assert_usage_error(&["mem", "--c2c-cpus", "0,100000"], "CPU 100000 is not one");
+    assert_usage_error(&["mem", "--c2c-cpus", "3-1"], "descending");
+}
+
 #[test]
 fn mem_sweep_and_latency_records_are_labelled() {
     // The labels come from this host's caches: the test computes what each size should be called
@@ -745,7 +861,12 @@ fn openmetrics_output_passes_promtool() {
         .parse()
         .expect("number");
     let record = records(&doc, "cpu.flops")[0];
-    assert_eq!(value, record["value"].as_f64().expect("value"));
+    // serde_json's default float parser may land one ulp away from the printed shortest form.
+    let want = record["value"].as_f64().expect("value");
+    assert!(
+        (value - want).abs() <= want.abs() * 1e-15,
+        "{value} vs {want}"
+    );
     match promtool() {
         Some(tool) => {
             let check = std::process::Command::new(tool)

@@ -41,7 +41,10 @@ use topology::{cpu_dirs, meminfo_bytes, numa_nodes};
 use virt::virtualization;
 
 pub use caches::parse_cache_size;
-pub use topology::{available_memory_bytes, meminfo, parse_cpu_list};
+pub use topology::{
+    available_memory_bytes, cpu_relation, cpu_relation_in, meminfo, numa_topology,
+    numa_topology_from, parse_cpu_list, CpuRelation, NumaNode,
+};
 pub(crate) use topology::{cpu_place, CoreKey, CpuPlace};
 
 const UNKNOWN: &str = "unknown";

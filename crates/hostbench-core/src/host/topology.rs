@@ -149,20 +149,153 @@ pub(super) fn meminfo_bytes(root: &Path, key: &str) -> Option<u64> {
 
 /// Number of `nodeN` directories, at least 1 (a machine without NUMA is one node).
 pub(super) fn numa_nodes(root: &Path) -> u32 {
-    let count = fs::read_dir(root.join("sys/devices/system/node"))
+    u32::try_from(numa_topology_from(root).len().max(1)).unwrap_or(u32::MAX)
+}
+
+/// One NUMA node: its CPUs (possibly none: a memory-only node such as CXL or HBM) and memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NumaNode {
+    pub id: usize,
+    pub cpus: Vec<usize>,
+    /// `MemTotal` of the node's `meminfo`; 0 for a node without memory (CPUs only).
+    pub mem_bytes: u64,
+}
+
+/// This host's NUMA nodes (see [`numa_topology_from`]).
+pub fn numa_topology() -> Vec<NumaNode> {
+    numa_topology_from(Path::new("/"))
+}
+
+/// The `nodeN` directories under `root`, in node order, with their CPU lists and memory. A kernel
+/// without NUMA support has no such directories: that host is one node 0 holding every CPU and
+/// all of `MemTotal`, which is what it is.
+pub fn numa_topology_from(root: &Path) -> Vec<NumaNode> {
+    let base = "sys/devices/system/node";
+    let mut ids: Vec<usize> = fs::read_dir(root.join(base))
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
-                .filter(|e| {
+                .filter_map(|e| {
                     e.file_name()
                         .to_str()
                         .and_then(|n| n.strip_prefix("node"))
-                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                        .and_then(|n| n.parse().ok())
                 })
-                .count()
+                .collect()
         })
-        .unwrap_or(0);
-    u32::try_from(count.max(1)).unwrap_or(u32::MAX)
+        .unwrap_or_default();
+    ids.sort_unstable();
+    if ids.is_empty() {
+        let cpus = read_trimmed(root, &format!("{CPU_DIR}/online"))
+            .and_then(|s| parse_cpu_list(&s).ok())
+            .unwrap_or_else(|| cpu_dirs(root));
+        return vec![NumaNode {
+            id: 0,
+            cpus,
+            mem_bytes: meminfo_bytes(root, "MemTotal").unwrap_or(0),
+        }];
+    }
+    ids.into_iter()
+        .map(|id| {
+            let cpus = read_trimmed(root, &format!("{base}/node{id}/cpulist"))
+                .and_then(|s| parse_cpu_list(&s).ok())
+                .unwrap_or_default();
+            // "Node 0 MemTotal:       16384 kB"
+            let mem_bytes = read_trimmed(root, &format!("{base}/node{id}/meminfo"))
+                .and_then(|text| {
+                    text.lines().find_map(|line| {
+                        let rest = line.split_once("MemTotal:")?.1;
+                        let kb: u64 = rest.split_whitespace().next()?.parse().ok()?;
+                        kb.checked_mul(1024)
+                    })
+                })
+                .unwrap_or(0);
+            NumaNode {
+                id,
+                cpus,
+                mem_bytes,
+            }
+        })
+        .collect()
+}
+
+/// How close two logical CPUs sit, nearest first: what a core-to-core latency depends on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CpuRelation {
+    /// SMT siblings of one physical core.
+    Smt,
+    /// Different cores sharing the last-level cache (a CCX, a monolithic die's L3).
+    Llc,
+    /// The same package but different last-level caches (another CCX/CCD or tile).
+    Package,
+    /// Different packages (sockets).
+    Socket,
+    /// The topology files do not tell.
+    Unknown,
+}
+
+impl CpuRelation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Smt => "smt",
+            Self::Llc => "llc",
+            Self::Package => "package",
+            Self::Socket => "socket",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+/// The relation of two distinct CPUs on this host (see [`cpu_relation_in`]).
+pub fn cpu_relation(a: usize, b: usize) -> CpuRelation {
+    cpu_relation_in(Path::new("/"), a, b)
+}
+
+/// The relation of CPUs `a` and `b` from the sysfs tree under `root`: sibling lists for SMT, the
+/// highest-level cache's `shared_cpu_list` for a shared LLC, `physical_package_id` for sockets.
+pub fn cpu_relation_in(root: &Path, a: usize, b: usize) -> CpuRelation {
+    let (Some(pa), Some(pb)) = (cpu_place(root, a), cpu_place(root, b)) else {
+        return CpuRelation::Unknown;
+    };
+    if pa.core == pb.core {
+        return CpuRelation::Smt;
+    }
+    if let (Some(x), Some(y)) = (pa.package, pb.package) {
+        if x != y {
+            return CpuRelation::Socket;
+        }
+    }
+    match llc_sharers(root, a) {
+        Some(list) if list.contains(&b) => CpuRelation::Llc,
+        Some(_) if pa.package.is_some() => CpuRelation::Package,
+        _ => CpuRelation::Unknown,
+    }
+}
+
+/// CPUs sharing `cpu`'s highest-level unified or data cache.
+fn llc_sharers(root: &Path, cpu: usize) -> Option<Vec<usize>> {
+    let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
+    let mut best: Option<(u32, Vec<usize>)> = None;
+    for entry in fs::read_dir(root.join(&dir)).ok()?.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(idx) = name.to_str().filter(|n| n.starts_with("index")) else {
+            continue;
+        };
+        let get = |f: &str| read_trimmed(root, &format!("{dir}/{idx}/{f}"));
+        if get("type").as_deref() == Some("Instruction") {
+            continue;
+        }
+        let (Some(level), Some(list)) = (
+            get("level").and_then(|l| l.parse::<u32>().ok()),
+            get("shared_cpu_list").and_then(|l| parse_cpu_list(&l).ok()),
+        ) else {
+            continue;
+        };
+        if best.as_ref().is_none_or(|(l, _)| level > *l) {
+            best = Some((level, list));
+        }
+    }
+    best.map(|(_, list)| list)
 }
 
 #[cfg(test)]
@@ -199,5 +332,117 @@ mod tests {
             let err = parse_cpu_list(bad).expect_err(bad).to_string();
             assert!(err.contains(bad), "{err} should name {bad}");
         }
+    }
+
+    fn write(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(p, text).expect("write");
+    }
+
+    /// Two packages; package 0 has two LLC domains (CCXs) of two SMT cores each.
+    fn numa_tree() -> tempfile::TempDir {
+        let d = tempfile::tempdir().expect("tempdir");
+        let r = d.path();
+        write(r, "sys/devices/system/node/node0/cpulist", "0-3\n");
+        write(
+            r,
+            "sys/devices/system/node/node0/meminfo",
+            "Node 0 MemTotal:       16384 kB\nNode 0 MemFree: 1 kB\n",
+        );
+        write(r, "sys/devices/system/node/node1/cpulist", "\n");
+        write(
+            r,
+            "sys/devices/system/node/node1/meminfo",
+            "Node 1 MemTotal:       8 kB\n",
+        );
+        write(r, "sys/devices/system/node/online", "0-1\n");
+        // cpu: (package, sibling list, llc list)
+        let cpus = [
+            (0, "0,1", "0-1"),
+            (0, "0,1", "0-1"),
+            (0, "2,3", "2-3"),
+            (0, "2,3", "2-3"),
+            (1, "4", "4"),
+        ];
+        for (cpu, (pkg, sib, llc)) in cpus.iter().enumerate() {
+            let t = format!("{CPU_DIR}/cpu{cpu}");
+            write(
+                r,
+                &format!("{t}/topology/physical_package_id"),
+                &pkg.to_string(),
+            );
+            write(r, &format!("{t}/topology/thread_siblings_list"), sib);
+            write(r, &format!("{t}/cache/index0/level"), "1");
+            write(r, &format!("{t}/cache/index0/type"), "Data");
+            write(r, &format!("{t}/cache/index0/shared_cpu_list"), sib);
+            write(r, &format!("{t}/cache/index3/level"), "3");
+            write(r, &format!("{t}/cache/index3/type"), "Unified");
+            write(r, &format!("{t}/cache/index3/shared_cpu_list"), llc);
+        }
+        d
+    }
+
+    #[test]
+    fn numa_nodes_with_cpus_and_memory() {
+        let d = numa_tree();
+        let nodes = numa_topology_from(d.path());
+        assert_eq!(
+            nodes,
+            vec![
+                NumaNode {
+                    id: 0,
+                    cpus: vec![0, 1, 2, 3],
+                    mem_bytes: 16384 * 1024
+                },
+                NumaNode {
+                    id: 1,
+                    cpus: vec![],
+                    mem_bytes: 8 * 1024
+                },
+            ]
+        );
+        // Without node directories: one node with every online CPU and all memory.
+        let e = tempfile::tempdir().expect("tempdir");
+        write(e.path(), &format!("{CPU_DIR}/online"), "0-2\n");
+        write(e.path(), "proc/meminfo", "MemTotal:  1024 kB\n");
+        let one = numa_topology_from(e.path());
+        assert_eq!(
+            one,
+            vec![NumaNode {
+                id: 0,
+                cpus: vec![0, 1, 2],
+                mem_bytes: 1024 * 1024
+            }]
+        );
+        assert!(!numa_topology().is_empty());
+    }
+
+    #[test]
+    fn cpu_relations_from_siblings_llc_and_packages() {
+        let d = numa_tree();
+        let r = d.path();
+        assert_eq!(cpu_relation_in(r, 0, 1), CpuRelation::Smt);
+        assert_eq!(cpu_relation_in(r, 1, 2), CpuRelation::Package);
+        assert_eq!(cpu_relation_in(r, 2, 4), CpuRelation::Socket);
+        assert_eq!(cpu_relation_in(r, 0, 9), CpuRelation::Unknown);
+        let e = tempfile::tempdir().expect("tempdir");
+        for cpu in 0..2 {
+            let t = format!("{CPU_DIR}/cpu{cpu}");
+            write(e.path(), &format!("{t}/topology/physical_package_id"), "0");
+            write(
+                e.path(),
+                &format!("{t}/topology/thread_siblings_list"),
+                &cpu.to_string(),
+            );
+            write(e.path(), &format!("{t}/cache/index3/level"), "3");
+            write(
+                e.path(),
+                &format!("{t}/cache/index3/shared_cpu_list"),
+                "0-1",
+            );
+        }
+        assert_eq!(cpu_relation_in(e.path(), 0, 1), CpuRelation::Llc);
+        assert_eq!(CpuRelation::Llc.name(), "llc");
     }
 }

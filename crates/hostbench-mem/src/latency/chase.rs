@@ -23,7 +23,7 @@ macro_rules! x16 {
 }
 
 /// The pointer-chase working set: a region whose lines form one Sattolo cycle.
-pub(super) struct ChainSet {
+pub(crate) struct ChainSet {
     pub(super) region: Region,
     /// Exposed address of line 0; links hold `base + line × 64`.
     base: usize,
@@ -49,6 +49,16 @@ pub(super) fn random_cycle(ws: u64, seed: u64) -> Result<Arc<Vec<u32>>, BenchErr
 impl ChainSet {
     /// Map and first-touch a region for `ws` bytes and link its lines along `order`.
     pub(super) fn build(ws: u64, pages: Pages, order: Arc<Vec<u32>>) -> Result<Self, BenchError> {
+        Self::build_on(ws, pages, order, None)
+    }
+
+    /// As [`ChainSet::build`], with the region bound to NUMA node `node` before the first touch.
+    pub(super) fn build_on(
+        ws: u64,
+        pages: Pages,
+        order: Arc<Vec<u32>>,
+        node: Option<usize>,
+    ) -> Result<Self, BenchError> {
         if order.len() as u64 != ws / LINE {
             return Err(BenchError::Failed(format!(
                 "cycle of {} lines does not fit a working set of {ws} B",
@@ -56,6 +66,9 @@ impl ChainSet {
             )));
         }
         let mut region = Region::new(region_len(ws, pages, 0)?, pages)?;
+        if let Some(node) = node {
+            region.bind_node(node)?;
+        }
         // First touch from this (pinned) thread places every page on its NUMA node.
         region.touch();
         let base = link(&mut region, &order);

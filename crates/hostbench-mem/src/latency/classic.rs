@@ -17,7 +17,7 @@ use crate::order::Permutation;
 
 /// The 1-byte working set: all zeros, so a loaded byte adds nothing to the next address but the
 /// dependency.
-pub(super) struct ByteSet {
+pub(crate) struct ByteSet {
     /// Invariant: at least `ws + PAD` bytes, all zero.
     pub(super) region: Region,
     pub(super) ws: usize,

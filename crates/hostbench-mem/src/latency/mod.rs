@@ -70,6 +70,7 @@ use crate::buffer::{Pages, ALIGN};
 use crate::sizing;
 
 pub use sweep::run_latency;
+pub(crate) use sweep::{blocks_for, chase_notes, chase_walker, lock, measure, probe, Walker};
 
 /// Benchmark id of every record this module produces.
 pub const BENCHMARK: &str = "mem.latency";

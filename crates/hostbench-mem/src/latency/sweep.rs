@@ -139,13 +139,7 @@ fn run_point(
             return Ok(());
         }
     };
-    let notes = Notes {
-        pattern: p.pattern,
-        pages: p.pages,
-        granted: huge_fraction(&walkers),
-        units: lock(&walkers[0])?.units(),
-        floor: None,
-    };
+    let notes = notes_for(&walkers, p.pattern, p.pages)?;
     for &(chains, ref case) in &cases {
         let floor = match p.pattern {
             LatPattern::Chase => None,
@@ -154,7 +148,16 @@ fn run_point(
                 .or_insert_with(|| l1_floor(pattern, chains, cfg.duration, order)),
         };
         let notes = Notes { floor, ..notes };
-        measure(runner, case, &walkers, order, chains, cfg.duration, notes)?;
+        measure(
+            runner,
+            case,
+            &walkers,
+            order,
+            chains,
+            cfg.duration,
+            notes,
+            &|_| {},
+        )?;
     }
     Ok(())
 }
@@ -205,18 +208,19 @@ fn build_point(
 
 /// Facts about a case that its record carries.
 #[derive(Debug, Clone, Copy)]
-struct Notes {
+pub(crate) struct Notes {
     pattern: LatPattern,
     pages: Pages,
     /// Share of the regions backed by huge pages; `None` when smaps could not be read.
-    granted: Option<f64>,
+    pub(crate) granted: Option<f64>,
     /// Lines in the cycle (chase) or bytes in the working set (1-byte patterns).
     units: u64,
     /// Seconds per load of the same 1-byte loop over an L1-resident set.
     floor: Option<f64>,
 }
 
-fn measure(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn measure(
     runner: &mut Runner,
     case: &Case,
     walkers: &[Mutex<Walker>],
@@ -224,6 +228,7 @@ fn measure(
     chains: usize,
     duration: Duration,
     notes: Notes,
+    more: &dyn Fn(&mut Record),
 ) -> Result<(), BenchError> {
     // Calibrated on the first sample (the warm-up when there is one), under the same threads.
     let blocks = Cell::new(0u64);
@@ -235,7 +240,10 @@ fn measure(
             }
             take_sample(walkers, order, chains, blocks.get())
         },
-        |rec| annotate(rec, &notes, chains, blocks.get()),
+        |rec| {
+            annotate(rec, &notes, chains, blocks.get());
+            more(rec);
+        },
     )
 }
 
@@ -282,7 +290,7 @@ fn calibrate(
 
 /// Seconds per block, from walks that grow until one lasts an eighth of `target`. The probe
 /// walks are validated like any other.
-fn probe(w: &mut Walker, chains: usize, target: Duration) -> Result<f64, BenchError> {
+pub(crate) fn probe(w: &mut Walker, chains: usize, target: Duration) -> Result<f64, BenchError> {
     let goal = (target.as_secs_f64() / 8.0).max(100e-6);
     let mut blocks = 1u64;
     loop {
@@ -303,7 +311,7 @@ fn probe(w: &mut Walker, chains: usize, target: Duration) -> Result<f64, BenchEr
 /// Blocks for one sample of about `target`. When a whole lap (every line or byte visited once
 /// across the chains) costs at most 4 × the target, the sample covers at least one lap, so a
 /// cache-sized set is measured over all of it rather than a part.
-fn blocks_for(target: Duration, per_block: f64, units: u64, chains: usize) -> u64 {
+pub(crate) fn blocks_for(target: Duration, per_block: f64, units: u64, chains: usize) -> u64 {
     let want = target.as_secs_f64() / per_block.max(1e-12);
     let blocks = (want.ceil() as u64).clamp(1, MAX_BLOCKS);
     let lap = units.div_ceil(chains.max(1) as u64).div_ceil(UNROLL);
@@ -418,7 +426,7 @@ fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64) {
 
 /// Share of all threads' regions backed by transparent huge pages; `None` when smaps is
 /// unreadable.
-fn huge_fraction(walkers: &[Mutex<Walker>]) -> Option<f64> {
+pub(crate) fn huge_fraction(walkers: &[Mutex<Walker>]) -> Option<f64> {
     let mut huge = 0u64;
     let mut total = 0u64;
     for w in walkers {
@@ -436,7 +444,7 @@ fn thp_setting() -> String {
         .unwrap_or_else(|_| "unreadable".into())
 }
 
-fn lock(w: &Mutex<Walker>) -> Result<MutexGuard<'_, Walker>, BenchError> {
+pub(crate) fn lock(w: &Mutex<Walker>) -> Result<MutexGuard<'_, Walker>, BenchError> {
     w.lock()
         .map_err(|_| BenchError::Failed("latency worker state poisoned by an earlier panic".into()))
 }
@@ -446,8 +454,39 @@ fn thread_seed(seed: u64, thread: usize) -> u64 {
     mix(seed, thread as u64)
 }
 
+/// A single-chain pointer chase of `ws` bytes for the other memory benchmarks (loaded latency,
+/// NUMA cells), built and first-touched on the calling (pinned) thread, its region bound to NUMA
+/// node `node` first when one is given.
+pub(crate) fn chase_walker(
+    ws: u64,
+    pages: Pages,
+    seed: u64,
+    node: Option<usize>,
+) -> Result<Walker, BenchError> {
+    ChainSet::build_on(ws, pages, random_cycle(ws, seed)?, node).map(Walker::Chase)
+}
+
+/// What a chase's record says about itself (pages granted, cycle length).
+pub(crate) fn chase_notes(walkers: &[Mutex<Walker>], pages: Pages) -> Result<Notes, BenchError> {
+    notes_for(walkers, LatPattern::Chase, pages)
+}
+
+fn notes_for(
+    walkers: &[Mutex<Walker>],
+    pattern: LatPattern,
+    pages: Pages,
+) -> Result<Notes, BenchError> {
+    Ok(Notes {
+        pattern,
+        pages,
+        granted: huge_fraction(walkers),
+        units: lock(&walkers[0])?.units(),
+        floor: None,
+    })
+}
+
 /// One thread's built working set.
-pub(super) enum Walker {
+pub(crate) enum Walker {
     Chase(ChainSet),
     Bytes(ByteSet),
 }
@@ -464,7 +503,7 @@ impl Walker {
         }
     }
 
-    fn region(&self) -> &Region {
+    pub(crate) fn region(&self) -> &Region {
         match self {
             Self::Chase(c) => &c.region,
             Self::Bytes(b) => &b.region,
@@ -472,7 +511,7 @@ impl Walker {
     }
 
     /// Lines (chase) or bytes (1-byte patterns) one lap visits.
-    fn units(&self) -> u64 {
+    pub(crate) fn units(&self) -> u64 {
         match self {
             Self::Chase(c) => c.order.len() as u64,
             Self::Bytes(b) => b.ws as u64,
@@ -481,7 +520,7 @@ impl Walker {
 
     /// Walk `blocks` × 16 dependent loads on each of `chains` chains, validated; the seconds the
     /// loop took.
-    pub(super) fn walk(&mut self, chains: usize, blocks: u64) -> Result<f64, BenchError> {
+    pub(crate) fn walk(&mut self, chains: usize, blocks: u64) -> Result<f64, BenchError> {
         with_chains!(chains, K => match self {
             Self::Chase(c) => c.walk::<K>(blocks),
             Self::Bytes(b) => b.walk::<K>(blocks),

@@ -248,4 +248,25 @@ mod tests {
         }
         assert!(html.contains("Reference efficiency %"));
     }
+
+    #[test]
+    fn memory_matrices_are_inline_heatmaps_with_tooltips() {
+        use crate::testdata::{c2c, loaded_latency, numa, run_of};
+        let mut recs = c2c(4, &["round_trip", "one_way"]);
+        recs.extend(numa(2));
+        recs.extend(loaded_latency(&["read", "rw"], &[0, 100, 1000], 4));
+        let run = run_of(recs);
+        let html = HtmlExporter.render(&run).unwrap();
+        let charts = chart::charts(&run);
+        assert_eq!(charts.len(), 5);
+        assert_eq!(html.matches("<figure class=\"chart\"").count(), 5);
+        assert!(html.contains("<title>CPU 0 ↔ CPU 3: 90.0 ns (shared last-level cache)</title>"));
+        assert!(html.contains("<title>delay 1000 (400 ns): "));
+        for id in [
+            "mem-c2c-core-to-core-latency-one-way",
+            "mem-numa-latency-by-cpu-node-and-memory-node",
+        ] {
+            assert!(html.contains(&format!("id=\"chart-{id}\"")), "{id}");
+        }
+    }
 }

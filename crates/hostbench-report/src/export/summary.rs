@@ -18,8 +18,13 @@ use crate::error::ReportError;
 use crate::table::{concurrency_key, param_text};
 use crate::units::human;
 
-/// The parameters that say *what* a record measures, in the order they are looked for.
-const WHAT_KEYS: [&str; 6] = ["dtype", "kernel", "op", "proto", "kind", "pattern"];
+/// The parameters that say *what* a record measures, in the order they are looked for. The last
+/// three are the memory matrices' and the loaded-latency sweep's: a core-to-core matrix has a
+/// headline per mode, a NUMA matrix one for bandwidth and one for latency (two units, which one
+/// "best" cannot compare), a loaded-latency sweep one per traffic kind.
+const WHAT_KEYS: [&str; 9] = [
+    "dtype", "kernel", "op", "proto", "kind", "pattern", "mode", "metric", "traffic",
+];
 /// The parameters that size a latency measurement (the largest is the headline).
 const SIZE_KEYS: [&str; 2] = ["working_set_bytes", "block_bytes"];
 /// The parameters a summary line names beside the figure: where it was reached, in few words.
@@ -280,5 +285,27 @@ mod tests {
         let picked = headlines(&[&l1, &dram]);
         assert_eq!(picked.len(), 1);
         assert_eq!(picked[0].value, 90e-9);
+    }
+
+    #[test]
+    fn memory_matrices_have_a_headline_per_mode_and_per_unit() {
+        use crate::testdata::{c2c, numa, run_of};
+        let mut recs = c2c(4, &["round_trip", "one_way"]);
+        recs.extend(numa(2));
+        let run = run_of(recs);
+        let got: Vec<(&str, String, &str)> = all_headlines(&run)
+            .into_iter()
+            .map(|h| (h.benchmark, h.what, h.record.unit.as_str()))
+            .collect();
+        let want = [
+            ("mem.c2c", "round_trip", "s"),
+            ("mem.c2c", "one_way", "s"),
+            ("mem.numa", "bandwidth", "B/s"),
+            ("mem.numa", "latency", "s"),
+        ];
+        assert_eq!(got.len(), want.len(), "{got:?}");
+        for ((b, w, u), (wb, ww, wu)) in got.iter().zip(want) {
+            assert_eq!((*b, w.as_str(), *u), (wb, ww, wu));
+        }
     }
 }

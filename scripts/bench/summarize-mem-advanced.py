@@ -61,14 +61,22 @@ def hb_c2c(out, rr):
 
 
 def c_c2c(out, rr):
-    """{(cpu_a, cpu_b): {"round_trip": ns, "one_way": ns}} of one round's c2c.c run, or None."""
+    """{(cpu_a, cpu_b): {"round_trip": ns, "one_way": ns}} of one round's c2c.c run, or None.
+
+    hostbench's round_trip is the two-line request/reply exchange, so it is compared with c2c.c's
+    two_line_ns column when the run printed one (its single-line CAS round trip is two hand-offs,
+    the same figure as 2 x one_way)."""
     t = text(os.path.join(out, f"c-c2c-{rr}.tsv"))
     if t is None:
         return None
     vals = {}
-    for m in re.finditer(rf"^(\d+)\t(\d+)\t({NUM})\t({NUM})\s*$", t, re.M):
+    for m in re.finditer(rf"^(\d+)\t(\d+)\t({NUM})\t({NUM})(?:\t({NUM}))?\s*$", t, re.M):
         a, b = int(m.group(1)), int(m.group(2))
-        vals[(min(a, b), max(a, b))] = {"round_trip": float(m.group(3)), "one_way": float(m.group(4))}
+        two_line = m.group(5)
+        vals[(min(a, b), max(a, b))] = {
+            "round_trip": float(two_line) if two_line is not None else float(m.group(3)),
+            "one_way": float(m.group(4)),
+        }
     return vals
 
 
@@ -172,9 +180,10 @@ def main():
         for v in cc.values():
             keys |= {(a, b, m) for a, b in (v or {}) for m in ("one_way", "round_trip")}
         print()
-        print("Core-to-core latency (hostbench: one_way = one shared line, alternate increments, time per "
-              "increment; round_trip = two lines, time per exchange. c2c.c: one line, CAS ping-pong, "
-              "round_trip = time per two handoffs, one_way = round_trip / 2)")
+        print("Core-to-core latency (hostbench: one_way = one shared line, alternate compare-and-swap "
+              "increments, time per increment; round_trip = two lines, time per request/reply exchange. "
+              "c2c.c: one_way = half its single-line CAS ping-pong round trip; round_trip = its two-line "
+              "exchange (two_line_ns), written independently)")
         print()
         print("| cpu_a | cpu_b | mode | hostbench (median) | c2c.c (median) | hostbench / c2c.c | per round | n |")
         print("|---|---|---|---|---|---|---|---|")

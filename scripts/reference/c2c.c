@@ -12,6 +12,11 @@
  * clock_gettime(CLOCK_MONOTONIC) from the moment it sees 2k to the moment it sees 2(k + BOUNCES).
  * Printed per pair: the median over samples of round_trip_ns (time per round trip) and
  * one_way_ns = round_trip_ns / 2 (one handoff; derived, not measured on its own).
+ * Then, with the same threads, the two-line request/reply exchange (hostbench's round_trip shape,
+ * written independently here): A stores k to a request word and waits for k on a reply word 128
+ * bytes away (another line, and not the adjacent-line prefetcher's pair); B waits for k on the
+ * request word and stores k to the reply word. Printed as two_line_ns, the median time per
+ * exchange; both words must end at BOUNCES x (1 + REPS).
  * A compare-and-swap that fails, a thread that does not run on its CPU, or a final word other than
  * 2 x BOUNCES x (1 + REPS) ends the program with an error. A thread that was preempted
  * (involuntary context switches, getrusage) gets a `# warning` line on stderr.
@@ -19,7 +24,8 @@
  * Build: gcc -O2 -pthread -o /tmp/c2c scripts/reference/c2c.c
  * Usage: c2c [--cpus LIST (default: all allowed CPUs; e.g. 0-3,8)] [--bounces N (default 20000)]
  *            [--reps R (default 7)]
- * Output: TSV, one line per pair a < b under the header `# cpu_a cpu_b round_trip_ns one_way_ns`.
+ * Output: TSV, one line per pair a < b under the header
+ * `# cpu_a cpu_b round_trip_ns one_way_ns two_line_ns`.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -43,6 +49,7 @@ struct pair {
     int ready;      /* threads pinned and set up, atomic */
     long preempted[2]; /* involuntary context switches of A and B while they bounced */
     double ns[MAX_REPS];
+    double ns2[MAX_REPS]; /* two-line exchange */
 };
 
 struct thread_arg {
@@ -123,6 +130,23 @@ static void *thread_main(void *p) {
             v += 2;
         }
     }
+    /* The two-line exchange: request at w[32], reply at w[48] (128 bytes apart, both off w[0]'s line). */
+    uint64_t *req = w + 32, *rep = w + 48, k = 0;
+    for (int s = 0; s <= P->reps; s++) { /* s == 0: warm-up */
+        double t0 = now();
+        for (long i = 0; i < P->bounces; i++) {
+            k++;
+            if (a->id == 0) {
+                __atomic_store_n(req, k, __ATOMIC_RELEASE);
+                wait_for(rep, k);
+            } else {
+                wait_for(req, k);
+                __atomic_store_n(rep, k, __ATOMIC_RELEASE);
+            }
+        }
+        double t1 = now();
+        if (s && a->id == 0) P->ns2[s - 1] = (t1 - t0) * 1e9 / (double)P->bounces;
+    }
     getrusage(RUSAGE_THREAD, &ru1);
     P->preempted[a->id] = ru1.ru_nivcsw - ru0.ru_nivcsw;
     return NULL;
@@ -187,7 +211,7 @@ int main(int argc, char **argv) {
 
     long page = sysconf(_SC_PAGESIZE);
     static struct pair P; /* one pair at a time */
-    printf("# cpu_a cpu_b round_trip_ns one_way_ns\n");
+    printf("# cpu_a cpu_b round_trip_ns one_way_ns two_line_ns\n");
     fflush(stdout);
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++) {
@@ -212,15 +236,23 @@ int main(int argc, char **argv) {
                         (unsigned long long)got, (unsigned long long)expect);
                 return 1;
             }
+            uint64_t two = (uint64_t)bounces * (uint64_t)(reps + 1);
+            if (P.word[32] != two || P.word[48] != two) {
+                fprintf(stderr, "c2c: pair %d-%d: two-line words hold %llu/%llu, expected %llu\n", cpus[i], cpus[j],
+                        (unsigned long long)P.word[32], (unsigned long long)P.word[48], (unsigned long long)two);
+                return 1;
+            }
             munmap(m, page);
             qsort(P.ns, reps, sizeof P.ns[0], cmp);
+            qsort(P.ns2, reps, sizeof P.ns2[0], cmp);
             double rt = reps % 2 ? P.ns[reps / 2] : 0.5 * (P.ns[reps / 2 - 1] + P.ns[reps / 2]);
+            double rt2 = reps % 2 ? P.ns2[reps / 2] : 0.5 * (P.ns2[reps / 2 - 1] + P.ns2[reps / 2]);
             if (P.preempted[0] || P.preempted[1])
                 fprintf(stderr,
                         "# warning: pair %d-%d: involuntary context switches A %ld, B %ld (something else runs on "
                         "these CPUs; the median of %d samples may or may not have escaped it)\n",
                         cpus[i], cpus[j], P.preempted[0], P.preempted[1], reps);
-            printf("%d\t%d\t%.2f\t%.2f\n", cpus[i], cpus[j], rt, rt / 2);
+            printf("%d\t%d\t%.2f\t%.2f\t%.2f\n", cpus[i], cpus[j], rt, rt / 2, rt2);
             fflush(stdout);
         }
     return 0;

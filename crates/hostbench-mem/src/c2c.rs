@@ -8,11 +8,11 @@
 //! SMT sibling from a socket without knowing the machine.
 //!
 //! **Two modes, two protocols.**
-//! * `one_way`: one shared line holding a counter. CPU A may increment it only when it is even,
-//!   CPU B only when it is odd, so every increment needs the line to move from the other core:
-//!   the time per increment is one transfer (with its ownership request). This is the figure the
-//!   core-to-core-latency tools call one-way; it is measured per hand-off, not halved from a
-//!   round trip.
+//! * `one_way`: one shared line holding a counter. CPU A may increment it (compare-and-swap) only
+//!   when it is even, CPU B only when it is odd, so every increment needs the line to move from
+//!   the other core: the time per increment is one transfer with its ownership request. This is
+//!   the figure the core-to-core-latency tools call one-way (they halve a CAS ping-pong's round
+//!   trip, which is the same two hand-offs).
 //! * `round_trip`: two lines. A writes sequence n to the request line and waits for n on the
 //!   reply line; B waits for n on the request line and writes it to the reply line. The time per
 //!   exchange is a full request/response, the shape of a lock hand-off or a queue ping-pong.
@@ -222,11 +222,20 @@ fn bounce(
     match mode {
         C2cMode::OneWay => {
             // Bounce k is two hand-offs: A turns 2k into 2k+1, B turns 2k+1 into 2k+2.
+            // The claim is a compare-and-swap, as the core-to-core tools do it: one locked
+            // read-for-ownership per hand-off, rather than a load that shares the line and a
+            // store that must upgrade it in a second step.
             let line = &shared.request.0;
             for k in from..from + count {
                 let mine = 2 * k + side as u64;
                 wait_for(line, mine)?;
-                line.store(mine + 1, Ordering::Release);
+                if let Err(held) =
+                    line.compare_exchange(mine, mine + 1, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    return Err(BenchError::Validation(format!(
+                        "core-to-core hand-off lost: the line held {held} instead of {mine}"
+                    )));
+                }
             }
         }
         C2cMode::RoundTrip => {

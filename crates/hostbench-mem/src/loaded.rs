@@ -300,15 +300,17 @@ fn spin(n: u64) {
     if n == 0 {
         return;
     }
+    // Not `nomem`: the block must stay a compiler barrier, or the next line's loads may be
+    // scheduled ahead of the pause and the traffic would no longer be paced line by line.
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a register-only countdown; n > 0 so the loop ends at zero.
     unsafe {
-        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nomem, nostack));
+        std::arch::asm!("2:", "dec {n}", "jnz 2b", n = inout(reg) n => _, options(nostack));
     }
     #[cfg(target_arch = "aarch64")]
     // SAFETY: a register-only countdown; n > 0 so the loop ends at zero.
     unsafe {
-        std::arch::asm!("2:", "subs {n}, {n}, #1", "b.ne 2b", n = inout(reg) n => _, options(nomem, nostack));
+        std::arch::asm!("2:", "subs {n}, {n}, #1", "b.ne 2b", n = inout(reg) n => _, options(nostack));
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {

@@ -90,7 +90,17 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
             let conc = |r: &Record| concurrency_key(r).map_or(1.0, |k| num(r, k));
             let top = same.iter().map(|r| conc(r)).fold(f64::MIN, f64::max);
             let mut at_top: Vec<&Record> = same.into_iter().filter(|r| conc(r) == top).collect();
-            if at_top.first()?.metric == Metric::Latency {
+            if at_top.first()?.metric == Metric::Latency
+                && at_top.iter().all(|r| loaded_bw(r).is_some())
+            {
+                // A latency-under-load curve: its headline is the loaded end (the most bandwidth
+                // delivered), not the idle end that "lowest latency" would pick.
+                at_top.into_iter().max_by(|a, b| {
+                    loaded_bw(a)
+                        .unwrap_or(0.0)
+                        .total_cmp(&loaded_bw(b).unwrap_or(0.0))
+                })
+            } else if at_top.first()?.metric == Metric::Latency {
                 let size = |r: &Record| SIZE_KEYS.iter().map(|k| num(r, k)).fold(0.0, f64::max);
                 let largest = at_top.iter().map(|r| size(r)).fold(f64::MIN, f64::max);
                 at_top.retain(|r| size(r) == largest);
@@ -141,14 +151,29 @@ pub fn all_headlines(run: &RunResult) -> Vec<Headline<'_>> {
     out
 }
 
-/// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order.
+/// The bandwidth a latency-under-load record was measured at (`extra.bandwidth`, B/s).
+fn loaded_bw(r: &Record) -> Option<f64> {
+    r.extra.get("bandwidth").and_then(|v| v.as_f64())
+}
+
+/// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order,
+/// and for a latency under load the bandwidth it was under and its multiple of the idle latency.
 pub fn context(r: &Record) -> String {
-    r.params
+    let mut parts: Vec<String> = r
+        .params
         .iter()
         .filter(|(k, _)| CONTEXT_KEYS.contains(&k.as_str()))
         .map(|(k, v)| param_text(k, v))
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect();
+    if r.metric == Metric::Latency {
+        if let Some(bw) = loaded_bw(r) {
+            parts.push(format!("under {}", human(bw, "B/s")));
+            if let Some(x) = r.extra.get("vs_idle").and_then(|v| v.as_f64()) {
+                parts.push(format!("({x:.2} x idle)"));
+            }
+        }
+    }
+    parts.join(" ")
 }
 
 fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
@@ -307,5 +332,23 @@ mod tests {
         for ((b, w, u), (wb, ww, wu)) in got.iter().zip(want) {
             assert_eq!((*b, w.as_str(), *u), (wb, ww, wu));
         }
+    }
+
+    #[test]
+    fn loaded_latency_headline_is_the_loaded_end_with_its_bandwidth() {
+        use crate::testdata::{loaded_latency, run_of};
+        let run = run_of(loaded_latency(&["read", "rw"], &[0, 100, 400, 1600], 4));
+        let heads = all_headlines(&run);
+        assert_eq!(heads.len(), 2);
+        for h in &heads {
+            // Delay 0 delivers the most bandwidth and has the highest latency.
+            assert_eq!(h.record.params["delay"], serde_json::json!(0), "{}", h.what);
+            let ctx = context(h.record);
+            assert!(
+                ctx.contains("threads=4") && ctx.contains("under ") && ctx.contains("GB/s"),
+                "{ctx}"
+            );
+        }
+        assert_eq!(heads[0].what, "read");
     }
 }

@@ -36,6 +36,10 @@ pub enum ClientError {
     /// Sender and receiver disagree: the measurement cannot be trusted.
     #[error("{0}")]
     Validation(String),
+    /// The server turned the connection away for now (busy, or dropping connections during the
+    /// handshake): worth retrying within the connect timeout.
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl From<ProtoError> for ClientError {
@@ -135,6 +139,9 @@ pub struct Outcome {
 /// The error for a handshake reply that is not the one expected: the server's own refusal
 /// reason when it refused, else what it sent instead.
 fn unexpected(server: SocketAddr, expected: &str, reply: Msg) -> ClientError {
+    if let Msg::Refused { reason, busy: true } = &reply {
+        return ClientError::Busy(format!("{server} is busy: {reason}"));
+    }
     ClientError::Peer(match reply {
         Msg::Refused { reason, .. } => format!("{server} refused: {reason}"),
         other => format!(
@@ -142,6 +149,27 @@ fn unexpected(server: SocketAddr, expected: &str, reply: Msg) -> ClientError {
             other.name()
         ),
     })
+}
+
+/// A server shedding a flood may close a connection before its first answer, without a word:
+/// that, like a "busy" refusal, is worth another try, unlike a wrong answer.
+fn shed(server: SocketAddr, e: ProtoError) -> Result<ClientError, ProtoError> {
+    use std::io::ErrorKind as K;
+    let gone = match &e {
+        ProtoError::Closed => true,
+        ProtoError::Io(io) => matches!(
+            io.kind(),
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof
+        ),
+        _ => false,
+    };
+    if gone {
+        Ok(ClientError::Busy(format!(
+            "{server} closed the connection before answering ({e}): busy or dropping connections"
+        )))
+    } else {
+        Err(e)
+    }
 }
 
 impl Client {
@@ -165,9 +193,9 @@ impl Client {
                 software: format!("hostbench {}", env!("CARGO_PKG_VERSION")),
             },
         )
-        .map_err(handshake)?;
-        let reply =
-            wire::read_msg(&mut ctl, timeout, "the server's challenge").map_err(handshake)?;
+        .map_err(|e| shed(server, e).unwrap_or_else(handshake))?;
+        let reply = wire::read_msg(&mut ctl, timeout, "the server's challenge")
+            .map_err(|e| shed(server, e).unwrap_or_else(handshake))?;
         let (server_nonce, required) = match reply {
             Msg::Challenge {
                 server_nonce,

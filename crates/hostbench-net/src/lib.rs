@@ -117,6 +117,8 @@ pub struct NetConfig {
     /// Against a remote target, the port of the `iperf3 -s` running there (sockperf's server on
     /// the next port); loopback starts its own.
     pub reference_port: Option<u16>,
+    /// How long a busy server is asked again (doubling waits) before the client gives up.
+    pub connect_timeout: Duration,
 }
 
 impl Default for NetConfig {
@@ -147,6 +149,7 @@ impl Default for NetConfig {
             pin: true,
             reference: hostbench_core::subsystem::ReferenceScope::Off,
             reference_port: None,
+            connect_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -291,7 +294,7 @@ pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), B
 
 fn client_err(e: ClientError) -> BenchError {
     match e {
-        ClientError::Peer(m) => BenchError::invalid(m),
+        ClientError::Peer(m) | ClientError::Busy(m) => BenchError::invalid(m),
         ClientError::Validation(m) => BenchError::Validation(m),
         ClientError::Session(m) | ClientError::Test(m) => BenchError::Failed(m),
     }
@@ -305,23 +308,42 @@ struct Link {
     client: Option<Client>,
     /// Set once the first session was made: later connects are reconnects.
     reconnecting: bool,
+    /// How long a busy server is retried before giving up.
+    connect_timeout: Duration,
 }
 
 impl Link {
     fn connect(&mut self) -> Result<&mut Client, ClientError> {
         if self.client.is_none() {
-            // After a failed test the server may still be winding down the old session (it
-            // notices the closed control connection at its next read): a "busy" then is
-            // expected for a few seconds.
-            let deadline = std::time::Instant::now() + Duration::from_secs(15);
+            // A busy server (sessions running, or its handshake slots held by idle connections)
+            // is asked again with doubling waits until the connect timeout; after a failed test
+            // the server may still be winding down the old session, so a reconnect waits at
+            // least 15 s.
+            let timeout = if self.reconnecting {
+                self.connect_timeout.max(Duration::from_secs(15))
+            } else {
+                self.connect_timeout
+            };
+            let began = std::time::Instant::now();
+            let mut wait = Duration::from_millis(100);
+            // The server's own reason beats "closed before answering" (a shed connection says
+            // nothing about why), so the last refusal is what the user reads.
+            let mut reason: Option<String> = None;
             let c = loop {
                 match Client::connect(self.addr, self.token.as_ref(), Duration::from_secs(5)) {
-                    Err(ClientError::Peer(m))
-                        if self.reconnecting
-                            && m.contains("busy")
-                            && std::time::Instant::now() < deadline =>
-                    {
-                        std::thread::sleep(Duration::from_millis(200));
+                    Err(ClientError::Busy(m)) => {
+                        if m.contains(" is busy: ") || reason.is_none() {
+                            reason = Some(m);
+                        }
+                        if began.elapsed() + wait > timeout {
+                            return Err(ClientError::Peer(format!(
+                                "{}; still busy after retrying for {:.1} s (--connect-timeout)",
+                                reason.unwrap_or_default(),
+                                began.elapsed().as_secs_f64()
+                            )));
+                        }
+                        std::thread::sleep(wait);
+                        wait = (wait * 2).min(Duration::from_secs(2));
                     }
                     other => break other?,
                 }
@@ -390,6 +412,7 @@ pub fn run_net(
         order,
         client: None,
         reconnecting: false,
+        connect_timeout: cfg.connect_timeout,
     };
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;

@@ -4,8 +4,13 @@
 //! Every connection starts with one frame read under a short deadline: `Hello` opens a control
 //! session, `Data` joins a data stream to an admitted session by its cookie, anything else is
 //! dropped. Connections still in their handshake are capped ([`MAX_PENDING`]), so a flood of idle
-//! sockets cannot exhaust threads; admitted sessions are capped by `max_sessions` and a client
-//! beyond that gets `Refused { busy }`. A session ends when its client says `Bye`, closes, or
+//! sockets cannot exhaust threads, and so is each source address's share of them
+//! ([`MAX_PENDING_PER_ADDR`]): a port scanner or a stuck client holding hundreds of idle
+//! connections takes a few handshake slots, never all of them, and a client from any other
+//! address is served at once. A connection over either cap is answered `Refused { busy }` with
+//! the reason (not silently reset), which the client retries with backoff within its connect
+//! timeout. Admitted sessions are capped by `max_sessions` and a client beyond that gets
+//! `Refused { busy }` too. A session ends when its client says `Bye`, closes, or
 //! stays silent past the idle timeout, and its slot is freed by a guard whatever the reason.
 //! Malformed input ends only the connection that sent it.
 
@@ -30,6 +35,13 @@ use crate::wire::{
 
 /// Connections allowed in their handshake at once.
 pub const MAX_PENDING: usize = 64;
+
+/// Connections one source address may have in their handshake at once: the rest of
+/// [`MAX_PENDING`] stays free for every other address.
+pub const MAX_PENDING_PER_ADDR: usize = 8;
+
+/// Refusals being written at once; beyond this a flood's connections are simply closed.
+const MAX_REFUSING: usize = 256;
 
 /// How the server runs.
 #[derive(Debug, Clone)]
@@ -73,6 +85,10 @@ struct Shared {
     cfg: ServerConfig,
     sessions: Mutex<HashMap<String, Sender<DataConn>>>,
     pending: AtomicUsize,
+    /// Connections in their handshake per source address.
+    pending_by_addr: Mutex<HashMap<IpAddr, usize>>,
+    /// Refusal threads alive.
+    refusing: AtomicUsize,
     stop: AtomicBool,
     local: SocketAddr,
 }
@@ -133,6 +149,8 @@ impl Server {
                 cfg,
                 sessions: Mutex::new(HashMap::new()),
                 pending: AtomicUsize::new(0),
+                pending_by_addr: Mutex::new(HashMap::new()),
+                refusing: AtomicUsize::new(0),
                 stop: AtomicBool::new(false),
                 local,
             }),
@@ -160,18 +178,91 @@ impl Server {
                 break;
             }
             let Ok(stream) = conn else { continue };
-            if self.shared.pending.fetch_add(1, Ordering::AcqRel) >= MAX_PENDING {
-                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+            let ip = stream.peer_addr().ok().map(|a| a.ip());
+            if let Err(reason) = self.shared.admit(ip) {
+                refuse_busy(&self.shared, stream, reason);
                 continue;
             }
             let shared = self.shared.clone();
             let spawned = std::thread::Builder::new()
                 .name("hb-net-conn".into())
-                .spawn(move || handle(shared, stream));
+                .spawn(move || handle(shared, stream, ip));
             if spawned.is_err() {
-                self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+                self.shared.release(ip);
             }
         }
+    }
+}
+
+impl Shared {
+    /// Take a handshake slot for a connection from `ip`, or say why there is none.
+    fn admit(&self, ip: Option<IpAddr>) -> Result<(), String> {
+        let Ok(mut by_addr) = self.pending_by_addr.lock() else {
+            return Err("server busy: internal state poisoned".into());
+        };
+        if let Some(ip) = ip {
+            let n = by_addr.get(&ip).copied().unwrap_or(0);
+            if n >= MAX_PENDING_PER_ADDR {
+                return Err(format!(
+                    "server busy: {n} connections from {ip} are still in their handshake (at most \
+                     {MAX_PENDING_PER_ADDR} per address); idle ones time out after {} s",
+                    self.cfg.handshake_timeout.as_secs_f64()
+                ));
+            }
+        }
+        let total = self.pending.fetch_add(1, Ordering::AcqRel);
+        if total >= MAX_PENDING {
+            self.pending.fetch_sub(1, Ordering::AcqRel);
+            return Err(format!(
+                "server busy: {total} connections are in their handshake (at most {MAX_PENDING})"
+            ));
+        }
+        if let Some(ip) = ip {
+            *by_addr.entry(ip).or_insert(0) += 1;
+        }
+        Ok(())
+    }
+
+    /// Give back the handshake slot `admit` took.
+    fn release(&self, ip: Option<IpAddr>) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if let (Some(ip), Ok(mut by_addr)) = (ip, self.pending_by_addr.lock()) {
+            if let Some(n) = by_addr.get_mut(&ip) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    by_addr.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// Tell a connection over the handshake caps why it is turned away, on a short-lived thread:
+/// write the refusal, stop writing, and read until the peer closes (briefly), so the peer's
+/// `Hello` does not arrive at a closed socket and turn the refusal into a reset. Past
+/// `MAX_REFUSING` refusals at once the connection is just closed.
+fn refuse_busy(shared: &Arc<Shared>, mut stream: TcpStream, reason: String) {
+    if shared.refusing.fetch_add(1, Ordering::AcqRel) >= MAX_REFUSING {
+        shared.refusing.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    let owner = shared.clone();
+    let spawned = std::thread::Builder::new()
+        .name("hb-net-refuse".into())
+        .spawn(move || {
+            let linger = Duration::from_millis(500);
+            let _ = stream.set_write_timeout(Some(linger));
+            let _ = stream.set_read_timeout(Some(linger));
+            if refuse(&mut stream, reason, true).is_ok() {
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let mut sink = [0u8; 512];
+                let end = Instant::now() + linger;
+                while Instant::now() < end && matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+            }
+            owner.refusing.fetch_sub(1, Ordering::AcqRel);
+        });
+    if spawned.is_err() {
+        shared.refusing.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -191,14 +282,14 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
     Ok(s.into())
 }
 
-/// Decrements the handshake count once, whenever the handshake phase ends.
-struct Pending<'a>(&'a AtomicUsize, bool);
+/// Gives back the handshake slot once, whenever the handshake phase ends.
+struct Pending<'a>(&'a Shared, Option<IpAddr>, bool);
 
 impl Pending<'_> {
     fn done(&mut self) {
-        if !self.1 {
-            self.1 = true;
-            self.0.fetch_sub(1, Ordering::AcqRel);
+        if !self.2 {
+            self.2 = true;
+            self.0.release(self.1);
         }
     }
 }
@@ -233,12 +324,12 @@ fn log(shared: &Shared, peer: &str, what: &str) {
     }
 }
 
-fn handle(shared: Arc<Shared>, mut stream: TcpStream) {
+fn handle(shared: Arc<Shared>, mut stream: TcpStream, ip: Option<IpAddr>) {
     let peer = stream
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_else(|_| "?".into());
-    let mut pending = Pending(&shared.pending, false);
+    let mut pending = Pending(&shared, ip, false);
     let _ = stream.set_nodelay(true);
     // A peer that stops reading must not park a server thread in write() either.
     let _ = stream.set_write_timeout(Some(
@@ -320,7 +411,7 @@ impl Server {
             output: Vec::new(),
         };
         self.shared.pending.fetch_add(1, Ordering::AcqRel);
-        let mut pending = Pending(&self.shared.pending, false);
+        let mut pending = Pending(&self.shared, None, false);
         let first = wire::read_msg(&mut conn, self.shared.cfg.handshake_timeout, "hello");
         if !matches!(first, Ok(Msg::Data { .. })) {
             let ip = self.shared.local.ip();
@@ -751,4 +842,42 @@ fn run_udp<S: Read + Write + Deadlined>(
             None => Ok(report),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_address_takes_its_share_of_handshake_slots_and_no_more() {
+        let server = Server::bind(ServerConfig::new("127.0.0.1:0".parse().unwrap())).unwrap();
+        let shared = &server.shared;
+        let scanner: IpAddr = "10.203.0.2".parse().unwrap();
+        let other = |i: usize| -> IpAddr { format!("10.203.1.{}", i % 250).parse().unwrap() };
+        for _ in 0..MAX_PENDING_PER_ADDR {
+            shared.admit(Some(scanner)).unwrap();
+        }
+        let why = shared.admit(Some(scanner)).unwrap_err();
+        assert!(
+            why.contains("10.203.0.2") && why.contains("per address"),
+            "{why}"
+        );
+        // Everyone else still gets in, up to the global cap.
+        for i in 0..MAX_PENDING - MAX_PENDING_PER_ADDR {
+            shared.admit(Some(other(i))).unwrap();
+        }
+        let why = shared.admit(None).unwrap_err();
+        assert!(why.contains(&format!("at most {MAX_PENDING}")), "{why}");
+        // A finished handshake gives its slot back, to its own address and to the total.
+        shared.release(Some(scanner));
+        shared.admit(Some(scanner)).unwrap();
+        for _ in 0..MAX_PENDING_PER_ADDR {
+            shared.release(Some(scanner));
+        }
+        for i in 0..MAX_PENDING - MAX_PENDING_PER_ADDR {
+            shared.release(Some(other(i)));
+        }
+        assert_eq!(shared.pending.load(Ordering::Acquire), 0);
+        assert!(shared.pending_by_addr.lock().unwrap().is_empty());
+    }
 }

@@ -424,6 +424,10 @@ pub struct NetClientArgs {
     /// `sockperf sr -p P+1` (add `--tcp` for TCP ping-pong) must be running there.
     #[arg(long, value_name = "P")]
     pub reference_port: Option<String>,
+    /// How long to keep asking a busy server (its sessions taken, or its handshake slots held
+    /// by idle connections), with doubling waits, before giving up, e.g. 30s.
+    #[arg(long, value_name = "D", default_value = "10s")]
+    pub connect_timeout: String,
     #[command(flatten)]
     pub test: NetTestArgs,
 }

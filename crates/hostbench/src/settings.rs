@@ -584,6 +584,7 @@ pub fn net_client(
         })
         .transpose()?;
     let mut cfg = net_tests(&args.test, common, target, reference_port)?;
+    cfg.connect_timeout = flag("connect-timeout", parse_duration(&args.connect_timeout))?;
     cfg.token = args
         .token_file
         .as_deref()

@@ -145,7 +145,10 @@ impl TwoHosts {
             );
             return None;
         }
-        let tag = std::process::id();
+        // Unique per call: tests in this binary run in parallel, each with its own pair.
+        static PAIRS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}{n}", std::process::id());
         let names = [format!("hbA{tag}"), format!("hbB{tag}")];
         let me = Self { names };
         let [a, b] = &me.names;
@@ -218,8 +221,13 @@ impl TwoHosts {
     /// `hostbench net client` in host B with `args`, the short-run flags and `extra` (paths);
     /// must succeed; returns its JSON.
     fn client_ok(&self, args: &[&str], extra: &[&std::ffi::OsStr]) -> Value {
+        self.client_in(1, args, extra)
+    }
+
+    /// As `client_ok`, from host `which` (0: A, 1: B).
+    fn client_in(&self, which: usize, args: &[&str], extra: &[&std::ffi::OsStr]) -> Value {
         let out = self
-            .exec(1)
+            .exec(which)
             .args(["net", "client"])
             .args(args)
             .args(SHORT.split_whitespace())
@@ -374,8 +382,121 @@ fn two_hosts_over_veth_with_a_token() {
     );
 }
 
+/// Hold about `n` idle TCP connections to `addr` from inside network namespace `ns`, as a port
+/// scanner or a stuck client would, replacing each one the server closes, until the returned
+/// sender is dropped. The second value counts the connections opened so far.
+fn idle_flood(
+    ns: &str,
+    addr: std::net::SocketAddr,
+    n: usize,
+) -> (
+    std::sync::mpsc::Sender<()>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let (stop, rx) = std::sync::mpsc::channel::<()>();
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = opened.clone();
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let f = std::fs::File::open(&path).expect("namespace handle");
+        // SAFETY: setns on this thread only, with a namespace fd we hold open.
+        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns into {path}");
+        let mut conns: Vec<std::net::TcpStream> = Vec::new();
+        while matches!(rx.try_recv(), Err(std::sync::mpsc::TryRecvError::Empty)) {
+            // Keep only the connections the server still holds open without a word.
+            conns.retain_mut(|c| {
+                let mut b = [0u8; 256];
+                matches!(c.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            });
+            while conns.len() < n {
+                match std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                    Ok(c) => {
+                        c.set_nonblocking(true).expect("nonblocking");
+                        conns.push(c);
+                        count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(_) => break,
+                }
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    (stop, opened)
+}
+
+/// Issue 19 §5: 400 idle connections from one address take only that address's handshake
+/// slots. A client from another address is served at once; one from the flooding address is
+/// told the server is busy, in one line, after retrying for its connect timeout.
+#[test]
+fn idle_connections_from_one_address_do_not_lock_out_others() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = 5331;
+    let (_server, tok) = hosts.serve(dir.path(), port);
+    let addr: std::net::SocketAddr = format!("{}:{port}", TwoHosts::A).parse().expect("addr");
+    let (stop, opened) = idle_flood(&hosts.names[1], addr, 400);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while opened.load(std::sync::atomic::Ordering::Relaxed) < 400 {
+        assert!(
+            Instant::now() < deadline,
+            "the flood could not open 400 connections"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // From the flooding namespace: busy, said clearly, exit 2.
+    let out = hosts
+        .exec(1)
+        .args([
+            "net",
+            "client",
+            &addr.to_string(),
+            "--connect-timeout",
+            "2s",
+        ])
+        .args(["--proto", "tcp", "--streams", "1"])
+        .args(SHORT.split_whitespace())
+        .arg("--token-file")
+        .arg(&tok)
+        .output()
+        .expect("client");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("is busy") && err.contains("still busy after retrying"),
+        "{err}"
+    );
+    assert!(err.contains("per address"), "{err}");
+
+    // From another address (the server's own namespace): served while the flood goes on.
+    let doc = hosts.client_in(
+        0,
+        &[
+            &addr.to_string(),
+            "--proto",
+            "tcp",
+            "--streams",
+            "1",
+            "--throughput",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    assert_eq!(records(&doc, "net.throughput").len(), 1);
+    drop(stop);
+}
+
 #[test]
 fn net_bad_input_is_one_line_and_exit_2() {
+    assert_usage_error(
+        &["net", "client", "127.0.0.1", "--connect-timeout", "soon"],
+        "--connect-timeout",
+    );
     assert_usage_error(
         &[
             "net",

@@ -79,7 +79,29 @@ pub enum UdpRate {
     PerStream(f64),
     /// As fast as the sender can go; flagged in the record.
     Unpaced,
+    /// RFC 2544's throughput: the highest offered rate whose loss stays at or below `max_loss`
+    /// (a fraction), found by a bounded binary search of short trials (see [`udp_search`]).
+    Search { max_loss: f64 },
 }
+
+/// Default loss threshold of the UDP capacity search: 0.1 %.
+pub const DEFAULT_MAX_LOSS: f64 = 0.001;
+
+/// Paced trials of one search at most, after the unpaced probe: each halves the interval, so
+/// eight reach 0.4 % of the probe's rate.
+const SEARCH_TRIALS: usize = 8;
+
+/// One trial's length: a tenth of the sample duration, at least 100 ms, so a whole search
+/// costs about what one fixed-rate sample did.
+fn trial_ms(sample: Duration) -> u64 {
+    (sample.as_millis() as u64 / 10).max(100)
+}
+
+/// The search stops once the passing and failing rates are this close (relative).
+const SEARCH_RESOLUTION: f64 = 0.02;
+
+/// Below this offered rate the search gives up: nothing usable passes.
+const SEARCH_FLOOR_BPS: f64 = 1e6;
 
 /// Everything `net client` / `net loopback` measure.
 #[derive(Debug, Clone)]
@@ -137,7 +159,9 @@ impl Default for NetConfig {
             tcp_blocks: vec![DEFAULT_TCP_BLOCK],
             udp_blocks: None,
             streams,
-            udp_rate: UdpRate::PerStream(DEFAULT_UDP_RATE),
+            udp_rate: UdpRate::Search {
+                max_loss: DEFAULT_MAX_LOSS,
+            },
             throughput: true,
             latency: true,
             msg_sizes: vec![1],
@@ -213,6 +237,14 @@ impl NetConfig {
             if !(1000.0..=4e11).contains(&r) {
                 return bad(format!(
                     "--rate {r}: must be 1 kbit/s..400 Gbit/s (or 0 for unpaced)"
+                ));
+            }
+        }
+        if let UdpRate::Search { max_loss } = self.udp_rate {
+            if !(max_loss > 0.0 && max_loss < 1.0) {
+                return bad(format!(
+                    "--max-loss {}%: must be above 0 % and below 100 %",
+                    max_loss * 100.0
                 ));
             }
         }
@@ -549,6 +581,10 @@ fn throughput_case(
         (Proto::Udp, UdpRate::PerStream(r)) => Some(r),
         _ => None,
     };
+    let max_loss = match (proto, cfg.udp_rate) {
+        (Proto::Udp, UdpRate::Search { max_loss }) => Some(max_loss),
+        _ => None,
+    };
     let mut case = Case::new("net.throughput", Metric::Throughput, "bit/s")
         .param("proto", proto.name())
         .param("block_bytes", block)
@@ -556,10 +592,15 @@ fn throughput_case(
         .param("direction", dir.name())
         .param("target", ctx.target.clone());
     if proto == Proto::Udp {
-        case = case.param(
-            "rate_bps",
-            rate.map(|r| json!(r)).unwrap_or(json!("unpaced")),
-        );
+        let label = match (rate, max_loss) {
+            (Some(r), _) => json!(r),
+            (None, Some(_)) => json!("search"),
+            (None, None) => json!("unpaced"),
+        };
+        case = case.param("rate_bps", label.clone()).param("rate", label);
+        if let Some(m) = max_loss {
+            case = case.param("max_loss", m);
+        }
     }
     let test = TestSpec {
         kind: TestKind::Throughput,
@@ -577,9 +618,24 @@ fn throughput_case(
         sockbuf: cfg.sockbuf,
     };
     let link = RefCell::new(link);
+    let curve: RefCell<Vec<Trial>> = RefCell::new(Vec::new());
     runner.run_case(
         &case,
         || {
+            if let Some(max_loss) = max_loss {
+                let (found, trials) = udp_search(
+                    &mut link.borrow_mut(),
+                    &test,
+                    max_loss,
+                    trial_ms(cfg.duration),
+                )?;
+                *curve.borrow_mut() = trials;
+                return Ok(Sample::new(found.delivered_bps)
+                    .with("offered_bps", found.offered_bps)
+                    .with("lost_fraction", found.loss)
+                    .with("jitter_s", found.jitter_s)
+                    .with("search_trials", curve.borrow().len() as f64));
+            }
             let o = link.borrow_mut().run(&test)?;
             let up = o.upstream.as_ref().map(|f| f.goodput_bps()).unwrap_or(0.0);
             let down = o.downstream.as_ref().map(|f| f.goodput_bps()).unwrap_or(0.0);
@@ -606,13 +662,41 @@ fn throughput_case(
         |rec| {
             ctx.common(rec);
             rec.extra.insert("counted_at".into(), json!("receiver"));
+            if let Some(m) = max_loss {
+                let points: Vec<_> = curve
+                    .borrow()
+                    .iter()
+                    .map(|t| {
+                        json!({"offered_bps": t.offered_bps, "delivered_bps": t.delivered_bps,
+                               "lost_fraction": t.loss, "passed": t.loss <= m})
+                    })
+                    .collect();
+                rec.extra.insert("search_curve".into(), json!(points));
+                rec.extra.insert(
+                    "note".into(),
+                    json!(format!(
+                        "RFC 2544 throughput: the highest offered rate whose loss stayed at or \
+                         below {} %, by binary search of {} ms trials after an unpaced probe \
+                         (search_curve: the last sample's trials); the value is the goodput the \
+                         receiver counted at that rate, offered_bps the rate offered",
+                        m * 100.0,
+                        trial_ms(cfg.duration)
+                    )),
+                );
+            }
             if with_reference {
                 let case = reference::Iperf3Case {
                     proto,
                     direction: dir,
                     block,
                     streams,
-                    rate_bps: rate,
+                    // A search's reference runs at the rate it found.
+                    rate_bps: rate.or_else(|| {
+                        rec.extra
+                            .get("offered_bps")
+                            .and_then(|v| v.as_f64())
+                            .map(|r| r / f64::from(streams))
+                    }),
                     seconds: cfg.duration.as_secs_f64().ceil() as u64,
                     bytes: cfg.bytes,
                     sockbuf: match (cfg.sockbuf, proto) {
@@ -636,7 +720,7 @@ fn throughput_case(
                 Err(why) => rec.warnings.push(why),
             }
             if proto == Proto::Udp {
-                if rate.is_none() {
+                if rate.is_none() && max_loss.is_none() {
                     rec.warnings.push(
                         "unpaced UDP: the sender ran flat out, so this measures the sender and the receive path; goodput is what arrived and lost_fraction what did not".into(),
                     );
@@ -646,7 +730,7 @@ fn throughput_case(
                     .get("lost_fraction")
                     .and_then(|v| v.as_f64())
                     .unwrap_or(0.0);
-                if loss > 0.01 {
+                if loss > 0.01 && max_loss.is_none() {
                     rec.warnings.push(format!(
                         "UDP loss {:.1} % (median of samples): the receiver or the path cannot keep up at this rate",
                         loss * 100.0
@@ -655,6 +739,100 @@ fn throughput_case(
             }
         },
     )
+}
+
+/// One trial of a UDP capacity search.
+#[derive(Debug, Clone, Copy)]
+struct Trial {
+    offered_bps: f64,
+    delivered_bps: f64,
+    loss: f64,
+    jitter_s: f64,
+}
+
+/// Run `test` once at `per_stream` bit/s per stream (`None`: unpaced) for `ms` milliseconds.
+fn trial(
+    link: &mut Link,
+    test: &TestSpec,
+    per_stream: Option<f64>,
+    ms: u64,
+) -> Result<Trial, BenchError> {
+    let spec = TestSpec {
+        rate_bps: per_stream,
+        duration_ms: Some(ms),
+        bytes: None,
+        ..test.clone()
+    };
+    let o = link.run(&spec)?;
+    let flows: Vec<&client::Flow> = [&o.upstream, &o.downstream].into_iter().flatten().collect();
+    let sent: u64 = flows.iter().map(|f| f.datagrams_sent()).sum();
+    let lost: u64 = flows.iter().map(|f| f.lost()).sum();
+    let n = flows.len().max(1) as f64;
+    let offered = match per_stream {
+        Some(r) => r * f64::from(test.streams) * n,
+        None => flows.iter().map(|f| f.bytes_sent()).sum::<u64>() as f64 * 8.0 / (ms as f64 / 1e3),
+    };
+    Ok(Trial {
+        offered_bps: offered,
+        delivered_bps: flows.iter().map(|f| f.goodput_bps()).sum(),
+        loss: lost as f64 / sent.max(1) as f64,
+        jitter_s: flows.iter().map(|f| f.jitter_s()).sum::<f64>() / n,
+    })
+}
+
+/// RFC 2544's throughput search: an unpaced probe gives the sender's ceiling (and, if its loss
+/// passes, the answer); otherwise the receiver's goodput in that probe is the first guess, and
+/// each further trial halves the interval between the highest passing and lowest failing
+/// offered rate, up to `SEARCH_TRIALS` trials or `SEARCH_RESOLUTION`. The found trial and every
+/// trial run.
+fn udp_search(
+    link: &mut Link,
+    test: &TestSpec,
+    max_loss: f64,
+    ms: u64,
+) -> Result<(Trial, Vec<Trial>), BenchError> {
+    // Rates are totals over every stream and direction, as the record's value is.
+    let ways = if test.direction == Direction::Bidir {
+        2.0
+    } else {
+        1.0
+    };
+    let per_stream = |total: f64| total / (f64::from(test.streams) * ways);
+    let probe = trial(link, test, None, ms)?;
+    let mut trials = vec![probe];
+    if probe.loss <= max_loss {
+        return Ok((probe, trials));
+    }
+    let (mut lo, mut hi) = (0.0f64, probe.offered_bps.max(probe.delivered_bps));
+    let mut best: Option<Trial> = None;
+    let mut rate = probe.delivered_bps.clamp(SEARCH_FLOOR_BPS, hi);
+    for _ in 0..SEARCH_TRIALS {
+        let t = trial(link, test, Some(per_stream(rate)), ms)?;
+        trials.push(t);
+        if t.loss <= max_loss {
+            lo = rate;
+            best = Some(t);
+        } else {
+            hi = rate;
+        }
+        if best.is_some() && (hi - lo) <= SEARCH_RESOLUTION * hi {
+            break;
+        }
+        rate = (lo + hi) / 2.0;
+        if rate < SEARCH_FLOOR_BPS {
+            break;
+        }
+    }
+    match best {
+        Some(b) => Ok((b, trials)),
+        None => Err(BenchError::Failed(format!(
+            "UDP capacity search: no offered rate down to {} kept loss at or below {} % \
+             (the lowest tried lost {:.1} %)",
+            hostbench_core::units::format_value(rate.max(SEARCH_FLOOR_BPS), "bit/s"),
+            max_loss * 100.0,
+            trials.last().map_or(0.0, |t| t.loss * 100.0)
+        ))),
+    }
 }
 
 fn latency_case(

@@ -145,6 +145,7 @@ pub fn charts(run: &RunResult) -> Vec<Chart> {
                 }
                 None => false,
             };
+            search_curve_chart(&prefix, &bench, &brecs, &mut out);
             if !curve && !matrix {
                 scaling_charts(&prefix, &bench, &brecs, &mut out);
                 working_set_chart(&prefix, &bench, &brecs, &mut out);
@@ -527,17 +528,7 @@ fn loaded_latency_charts(
             .zip(&values)
             .filter_map(|(k, v)| v.as_ref().map(|v| label_part(k, v)))
             .collect();
-        let (points, tips) = points.into_iter().unzip();
-        series.push(Series {
-            name: if name.is_empty() {
-                short_name(bench).to_string()
-            } else {
-                name.join(" ")
-            },
-            points,
-            peaks: Vec::new(),
-            tips,
-        });
+        series.push(tipped_series(bench, &name, points));
     }
     let mut delays: Vec<f64> = recs.iter().filter_map(|r| num(r, LOAD_KEY)).collect();
     delays.sort_by(f64::total_cmp);
@@ -570,6 +561,84 @@ fn loaded_latency_charts(
         });
     }
     true
+}
+
+/// A line of points with a tooltip each, named by its label parts (or the benchmark).
+fn tipped_series(bench: &str, name: &[String], points: Vec<((f64, f64, f64), String)>) -> Series {
+    let (points, tips) = points.into_iter().unzip();
+    Series {
+        name: if name.is_empty() {
+            short_name(bench).to_string()
+        } else {
+            name.join(" ")
+        },
+        points,
+        peaks: Vec::new(),
+        tips,
+    }
+}
+
+/// The UDP capacity search's trials (`extra.search_curve`: offered vs delivered rate), one line
+/// per searched record: where delivered leaves the diagonal, loss begins.
+fn search_curve_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let mut series = Vec::new();
+    let varying = varying_keys(recs);
+    for r in recs {
+        let Some(curve) = r.extra.get("search_curve").and_then(Value::as_array) else {
+            continue;
+        };
+        let mut points: Vec<((f64, f64, f64), String)> = curve
+            .iter()
+            .filter_map(|t| {
+                let offered = t.get("offered_bps")?.as_f64()?;
+                let delivered = t.get("delivered_bps")?.as_f64()?;
+                let loss = t
+                    .get("lost_fraction")
+                    .and_then(Value::as_f64)
+                    .unwrap_or(0.0);
+                let tip = format!(
+                    "offered {}: delivered {}, loss {:.3} %",
+                    units::human(offered, "bit/s"),
+                    units::human(delivered, "bit/s"),
+                    loss * 100.0
+                );
+                Some(((offered, delivered, 0.0), tip))
+            })
+            .collect();
+        if points.len() < 2 {
+            continue;
+        }
+        points.sort_by(|a, b| a.0 .0.total_cmp(&b.0 .0));
+        let name: Vec<String> = varying
+            .iter()
+            .filter_map(|k| r.params.get(k).map(|v| label_part(k, v)))
+            .collect();
+        series.push(tipped_series(bench, &name, points));
+    }
+    let n = series.len().div_ceil(MAX_SERIES);
+    for (i, part) in series.chunks(MAX_SERIES).enumerate() {
+        let title = format!("{bench}: UDP capacity search, delivered vs offered");
+        out.push(Chart {
+            id: String::new(),
+            title: if n > 1 {
+                format!("{title} ({}/{n})", i + 1)
+            } else {
+                title
+            },
+            subsystem: prefix.to_string(),
+            kind: Kind::Lines(Lines {
+                x_label: "Offered".into(),
+                x: XAxis::Quantity("bit/s".into()),
+                unit: "bit/s".into(),
+                metric: Metric::Throughput,
+                series: part.to_vec(),
+                notes: vec![
+                    "A point per trial of the last".to_string(),
+                    "sample; loss in the tooltip".to_string(),
+                ],
+            }),
+        });
+    }
 }
 
 /// A loaded-latency point's tooltip: `delay 200 (1.20 µs): 12.3 GB/s, 95.0 ns`.
@@ -1299,6 +1368,43 @@ fn draw_bars<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_udp_search_gets_its_offered_vs_delivered_chart() {
+        use crate::testdata::{record, run_of};
+        let mut r = record(
+            "net.throughput",
+            Metric::Throughput,
+            "bit/s",
+            serde_json::json!({"proto": "udp", "rate": "search", "max_loss": 0.001, "streams": 1}),
+            &[9e9, 9.1e9, 9.2e9],
+        );
+        r.extra.insert(
+            "search_curve".into(),
+            serde_json::json!([
+                {"offered_bps": 20e9, "delivered_bps": 10e9, "lost_fraction": 0.5, "passed": false},
+                {"offered_bps": 10e9, "delivered_bps": 9.5e9, "lost_fraction": 0.05, "passed": false},
+                {"offered_bps": 9e9, "delivered_bps": 9e9, "lost_fraction": 0.0, "passed": true}
+            ]),
+        );
+        let all = charts(&run_of(vec![r]));
+        let c = all
+            .iter()
+            .find(|c| c.title == "net.throughput: UDP capacity search, delivered vs offered")
+            .expect("search chart");
+        let Kind::Lines(l) = &c.kind else {
+            panic!("not a line chart")
+        };
+        assert_eq!(l.series.len(), 1);
+        let xs: Vec<f64> = l.series[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [9e9, 10e9, 20e9]);
+        assert!(
+            l.series[0].tips[2].contains("loss 50.000 %"),
+            "{:?}",
+            l.series[0].tips
+        );
+        assert!(svg(c).expect("svg").contains("Offered"));
+    }
 
     #[test]
     fn trend_charts_put_runs_in_time_order_per_benchmark() {

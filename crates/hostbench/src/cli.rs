@@ -457,9 +457,14 @@ pub struct NetTestArgs {
     /// Parallel streams per direction, one pinned thread each (default 1, 2, 4, … up to the CPUs, at most 8).
     #[arg(long, value_name = "LIST")]
     pub streams: Option<String>,
-    /// UDP target rate per stream in bit/s (e.g. 1G, 500M); 0 sends unpaced (flagged).
+    /// UDP rate: `search` (the default: RFC 2544's throughput, the highest offered rate whose
+    /// loss stays at or below --max-loss, by binary search), a fixed rate per stream in bit/s
+    /// (e.g. 1G, 500M), or 0 for unpaced (flagged).
     #[arg(long, value_name = "RATE")]
     pub rate: Option<String>,
+    /// Loss threshold of the UDP capacity search, e.g. 0.1% (the default) or 1%.
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
+    pub max_loss: Option<String>,
     /// Amount-based throughput: bytes per sample per direction over all streams (e.g. 1GB, 10GB),
     /// instead of --duration.
     #[arg(long, value_name = "SIZE")]

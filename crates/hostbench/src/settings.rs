@@ -650,9 +650,25 @@ fn net_tests(
         let t = r.trim().trim_end_matches("bit/s").trim_end_matches("bps");
         cfg.udp_rate = if t == "0" {
             UdpRate::Unpaced
+        } else if t.eq_ignore_ascii_case("search") {
+            UdpRate::Search {
+                max_loss: hostbench_net::DEFAULT_MAX_LOSS,
+            }
         } else {
             UdpRate::PerStream(flag("rate", parse_count(t))?)
         };
+    }
+    if let Some(m) = &args.max_loss {
+        let max_loss = percent("max-loss", m)?;
+        match cfg.udp_rate {
+            UdpRate::Search { .. } => cfg.udp_rate = UdpRate::Search { max_loss },
+            _ => {
+                return Err(BenchError::invalid(format!(
+                    "--max-loss {m}: applies to the UDP capacity search (--rate search), not \
+                     to a fixed or unpaced rate"
+                )))
+            }
+        }
     }
     if let Some(b) = &args.bytes {
         cfg.bytes = Some(sizes_list("bytes", b)?[0]);

@@ -128,6 +128,8 @@ fn amount_and_count_based_runs_and_ipv6() {
 /// Two network namespaces joined by a veth pair, removed on drop.
 struct TwoHosts {
     names: [String; 2],
+    /// The veth ends, in A and in B.
+    links: [String; 2],
 }
 
 impl TwoHosts {
@@ -150,9 +152,12 @@ impl TwoHosts {
         let n = PAIRS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let tag = format!("{}{n}", std::process::id());
         let names = [format!("hbA{tag}"), format!("hbB{tag}")];
-        let me = Self { names };
-        let [a, b] = &me.names;
         let (va, vb) = (format!("hbva{tag}"), format!("hbvb{tag}"));
+        let me = Self {
+            names,
+            links: [va.clone(), vb.clone()],
+        };
+        let [a, b] = &me.names;
         let (ha, hb) = (Self::A, Self::B);
         let steps = [
             format!("netns add {a}"),
@@ -382,6 +387,98 @@ fn two_hosts_over_veth_with_a_token() {
     );
 }
 
+/// The UDP capacity search (the default UDP figure): every trial is in the record, the figure
+/// is the goodput of the highest passing offered rate, and nothing passes with more loss than
+/// the threshold.
+#[test]
+fn udp_search_is_the_default_and_records_its_curve() {
+    let out = run_ok(
+        "net loopback --proto udp --streams 1 --throughput --duration 800ms --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    let tp = records(&doc, "net.throughput");
+    assert_eq!(tp.len(), 1, "{}", doc["skipped"]);
+    let r = tp[0];
+    assert_record_contract(r);
+    assert_eq!(r["params"]["rate"], "search");
+    assert_eq!(r["params"]["rate_bps"], "search");
+    assert_eq!(r["params"]["max_loss"], 0.001);
+    assert!(r["extra"]["lost_fraction"].as_f64().expect("loss") <= 0.001);
+    let curve = r["extra"]["search_curve"].as_array().expect("curve");
+    assert!(!curve.is_empty() && curve.len() <= 9, "{curve:?}");
+    for t in curve {
+        let loss = t["lost_fraction"].as_f64().expect("loss");
+        assert_eq!(t["passed"], loss <= 0.001, "{t}");
+        assert!(t["offered_bps"].as_f64().expect("offered") > 0.0);
+    }
+    // The figure is the delivered rate of the passing trial offered the most.
+    let best = curve
+        .iter()
+        .filter(|t| t["passed"] == true)
+        .max_by(|a, b| {
+            let o = |t: &Value| t["offered_bps"].as_f64().unwrap_or(0.0);
+            o(a).total_cmp(&o(b))
+        })
+        .expect("a passing trial");
+    assert_eq!(r["value"], best["delivered_bps"], "{r}");
+    assert_eq!(r["extra"]["offered_bps"], best["offered_bps"]);
+}
+
+/// Between two namespaces over a veth shaped to 200 Mbit/s, the search's figure cannot exceed
+/// what the shaper lets through.
+#[test]
+fn udp_search_finds_a_shaped_links_capacity() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    // Client (B) to server (A): shape B's egress.
+    let shaped = StdCommand::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &hosts.names[1],
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+        ])
+        .arg(&hosts.links[1])
+        .args([
+            "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
+        ])
+        .status()
+        .expect("tc runs")
+        .success();
+    assert!(shaped, "tc qdisc add tbf failed");
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, tok) = hosts.serve(dir.path(), 5341);
+    let doc = hosts.client_ok(
+        &[
+            &format!("{}:5341", TwoHosts::A),
+            "--proto",
+            "udp",
+            "--streams",
+            "1",
+            "--throughput",
+            "--max-loss",
+            "1%",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    let r = records(&doc, "net.throughput")[0];
+    assert_eq!(r["params"]["max_loss"], 0.01);
+    let found = r["value"].as_f64().expect("value");
+    // Goodput excludes IP/UDP headers the shaper counts: at most the shaped rate.
+    assert!(found > 0.0 && found <= 200e6 * 1.02, "{found}");
+    let curve = r["extra"]["search_curve"].as_array().expect("curve");
+    assert!(
+        curve.len() >= 2,
+        "the unpaced probe loses on a shaped link: {curve:?}"
+    );
+    assert_eq!(curve[0]["passed"], false, "{curve:?}");
+}
+
 /// Hold about `n` idle TCP connections to `addr` from inside network namespace `ns`, as a port
 /// scanner or a stuck client would, replacing each one the server closes, until the returned
 /// sender is dropped. The second value counts the connections opened so far.
@@ -496,6 +593,13 @@ fn net_bad_input_is_one_line_and_exit_2() {
     assert_usage_error(
         &["net", "client", "127.0.0.1", "--connect-timeout", "soon"],
         "--connect-timeout",
+    );
+    for bad in ["0", "100%", "150", "-1", "lots"] {
+        assert_usage_error(&["net", "loopback", "--max-loss", bad], "--max-loss");
+    }
+    assert_usage_error(
+        &["net", "loopback", "--rate", "1G", "--max-loss", "1%"],
+        "applies to the UDP capacity search",
     );
     assert_usage_error(
         &[

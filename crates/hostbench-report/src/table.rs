@@ -199,7 +199,9 @@ pub fn workload(r: &Record, varying: &[String]) -> String {
     let mut pair_part: Option<usize> = None;
     for (k, v) in &r.params {
         let is_column = CONCURRENCY_KEYS.contains(&k.as_str()) || k == BLOCK_KEY || k == DEPTH_KEY;
-        if is_column {
+        // `rate_bps` is the older name of UDP's `rate`: one is enough in a label.
+        let alias = k == "rate_bps" && r.params.contains_key("rate");
+        if is_column || alias {
             continue;
         }
         let pair = PAIRS.iter().find(|p| p.0 == k || p.1 == k);

@@ -15,6 +15,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod kernel;
 pub mod limit;
 pub mod reference;
 pub mod server;
@@ -619,6 +620,7 @@ fn throughput_case(
     };
     let link = RefCell::new(link);
     let curve: RefCell<Vec<Trial>> = RefCell::new(Vec::new());
+    let before = kernel::Counters::read();
     runner.run_case(
         &case,
         || {
@@ -660,6 +662,15 @@ fn throughput_case(
             Ok(s)
         },
         |rec| {
+            // Read before the reference tool runs: the deltas are this case's own.
+            let delta = kernel_extra(rec, &before);
+            // A search's failing trials drop datagrams on purpose, and unpaced UDP is warned
+            // about already: flag only what should have run clean.
+            if max_loss.is_none() && (proto == Proto::Tcp || rate.is_some()) {
+                if let Some(w) = kernel::flag(&delta) {
+                    rec.warnings.push(w);
+                }
+            }
             ctx.common(rec);
             rec.extra.insert("counted_at".into(), json!("receiver"));
             if let Some(m) = max_loss {
@@ -739,6 +750,26 @@ fn throughput_case(
             }
         },
     )
+}
+
+/// Record the kernel counters' growth since `before` in `extra.kernel`; the deltas.
+fn kernel_extra(
+    rec: &mut Record,
+    before: &kernel::Counters,
+) -> std::collections::BTreeMap<String, u64> {
+    let delta = kernel::Counters::read().since(before);
+    if !delta.is_empty() {
+        rec.extra.insert(
+            "kernel".into(),
+            json!({
+                "counters": delta,
+                "scope": "growth over the whole case (warm-up included) of this namespace's \
+                          /proc/net/snmp, netstat and snmp6 counters: every socket in it, both \
+                          ends on loopback, the client's end against a remote server",
+            }),
+        );
+    }
+    delta
 }
 
 /// One trial of a UDP capacity search.
@@ -867,6 +898,7 @@ fn latency_case(
     };
     let link = RefCell::new(link);
     let hists: RefCell<Vec<LatencyHist>> = RefCell::new(Vec::new());
+    let before = kernel::Counters::read();
     runner.run_case(
         &case,
         || {
@@ -885,6 +917,7 @@ fn latency_case(
                 .with("lost_round_trips", o.lost_rounds as f64))
         },
         |rec| {
+            kernel_extra(rec, &before);
             ctx.common(rec);
             let all = hists.borrow();
             let measured = &all[all.len().saturating_sub(rec.samples.len())..];

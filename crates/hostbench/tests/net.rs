@@ -37,6 +37,12 @@ fn loopback_runs_every_protocol_direction_and_latency() {
         assert_eq!(r["params"]["target"], "loopback");
         assert_eq!(r["params"]["block_bytes"], 8000);
         assert_eq!(r["extra"]["counted_at"], "receiver");
+        // What the kernel counted over the case (both ends, on loopback).
+        assert!(
+            r["extra"]["kernel"]["counters"]["Tcp.RetransSegs"].is_u64(),
+            "{}",
+            r["extra"]
+        );
         assert!(r["peak"].is_null() && r["efficiency"].is_null());
         let w = r["warnings"].to_string();
         assert!(w.contains("no wire"), "{w}");
@@ -188,6 +194,21 @@ impl TwoHosts {
         c.args(["netns", "exec", &self.names[which]]);
         c.arg(assert_cmd::cargo::cargo_bin("hostbench"));
         c
+    }
+}
+
+impl TwoHosts {
+    /// Put a token bucket (`tc qdisc add … root tbf ARGS`) on B's veth: traffic from B to A.
+    fn shape_b(&self, args: &[&str]) {
+        let ok = StdCommand::new("ip")
+            .args(["netns", "exec", &self.names[1], "tc", "qdisc", "add", "dev"])
+            .arg(&self.links[1])
+            .args(["root", "tbf"])
+            .args(args)
+            .status()
+            .expect("tc runs")
+            .success();
+        assert!(ok, "tc qdisc add tbf {args:?} failed");
     }
 }
 
@@ -433,24 +454,7 @@ fn udp_search_finds_a_shaped_links_capacity() {
         return;
     };
     // Client (B) to server (A): shape B's egress.
-    let shaped = StdCommand::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &hosts.names[1],
-            "tc",
-            "qdisc",
-            "add",
-            "dev",
-        ])
-        .arg(&hosts.links[1])
-        .args([
-            "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
-        ])
-        .status()
-        .expect("tc runs")
-        .success();
-    assert!(shaped, "tc qdisc add tbf failed");
+    hosts.shape_b(&["rate", "200mbit", "burst", "64kb", "latency", "50ms"]);
     let dir = tempfile::tempdir().expect("tmp");
     let (_server, tok) = hosts.serve(dir.path(), 5341);
     let doc = hosts.client_ok(
@@ -477,6 +481,39 @@ fn udp_search_finds_a_shaped_links_capacity() {
         "the unpaced probe loses on a shaped link: {curve:?}"
     );
     assert_eq!(curve[0]["passed"], false, "{curve:?}");
+}
+
+/// Issue 19 §4: every record carries the kernel's counter deltas, and a TCP throughput case over
+/// a link that drops (a token bucket with almost no queue) is flagged with its retransmits.
+#[test]
+fn kernel_counters_flag_retransmits_on_a_dropping_link() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    hosts.shape_b(&["rate", "50mbit", "burst", "16kb", "latency", "1ms"]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, tok) = hosts.serve(dir.path(), 5351);
+    let doc = hosts.client_ok(
+        &[
+            &format!("{}:5351", TwoHosts::A),
+            "--proto",
+            "tcp",
+            "--streams",
+            "1",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    let tp = records(&doc, "net.throughput")[0];
+    let counters = &tp["extra"]["kernel"]["counters"];
+    let retrans = counters["Tcp.RetransSegs"]
+        .as_u64()
+        .expect("retransmits counted");
+    assert!(retrans > 0, "a 1 ms token-bucket queue drops: {counters}");
+    let w = tp["warnings"].to_string();
+    assert!(w.contains("Tcp.RetransSegs +"), "{w}");
+    // Ping-pong records carry the deltas too.
+    let lat = records(&doc, "net.latency")[0];
+    assert!(lat["extra"]["kernel"]["counters"].is_object(), "{lat}");
 }
 
 /// Hold about `n` idle TCP connections to `addr` from inside network namespace `ns`, as a port

@@ -130,6 +130,8 @@ pub struct Outcome {
     pub downstream: Option<Flow>,
     /// Ping-pong round trips over all pairs.
     pub rtt: Option<LatencyHist>,
+    /// The server's kernel counter deltas over the test (its own namespace).
+    pub server_kernel: std::collections::BTreeMap<String, u64>,
     pub rounds: u64,
     pub lost_rounds: u64,
     /// Wall time of the ping-pong phase.
@@ -363,7 +365,8 @@ impl Client {
         let report = read_report(&mut self.ctl, spec.end_within());
         let sent = sent.map_err(|e| ClientError::Test(format!("sending: {e}")))?;
         let received = received.map_err(|e| ClientError::Test(format!("receiving: {e}")))?;
-        let report = report?;
+        let mut report = report?;
+        out.server_kernel = std::mem::take(&mut report.kernel);
         match kind {
             TestKind::PingPong => {
                 let mut h = LatencyHist::new();
@@ -515,7 +518,8 @@ impl Client {
             .into_iter()
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| ClientError::Test(format!("receiving: {e}")))?;
-        let report = report?;
+        let mut report = report?;
+        out.server_kernel = std::mem::take(&mut report.kernel);
         match kind {
             TestKind::PingPong => {
                 let mut h = LatencyHist::new();

@@ -343,6 +343,8 @@ struct Link {
     reconnecting: bool,
     /// How long a busy server is retried before giving up.
     connect_timeout: Duration,
+    /// The server's kernel counter deltas summed over the tests since the last `take`.
+    server_kernel: std::collections::BTreeMap<String, u64>,
 }
 
 impl Link {
@@ -391,8 +393,18 @@ impl Link {
             .ok_or_else(|| ClientError::Session("no session".into()))
     }
 
+    /// The server's counter deltas gathered since the last call.
+    fn take_server_kernel(&mut self) -> std::collections::BTreeMap<String, u64> {
+        std::mem::take(&mut self.server_kernel)
+    }
+
     fn run(&mut self, spec: &TestSpec) -> Result<Outcome, BenchError> {
         let r = self.connect().and_then(|c| c.run(spec));
+        if let Ok(o) = &r {
+            for (k, v) in &o.server_kernel {
+                *self.server_kernel.entry(k.clone()).or_insert(0) += v;
+            }
+        }
         if let Err(e) = &r {
             if !matches!(e, ClientError::Validation(_)) {
                 // After a failed test the two sides may be out of step (a late "failed" reply
@@ -446,6 +458,7 @@ pub fn run_net(
         client: None,
         reconnecting: false,
         connect_timeout: cfg.connect_timeout,
+        server_kernel: Default::default(),
     };
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;
@@ -486,6 +499,11 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// Is the server another host (its own namespace), not this process's loopback server?
+    fn remote(&self) -> bool {
+        matches!(self.cfg.target, Target::Remote { .. })
+    }
+
     fn udp_blocks(&self) -> Vec<u64> {
         match &self.cfg.udp_blocks {
             Some(b) => b.clone(),
@@ -620,6 +638,7 @@ fn throughput_case(
     };
     let link = RefCell::new(link);
     let curve: RefCell<Vec<Trial>> = RefCell::new(Vec::new());
+    link.borrow_mut().take_server_kernel();
     let before = kernel::Counters::read();
     runner.run_case(
         &case,
@@ -662,8 +681,10 @@ fn throughput_case(
             Ok(s)
         },
         |rec| {
-            // Read before the reference tool runs: the deltas are this case's own.
-            let delta = kernel_extra(rec, &before);
+            // Read before the reference tool runs: the deltas are this case's own. On loopback
+            // the in-process server shares our namespace: its deltas are ours already.
+            let server = link.borrow_mut().take_server_kernel();
+            let delta = kernel_extra(rec, &before, ctx.remote().then_some(server));
             // A search's failing trials drop datagrams on purpose, and unpaced UDP is warned
             // about already: flag only what should have run clean.
             if max_loss.is_none() && (proto == Proto::Tcp || rate.is_some()) {
@@ -753,23 +774,32 @@ fn throughput_case(
 }
 
 /// Record the kernel counters' growth since `before` in `extra.kernel`; the deltas.
+/// Record the kernel counters' growth since `before` in `extra.kernel` (and, against a remote
+/// server, the server's own, `server_counters`); the deltas of both ends, summed.
 fn kernel_extra(
     rec: &mut Record,
     before: &kernel::Counters,
+    server: Option<std::collections::BTreeMap<String, u64>>,
 ) -> std::collections::BTreeMap<String, u64> {
     let delta = kernel::Counters::read().since(before);
+    let mut both = delta.clone();
     if !delta.is_empty() {
-        rec.extra.insert(
-            "kernel".into(),
-            json!({
-                "counters": delta,
-                "scope": "growth over the whole case (warm-up included) of this namespace's \
-                          /proc/net/snmp, netstat and snmp6 counters: every socket in it, both \
-                          ends on loopback, the client's end against a remote server",
-            }),
-        );
+        let mut k = json!({
+            "counters": delta,
+            "scope": "growth over the whole case (warm-up included) of the namespace's \
+                      /proc/net/snmp, netstat and snmp6 counters, every socket in it: \
+                      `counters` this end's (both ends on loopback), `server_counters` the \
+                      remote server's",
+        });
+        if let Some(server) = server.filter(|m| !m.is_empty()) {
+            for (name, v) in &server {
+                *both.entry(name.clone()).or_insert(0) += v;
+            }
+            k["server_counters"] = json!(server);
+        }
+        rec.extra.insert("kernel".into(), k);
     }
-    delta
+    both
 }
 
 /// One trial of a UDP capacity search.
@@ -898,6 +928,7 @@ fn latency_case(
     };
     let link = RefCell::new(link);
     let hists: RefCell<Vec<LatencyHist>> = RefCell::new(Vec::new());
+    link.borrow_mut().take_server_kernel();
     let before = kernel::Counters::read();
     runner.run_case(
         &case,
@@ -917,7 +948,8 @@ fn latency_case(
                 .with("lost_round_trips", o.lost_rounds as f64))
         },
         |rec| {
-            kernel_extra(rec, &before);
+            let server = link.borrow_mut().take_server_kernel();
+            kernel_extra(rec, &before, ctx.remote().then_some(server));
             ctx.common(rec);
             let all = hists.borrow();
             let measured = &all[all.len().saturating_sub(rec.samples.len())..];

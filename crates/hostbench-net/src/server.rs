@@ -533,8 +533,12 @@ fn control<S: Read + Write + Deadlined>(
                     )?;
                     continue;
                 }
+                let before = crate::kernel::Counters::read();
                 match run_test(cfg, stream, &spec, &rx, tag, local_ip) {
-                    Ok(report) => wire::write_msg(stream, &Msg::Report { report })?,
+                    Ok(mut report) => {
+                        report.kernel = crate::kernel::Counters::read().since(&before);
+                        wire::write_msg(stream, &Msg::Report { report })?
+                    }
                     Err(TestFail::Control(e)) => return Err(e),
                     Err(TestFail::Data(reason)) => {
                         wire::write_msg(stream, &Msg::Failed { reason })?

@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 /// Frame magic: identifies a hostbench peer before any JSON is parsed.
 pub const MAGIC: [u8; 4] = *b"HBNT";
 /// The protocol version this build speaks; a peer with another one is refused by name.
-pub const VERSION: u16 = 1;
+/// 2: `Report.kernel`, the server's kernel counter deltas over the test (a version-1 peer
+/// would refuse the field, so the mismatch is named instead).
+pub const VERSION: u16 = 2;
 /// Hard cap on one frame's payload. Results are a few hundred bytes per stream, and streams are
 /// capped at [`MAX_STREAMS`], so this is never the limit for an honest peer.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -266,6 +268,9 @@ pub struct Report {
     pub sent: Vec<SentReport>,
     /// Ping-pong: round trips the server echoed, per pair.
     pub echoed: Vec<u64>,
+    /// Growth of the server namespace's TCP/UDP counters over the test (`Group.Name` → count).
+    #[serde(default)]
+    pub kernel: std::collections::BTreeMap<String, u64>,
 }
 
 /// Every control message. The first frame on any connection is `Hello` (a control session) or

@@ -43,6 +43,8 @@ fn loopback_runs_every_protocol_direction_and_latency() {
             "{}",
             r["extra"]
         );
+        // On loopback the server shares the namespace: no second, double-counted set.
+        assert!(r["extra"]["kernel"]["server_counters"].is_null());
         assert!(r["peak"].is_null() && r["efficiency"].is_null());
         let w = r["warnings"].to_string();
         assert!(w.contains("no wire"), "{w}");
@@ -511,6 +513,13 @@ fn kernel_counters_flag_retransmits_on_a_dropping_link() {
     assert!(retrans > 0, "a 1 ms token-bucket queue drops: {counters}");
     let w = tp["warnings"].to_string();
     assert!(w.contains("Tcp.RetransSegs +"), "{w}");
+    // The server's end, counted in its own namespace and sent back with its report.
+    let server = &tp["extra"]["kernel"]["server_counters"];
+    assert!(
+        server["Tcp.RetransSegs"].is_u64(),
+        "{}",
+        tp["extra"]["kernel"]
+    );
     // Ping-pong records carry the deltas too.
     let lat = records(&doc, "net.latency")[0];
     assert!(lat["extra"]["kernel"]["counters"].is_object(), "{lat}");

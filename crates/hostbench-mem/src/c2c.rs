@@ -34,7 +34,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hostbench_core::host::{cpu_relation, CpuRelation};
+use hostbench_core::host::{cpu_relation, format_cpu_list, CpuRelation};
 use hostbench_core::model::Metric;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
@@ -138,39 +138,16 @@ impl C2cConfig {
         if let Some(&c) = self.cpus.iter().find(|c| !allowed.contains(c)) {
             return Err(BenchError::invalid(format!(
                 "CPU {c} is not one this process may use (allowed: {})",
-                cpu_list_text(&allowed)
+                format_cpu_list(&allowed)
             )));
         }
         if self.cpus.len() < 2 {
             return Err(BenchError::unsupported(format!(
                 "core-to-core latency needs at least two CPUs, got {}",
-                cpu_list_text(&self.cpus)
+                format_cpu_list(&self.cpus)
             )));
         }
         Ok(())
-    }
-}
-
-/// `0-3,8` style text of a sorted CPU list.
-pub fn cpu_list_text(cpus: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j == i {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    if parts.is_empty() {
-        "none".into()
-    } else {
-        parts.join(",")
     }
 }
 
@@ -385,14 +362,6 @@ fn run_pair(
 mod tests {
     use super::*;
     use hostbench_core::RunnerConfig;
-
-    #[test]
-    fn cpu_lists_print_as_ranges() {
-        assert_eq!(cpu_list_text(&[0, 1, 2, 3, 8]), "0-3,8");
-        assert_eq!(cpu_list_text(&[5]), "5");
-        assert_eq!(cpu_list_text(&[]), "none");
-        assert_eq!(cpu_list_text(&[0, 2, 3]), "0,2-3");
-    }
 
     #[test]
     fn pairs_are_unordered_and_spread_keeps_the_count() {

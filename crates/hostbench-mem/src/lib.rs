@@ -242,9 +242,16 @@ impl Default for MemConfig {
     }
 }
 
+/// Memory a benchmark may take: nine tenths of what is free, less 256 MiB, leaving the rest for
+/// the system; `(limit, free)`, or `None` when /proc/meminfo is unreadable (nothing to check).
+pub(crate) fn memory_budget() -> Option<(u64, u64)> {
+    let avail = hostbench_core::host::available_memory_bytes();
+    (avail > 0).then(|| ((avail / 10 * 9).saturating_sub(256 * sizing::MIB), avail))
+}
+
 /// Check every point before anything is measured, so bad input costs no measured results.
 pub fn validate(points: &[Point], passes: Option<f64>) -> Result<(), BenchError> {
-    let avail = hostbench_core::host::available_memory_bytes();
+    let budget = memory_budget();
     for p in points {
         hostbench_core::parallel::check_threads([p.threads], MAX_THREADS, "threads")?;
         if p.working_set == 0 {
@@ -252,9 +259,7 @@ pub fn validate(points: &[Point], passes: Option<f64>) -> Result<(), BenchError>
                 "working set size must be at least 1 byte",
             ));
         }
-        // Leave a tenth of the free memory (and 256 MiB) for the rest of the system.
-        let limit = (avail / 10 * 9).saturating_sub(256 * sizing::MIB);
-        if avail > 0 && p.working_set > limit {
+        if let Some((limit, avail)) = budget.filter(|(limit, _)| p.working_set > *limit) {
             return Err(BenchError::invalid(format!(
                 "working set {} exceeds the memory available for it ({} of {} free)",
                 format_bytes_iec(p.working_set),
@@ -326,11 +331,12 @@ pub fn run_mem(
     if let Some(l) = &cfg.loaded {
         l.validate(host)?;
     }
-    if let Some(c) = &cfg.c2c {
-        if let Err(e @ BenchError::InvalidInput(_)) = c.validate() {
-            return Err(e);
-        }
-    }
+    // One CPU leaves no pair to bounce between: a skip, not a failure.
+    let c2c_unsupported = match cfg.c2c.as_ref().map(c2c::C2cConfig::validate) {
+        Some(Err(e @ BenchError::InvalidInput(_))) => return Err(e),
+        Some(Err(e)) => Some(e),
+        _ => None,
+    };
     if let Some(n) = &cfg.numa {
         n.cells(&hostbench_core::host::numa_topology())?;
     }
@@ -371,9 +377,8 @@ pub fn run_mem(
         loaded::run_loaded(runner, l, host)?;
     }
     if let Some(c) = &cfg.c2c {
-        match c.validate() {
-            // One CPU: nothing to bounce between, which is a skip, not a failure.
-            Err(e @ BenchError::Unsupported(_)) => {
+        match c2c_unsupported {
+            Some(e) => {
                 let case = hostbench_core::Case::new(
                     c2c::BENCHMARK,
                     hostbench_core::model::Metric::Latency,
@@ -381,7 +386,7 @@ pub fn run_mem(
                 );
                 runner.skip(&case, &e)?;
             }
-            _ => c2c::run_c2c(runner, c)?,
+            None => c2c::run_c2c(runner, c)?,
         }
     }
     if let Some(n) = &cfg.numa {

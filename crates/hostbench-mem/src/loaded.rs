@@ -179,12 +179,10 @@ impl LoadedConfig {
                 self.working_set
             )));
         }
-        let avail = hostbench_core::host::available_memory_bytes();
-        if avail > 0 {
-            let limit = (avail / 10 * 9).saturating_sub(256 * sizing::MIB);
+        if let Some((limit, _)) = crate::memory_budget() {
             for &t in &self.threads {
-                let need =
-                    self.working_set * 9 / 8 + self.traffic_bytes_for(host, t) * (t as u64 - 1);
+                let need = latency::per_thread_bytes(self.working_set)
+                    + self.traffic_bytes_for(host, t) * (t as u64 - 1);
                 if need > limit {
                     return Err(BenchError::invalid(format!(
                         "loaded latency with {t} threads needs about {} of memory (chase and \

@@ -138,6 +138,30 @@ pub struct Outcome {
     pub seconds: f64,
 }
 
+impl Outcome {
+    /// The directions that ran, each as its receiver counted it.
+    pub fn flows(&self) -> impl Iterator<Item = &Flow> {
+        [&self.upstream, &self.downstream].into_iter().flatten()
+    }
+    /// Datagrams sent over every direction (UDP).
+    pub fn datagrams_sent(&self) -> u64 {
+        self.flows().map(Flow::datagrams_sent).sum()
+    }
+    /// Datagrams sent and never received over every direction (UDP).
+    pub fn lost(&self) -> u64 {
+        self.flows().map(Flow::lost).sum()
+    }
+    /// Lost over sent datagrams.
+    pub fn lost_fraction(&self) -> f64 {
+        self.lost() as f64 / self.datagrams_sent().max(1) as f64
+    }
+    /// Mean RFC 3550 jitter over the directions, seconds.
+    pub fn jitter_s(&self) -> f64 {
+        let n = self.flows().count().max(1) as f64;
+        self.flows().map(Flow::jitter_s).sum::<f64>() / n
+    }
+}
+
 /// The error for a handshake reply that is not the one expected: the server's own refusal
 /// reason when it refused, else what it sent instead.
 fn unexpected(server: SocketAddr, expected: &str, reply: Msg) -> ClientError {

@@ -665,18 +665,14 @@ fn throughput_case(
                 s = s.with("send_bps", up).with("recv_bps", down);
             }
             if proto == Proto::Udp {
-                let flows: Vec<_> = [&o.upstream, &o.downstream].into_iter().flatten().collect();
-                let sent: u64 = flows.iter().map(|f| f.datagrams_sent()).sum();
-                let lost: u64 = flows.iter().map(|f| f.lost()).sum();
-                let n = flows.len().max(1) as f64;
                 s = s
-                    .with("lost_fraction", lost as f64 / sent.max(1) as f64)
-                    .with("datagrams_sent", sent as f64)
-                    .with("lost_datagrams", lost as f64)
-                    .with("loss_events", flows.iter().map(|f| f.gaps()).sum::<u64>() as f64)
-                    .with("out_of_order", flows.iter().map(|f| f.out_of_order()).sum::<u64>() as f64)
-                    .with("duplicates", flows.iter().map(|f| f.duplicates()).sum::<u64>() as f64)
-                    .with("jitter_s", flows.iter().map(|f| f.jitter_s()).sum::<f64>() / n);
+                    .with("lost_fraction", o.lost_fraction())
+                    .with("datagrams_sent", o.datagrams_sent() as f64)
+                    .with("lost_datagrams", o.lost() as f64)
+                    .with("loss_events", o.flows().map(|f| f.gaps()).sum::<u64>() as f64)
+                    .with("out_of_order", o.flows().map(|f| f.out_of_order()).sum::<u64>() as f64)
+                    .with("duplicates", o.flows().map(|f| f.duplicates()).sum::<u64>() as f64)
+                    .with("jitter_s", o.jitter_s());
             }
             Ok(s)
         },
@@ -825,19 +821,16 @@ fn trial(
         ..test.clone()
     };
     let o = link.run(&spec)?;
-    let flows: Vec<&client::Flow> = [&o.upstream, &o.downstream].into_iter().flatten().collect();
-    let sent: u64 = flows.iter().map(|f| f.datagrams_sent()).sum();
-    let lost: u64 = flows.iter().map(|f| f.lost()).sum();
-    let n = flows.len().max(1) as f64;
+    let ways = o.flows().count() as f64;
     let offered = match per_stream {
-        Some(r) => r * f64::from(test.streams) * n,
-        None => flows.iter().map(|f| f.bytes_sent()).sum::<u64>() as f64 * 8.0 / (ms as f64 / 1e3),
+        Some(r) => r * f64::from(test.streams) * ways,
+        None => o.flows().map(|f| f.bytes_sent()).sum::<u64>() as f64 * 8.0 / (ms as f64 / 1e3),
     };
     Ok(Trial {
         offered_bps: offered,
-        delivered_bps: flows.iter().map(|f| f.goodput_bps()).sum(),
-        loss: lost as f64 / sent.max(1) as f64,
-        jitter_s: flows.iter().map(|f| f.jitter_s()).sum::<f64>() / n,
+        delivered_bps: o.flows().map(|f| f.goodput_bps()).sum(),
+        loss: o.lost_fraction(),
+        jitter_s: o.jitter_s(),
     })
 }
 

@@ -42,7 +42,7 @@ use virt::virtualization;
 
 pub use caches::parse_cache_size;
 pub use topology::{
-    available_memory_bytes, cpu_relation, cpu_relation_in, meminfo, numa_topology,
+    available_memory_bytes, cpu_relation, cpu_relation_in, format_cpu_list, meminfo, numa_topology,
     numa_topology_from, parse_cpu_list, CpuRelation, NumaNode,
 };
 pub(crate) use topology::{cpu_place, CoreKey, CpuPlace};

@@ -63,6 +63,30 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, BenchError> {
     Ok(cpus.into_iter().collect())
 }
 
+/// The kernel's text for a sorted, distinct CPU list (`0-3,8`), the inverse of
+/// [`parse_cpu_list`]; `none` for an empty one.
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(",")
+    }
+}
+
 /// CPU numbers of the `cpuN` directories, for trees without an `online` file.
 pub(super) fn cpu_dirs(root: &Path) -> Vec<usize> {
     let Ok(entries) = fs::read_dir(root.join(CPU_DIR)) else {
@@ -301,6 +325,19 @@ fn llc_sharers(root: &Path, cpu: usize) -> Option<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_print_as_ranges_and_parse_back() {
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 8]), "0-3,8");
+        assert_eq!(format_cpu_list(&[5]), "5");
+        assert_eq!(format_cpu_list(&[]), "none");
+        assert_eq!(format_cpu_list(&[0, 2, 3]), "0,2-3");
+        let cpus = vec![0, 1, 4, 5, 6, 9];
+        assert_eq!(
+            parse_cpu_list(&format_cpu_list(&cpus)).expect("parses"),
+            cpus
+        );
+    }
 
     #[test]
     fn cpu_lists() {

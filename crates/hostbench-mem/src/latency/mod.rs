@@ -225,7 +225,7 @@ impl LatencyConfig {
 
 /// Memory one thread needs for a working set: the region (rounded up to a huge page) plus the
 /// two 4-byte-per-line index arrays alive while a chain is built.
-fn per_thread_bytes(ws: u64) -> u64 {
+pub(crate) fn per_thread_bytes(ws: u64) -> u64 {
     ws.saturating_add(ws / LINE * 8)
         .saturating_add(ALIGN as u64)
         .saturating_add(PAD as u64)

@@ -495,9 +495,7 @@ impl Walker {
     /// One working set from scratch (the sweep shares chase cycles across page sizes instead).
     fn build(pattern: LatPattern, ws: u64, pages: Pages, seed: u64) -> Result<Self, BenchError> {
         match pattern {
-            LatPattern::Chase => {
-                ChainSet::build(ws, pages, random_cycle(ws, seed)?).map(Self::Chase)
-            }
+            LatPattern::Chase => chase_walker(ws, pages, seed, None),
             LatPattern::Seq => ByteSet::build(ws, pages, false, seed).map(Self::Bytes),
             LatPattern::Random => ByteSet::build(ws, pages, true, seed).map(Self::Bytes),
         }

@@ -298,6 +298,22 @@ fn fit_default_size(cfg: &mut BandwidthConfig, host: &Host, runner: &Runner) {
     }
 }
 
+/// A section's check before anything runs: bad input ends the run; an unsupported section (a
+/// host that cannot run it) comes back to be recorded as skipped with its reason.
+fn precheck(check: Option<Result<(), BenchError>>) -> Result<Option<BenchError>, BenchError> {
+    match check {
+        Some(Err(e @ BenchError::Unsupported(_))) => Ok(Some(e)),
+        Some(Err(e)) => Err(e),
+        _ => Ok(None),
+    }
+}
+
+/// Record a whole latency section as skipped, with why.
+fn skip_section(runner: &mut Runner, benchmark: &str, why: &BenchError) -> Result<(), BenchError> {
+    let case = hostbench_core::Case::new(benchmark, hostbench_core::model::Metric::Latency, "s");
+    runner.skip(&case, why)
+}
+
 /// Run the configured memory benchmarks through `runner`.
 pub fn run_mem(
     runner: &mut Runner,
@@ -328,15 +344,9 @@ pub fn run_mem(
     if let Some(l) = &cfg.latency {
         l.validate()?;
     }
-    if let Some(l) = &cfg.loaded {
-        l.validate(host)?;
-    }
-    // One CPU leaves no pair to bounce between: a skip, not a failure.
-    let c2c_unsupported = match cfg.c2c.as_ref().map(c2c::C2cConfig::validate) {
-        Some(Err(e @ BenchError::InvalidInput(_))) => return Err(e),
-        Some(Err(e)) => Some(e),
-        _ => None,
-    };
+    // One CPU leaves nothing to load memory from and no pair to bounce between: a skip.
+    let loaded_unsupported = precheck(cfg.loaded.as_ref().map(|l| l.validate(host)))?;
+    let c2c_unsupported = precheck(cfg.c2c.as_ref().map(c2c::C2cConfig::validate))?;
     if let Some(n) = &cfg.numa {
         n.cells(&hostbench_core::host::numa_topology())?;
     }
@@ -374,18 +384,14 @@ pub fn run_mem(
         latency::run_latency(runner, l, host)?;
     }
     if let Some(l) = &cfg.loaded {
-        loaded::run_loaded(runner, l, host)?;
+        match loaded_unsupported {
+            Some(e) => skip_section(runner, loaded::BENCHMARK, &e)?,
+            None => loaded::run_loaded(runner, l, host)?,
+        }
     }
     if let Some(c) = &cfg.c2c {
         match c2c_unsupported {
-            Some(e) => {
-                let case = hostbench_core::Case::new(
-                    c2c::BENCHMARK,
-                    hostbench_core::model::Metric::Latency,
-                    "s",
-                );
-                runner.skip(&case, &e)?;
-            }
+            Some(e) => skip_section(runner, c2c::BENCHMARK, &e)?,
             None => c2c::run_c2c(runner, c)?,
         }
     }

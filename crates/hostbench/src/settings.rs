@@ -374,7 +374,10 @@ pub fn mem(args: &MemArgs, common: &Common) -> Result<hostbench_mem::MemConfig, 
             l.working_set = flag("size", parse_size(size))?;
         }
         common.apply_duration(&mut l.duration);
-        l.validate(&host_caches)?;
+        // A one-CPU host is recorded as skipped by the run, not refused here.
+        if let Err(e @ BenchError::InvalidInput(_)) = l.validate(&host_caches) {
+            return Err(e);
+        }
         cfg.loaded = Some(l);
     }
     if want_c2c {

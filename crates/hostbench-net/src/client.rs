@@ -15,6 +15,7 @@ use hostbench_core::histogram::LatencyHist;
 use crate::auth::{self, Token};
 use crate::pin;
 use crate::server::session_tag;
+use crate::stream::Stop;
 use crate::tcp;
 use crate::udp;
 use crate::wire::{
@@ -136,6 +137,11 @@ pub struct Outcome {
     pub lost_rounds: u64,
     /// Wall time of the ping-pong phase.
     pub seconds: f64,
+    /// Under load: the round trips and the schedule kept, over every stream (the load stream
+    /// itself, as the server counted it, is `upstream`).
+    pub load: Option<crate::loaded::LoadReport>,
+    /// Connect-request-response: TCP sockets in TIME_WAIT in the server's namespace at the end.
+    pub server_time_wait: Option<u64>,
 }
 
 impl Outcome {
@@ -282,9 +288,12 @@ impl Client {
         let _ = wire::write_msg(&mut self.ctl, &Msg::Bye {});
     }
 
-    fn ready(&mut self, within: Duration) -> Result<Vec<u16>, ClientError> {
+    fn ready(&mut self, within: Duration) -> Result<(Vec<u16>, Option<u16>), ClientError> {
         reply(&mut self.ctl, within, "ready", |m| match m {
-            Msg::Ready { udp_ports } => Ok(udp_ports),
+            Msg::Ready {
+                udp_ports,
+                tcp_port,
+            } => Ok((udp_ports, tcp_port)),
             other => Err(other),
         })
     }
@@ -300,11 +309,71 @@ impl Client {
     pub fn run(&mut self, spec: &TestSpec) -> Result<Outcome, ClientError> {
         spec.validate().map_err(ClientError::Test)?;
         wire::write_msg(&mut self.ctl, &Msg::Test { spec: spec.clone() })?;
-        let ports = self.ready(Duration::from_secs(10))?;
-        match spec.proto {
-            Proto::Tcp => self.run_tcp(spec),
-            Proto::Udp => self.run_udp(spec, &ports),
+        let (ports, tcp_port) = self.ready(Duration::from_secs(10))?;
+        match (spec.proto, spec.kind) {
+            (Proto::Tcp, TestKind::Crr) => self.run_crr(spec, tcp_port),
+            (Proto::Tcp, _) => self.run_tcp(spec),
+            (Proto::Udp, _) => self.run_udp(spec, &ports),
         }
+    }
+
+    /// Connect-request-response: each pair's thread opens a connection per transaction to the
+    /// port the server opened for the test.
+    fn run_crr(&mut self, spec: &TestSpec, port: Option<u16>) -> Result<Outcome, ClientError> {
+        let port = port.ok_or_else(|| {
+            ClientError::Session("the server named no port for the connections".into())
+        })?;
+        let mut addr = self.server;
+        addr.set_port(port);
+        self.go(Duration::from_secs(10))?;
+        let (tag, block, order, idle) = (
+            self.tag,
+            spec.block as usize,
+            &self.order,
+            self.data_timeout,
+        );
+        let t0 = Instant::now();
+        let results: Vec<io::Result<(u64, LatencyHist)>> = std::thread::scope(|sc| {
+            let handles: Vec<_> = (0..spec.streams)
+                .map(|i| {
+                    let stop = spec.stop(i);
+                    sc.spawn(move || {
+                        pin(order, i as usize);
+                        let mut h = LatencyHist::new();
+                        crate::crr::client(addr, tag, block, stop, idle, &mut h).map(|n| (n, h))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(join).collect()
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        wire::write_msg(&mut self.ctl, &Msg::SenderDone { sent: vec![] })?;
+        let report = read_report(&mut self.ctl, spec.end_within());
+        let results = results
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ClientError::Test(format!("transactions: {e}")))?;
+        let mut report = report?;
+        let mut out = Outcome {
+            server_kernel: std::mem::take(&mut report.kernel),
+            server_time_wait: report.time_wait,
+            seconds: secs,
+            ..Outcome::default()
+        };
+        let mut h = LatencyHist::new();
+        for (n, hist) in &results {
+            out.rounds += n;
+            h.merge(hist);
+        }
+        let served: u64 = report.echoed.iter().sum();
+        if served != out.rounds {
+            return Err(ClientError::Validation(format!(
+                "the server answered {served} connections, the client completed {} transactions",
+                out.rounds
+            )));
+        }
+        out.rtt = Some(h);
+        Ok(out)
     }
 
     fn open_data(&self, index: u32, spec: &TestSpec) -> Result<TcpStream, ClientError> {
@@ -339,6 +408,12 @@ impl Client {
         let (order, idle) = (&self.order, self.data_timeout);
         let t0 = Instant::now();
         let kind = spec.kind;
+        let outstanding = spec.outstanding.unwrap_or(1) as usize;
+        let (tag, rate, every) = (
+            self.tag,
+            spec.rate_bps.unwrap_or(1e6),
+            spec.reply_every.unwrap_or(1),
+        );
         let mut out = Outcome::default();
         let (sent, received, pings) = std::thread::scope(|sc| {
             let senders: Vec<_> = ups
@@ -349,18 +424,35 @@ impl Client {
                     sc.spawn(move || {
                         pin(order, i);
                         match kind {
-                            TestKind::Throughput => tcp::send(s, block, stop).map(|r| (r, None)),
-                            TestKind::PingPong => {
+                            TestKind::Throughput => {
+                                tcp::send(s, block, stop).map(|r| (r, Done::Sent))
+                            }
+                            TestKind::PingPong | TestKind::Crr => {
                                 let mut h = LatencyHist::new();
-                                tcp::ping_pong(s, block, stop, idle, &mut h).map(|rounds| {
-                                    (
-                                        SentReport {
-                                            bytes: rounds,
-                                            datagrams: 0,
-                                        },
-                                        Some(h),
-                                    )
-                                })
+                                tcp::ping_pong(s, block, outstanding, stop, idle, &mut h).map(
+                                    |rounds| {
+                                        (
+                                            SentReport {
+                                                bytes: rounds,
+                                                datagrams: 0,
+                                            },
+                                            Done::Rtt(h),
+                                        )
+                                    },
+                                )
+                            }
+                            TestKind::UnderLoad => {
+                                let until = stop_time(stop);
+                                crate::loaded::drive(
+                                    crate::loaded::Conn::Tcp(s),
+                                    tag,
+                                    block,
+                                    rate,
+                                    every,
+                                    until,
+                                    idle,
+                                )
+                                .map(|r| (r.sent_report(), Done::Load(Box::new(r))))
                             }
                         }
                     })
@@ -392,11 +484,34 @@ impl Client {
         let mut report = report?;
         out.server_kernel = std::mem::take(&mut report.kernel);
         match kind {
-            TestKind::PingPong => {
+            TestKind::UnderLoad => {
+                let flow = Flow {
+                    received: report.received,
+                    sent: sent.iter().map(|(s, _)| *s).collect(),
+                };
+                if flow.datagrams_received() != flow.datagrams_sent() {
+                    return Err(ClientError::Validation(format!(
+                        "the server read {} messages, the client sent {}",
+                        flow.datagrams_received(),
+                        flow.datagrams_sent()
+                    )));
+                }
+                let load = merge_loads(sent.into_iter().map(|(_, d)| d));
+                let replied: u64 = report.echoed.iter().sum();
+                if replied != load.replies {
+                    return Err(ClientError::Validation(format!(
+                        "the server wrote {replied} replies, the client read {}",
+                        load.replies
+                    )));
+                }
+                out.upstream = Some(flow);
+                out.load = Some(load);
+            }
+            TestKind::PingPong | TestKind::Crr => {
                 let mut h = LatencyHist::new();
-                for (s, hist) in &sent {
+                for (s, done) in &sent {
                     out.rounds += s.bytes;
-                    if let Some(hist) = hist {
+                    if let Done::Rtt(hist) = done {
                         h.merge(hist);
                     }
                 }
@@ -417,6 +532,7 @@ impl Client {
                         sent: sent.into_iter().map(|(s, _)| s).collect(),
                     };
                     check_tcp_totals(&flow, "client → server")?;
+                    // (`Done::Sent`: a bulk sender has nothing more to say.)
                     out.upstream = Some(flow);
                 }
                 if down > 0 {
@@ -463,6 +579,7 @@ impl Client {
         self.go(Duration::from_secs(10))?;
         let (ups, downs) = socks.split_at(up);
         let (tag, block, rate) = (self.tag, spec.block as usize, spec.rate_bps);
+        let every = spec.reply_every.unwrap_or(1);
         let (order, wait) = (&self.order, Duration::from_millis(500));
         let t0 = Instant::now();
         let done = AtomicBool::new(false);
@@ -477,48 +594,49 @@ impl Client {
                 .map(|(i, s)| {
                     sc.spawn(move || {
                         pin(order, i + up);
-                        udp::receive(
-                            s,
-                            tag,
-                            block,
-                            t0,
-                            done,
-                            Duration::from_millis(200),
-                            Duration::from_secs(10),
-                        )
+                        udp::receive(s, tag, block, t0, done, udp::DRAIN, Duration::from_secs(10))
                     })
                 })
                 .collect();
-            let senders: Vec<_> = ups
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let stop = spec.stop(i as u32);
-                    sc.spawn(move || {
-                        pin(order, i);
-                        match kind {
-                            TestKind::Throughput => {
-                                udp::send(s, tag, block, rate, stop, t0).map(|r| (r, None, 0))
-                            }
-                            TestKind::PingPong => {
-                                let mut h = LatencyHist::new();
-                                udp::ping_pong(s, block, stop, wait, &mut h).map(
-                                    |(rounds, lost)| {
-                                        (
-                                            SentReport {
-                                                bytes: rounds,
-                                                datagrams: 0,
-                                            },
-                                            Some(h),
-                                            lost,
-                                        )
-                                    },
+            let senders: Vec<_> =
+                ups.iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let stop = spec.stop(i as u32);
+                        sc.spawn(move || {
+                            pin(order, i);
+                            match kind {
+                                TestKind::Throughput => udp::send(s, tag, block, rate, stop, t0)
+                                    .map(|r| (r, Done::Sent, 0)),
+                                TestKind::PingPong | TestKind::Crr => {
+                                    let mut h = LatencyHist::new();
+                                    udp::ping_pong(s, block, stop, wait, &mut h).map(
+                                        |(rounds, lost)| {
+                                            (
+                                                SentReport {
+                                                    bytes: rounds,
+                                                    datagrams: 0,
+                                                },
+                                                Done::Rtt(h),
+                                                lost,
+                                            )
+                                        },
+                                    )
+                                }
+                                TestKind::UnderLoad => crate::loaded::drive(
+                                    crate::loaded::Conn::Udp(s),
+                                    tag,
+                                    block,
+                                    rate.unwrap_or(1e6),
+                                    every,
+                                    stop_time(stop),
+                                    Duration::from_millis(500),
                                 )
+                                .map(|r| (r.sent_report(), Done::Load(Box::new(r)), 0)),
                             }
-                        }
+                        })
                     })
-                })
-                .collect();
+                    .collect();
             let sent: Vec<_> = senders.into_iter().map(join).collect();
             let secs = t0.elapsed().as_secs_f64();
             let sent_reports: Vec<SentReport> = sent
@@ -545,12 +663,31 @@ impl Client {
         let mut report = report?;
         out.server_kernel = std::mem::take(&mut report.kernel);
         match kind {
-            TestKind::PingPong => {
+            TestKind::UnderLoad => {
+                let flow = Flow {
+                    received: report.received,
+                    sent: sent.iter().map(|(s, _, _)| *s).collect(),
+                };
+                let load = merge_loads(sent.into_iter().map(|(_, d, _)| d));
+                let replied: u64 = report.echoed.iter().sum();
+                if flow.datagrams_received() > flow.datagrams_sent() || load.replies > replied {
+                    return Err(ClientError::Validation(format!(
+                        "the server counted {} messages and sent {replied} replies; the client \
+                         sent {} and read {} replies",
+                        flow.datagrams_received(),
+                        flow.datagrams_sent(),
+                        load.replies
+                    )));
+                }
+                out.upstream = Some(flow);
+                out.load = Some(load);
+            }
+            TestKind::PingPong | TestKind::Crr => {
                 let mut h = LatencyHist::new();
-                for (s, hist, lost) in &sent {
+                for (s, done, lost) in &sent {
                     out.rounds += s.bytes;
                     out.lost_rounds += lost;
-                    if let Some(hist) = hist {
+                    if let Done::Rtt(hist) = done {
                         h.merge(hist);
                     }
                 }
@@ -582,6 +719,32 @@ impl Client {
             }
         }
         Ok(out)
+    }
+}
+
+/// What a client data thread brings back beside its send count.
+enum Done {
+    Sent,
+    Rtt(LatencyHist),
+    Load(Box<crate::loaded::LoadReport>),
+}
+
+/// The reports of every stream under load, merged.
+fn merge_loads(done: impl Iterator<Item = Done>) -> crate::loaded::LoadReport {
+    let mut all = crate::loaded::LoadReport::default();
+    for d in done {
+        if let Done::Load(r) = d {
+            all.merge(&r);
+        }
+    }
+    all
+}
+
+/// A test under load always runs for a duration (`TestSpec::validate`).
+fn stop_time(stop: Stop) -> Instant {
+    match stop {
+        Stop::At(t) => t,
+        Stop::Bytes(_) | Stop::Count(_) => Instant::now(),
     }
 }
 

@@ -6,7 +6,11 @@
 //!   protocol, block size, stream count and direction (send = client → server, recv, bidir);
 //!   UDP records carry loss, reordering, duplicates and RFC 3550 jitter.
 //! - `net.latency` (s): ping-pong round-trip time (RTT, not one-way) of small messages over TCP
-//!   (TCP_NODELAY) or UDP, from an HDR histogram (p50/p90/p99/p99.9, min, max).
+//!   (TCP_NODELAY) or UDP, from an HDR histogram (p50/p90/p99/p99.9, min, max); with `load_bps`,
+//!   the round trips of a paced stream's sampled messages while it loads the path, timed from
+//!   each message's due time (`under_load`).
+//! - `net.transactions` (transactions/s): TCP request/response with N requests in flight per
+//!   pair, UDP request/response, and TCP connect-request-response-close (`transactions`).
 //!
 //! Each data stream is one OS thread, pinned by default (stream i of client and server on the
 //! i-th CPU of the placement order, so on loopback a stream's two ends share a core and its
@@ -15,8 +19,10 @@
 
 pub mod auth;
 pub mod client;
+pub mod crr;
 pub mod kernel;
 pub mod limit;
+pub mod loaded;
 pub mod reference;
 pub mod server;
 pub mod stream;
@@ -24,6 +30,12 @@ pub mod subsystem;
 pub mod tcp;
 pub mod udp;
 pub mod wire;
+
+mod transactions;
+mod under_load;
+
+pub use transactions::TxMode;
+pub use under_load::Load;
 
 pub use subsystem::Net;
 
@@ -142,6 +154,20 @@ pub struct NetConfig {
     pub reference_port: Option<u16>,
     /// How long a busy server is asked again (doubling waits) before the client gives up.
     pub connect_timeout: Duration,
+    /// Latency-under-load section.
+    pub loaded: bool,
+    /// Its offered loads, each a case.
+    pub loads: Vec<Load>,
+    /// Its protocols.
+    pub loaded_protos: Vec<Proto>,
+    /// One message in this many asks for a reply; `None`: enough for about 2000 timed round
+    /// trips a second, and at most 1 in 100 (sockperf's default).
+    pub reply_every: Option<u32>,
+    /// Transactions section.
+    pub transactions: bool,
+    pub tx_modes: Vec<TxMode>,
+    /// Requests in flight per pair (TCP request/response).
+    pub outstanding: Vec<u32>,
 }
 
 impl Default for NetConfig {
@@ -175,6 +201,13 @@ impl Default for NetConfig {
             reference: hostbench_core::subsystem::ReferenceScope::Off,
             reference_port: None,
             connect_timeout: Duration::from_secs(10),
+            loaded: true,
+            loads: vec![Load::Share(0.1), Load::Share(0.5), Load::Share(0.9)],
+            loaded_protos: vec![Proto::Udp],
+            reply_every: None,
+            transactions: true,
+            tx_modes: vec![TxMode::Rr, TxMode::Crr],
+            outstanding: vec![1],
         }
     }
 }
@@ -249,6 +282,8 @@ impl NetConfig {
                 ));
             }
         }
+        under_load::validate(self)?;
+        transactions::validate(self)?;
         if self.duration.is_zero() || self.duration > wire::MAX_TEST {
             return bad("--duration: must be above zero and at most an hour".into());
         }
@@ -345,6 +380,8 @@ struct Link {
     connect_timeout: Duration,
     /// The server's kernel counter deltas summed over the tests since the last `take`.
     server_kernel: std::collections::BTreeMap<String, u64>,
+    /// Where this client's data threads run for now, instead of `order` (see `Ctx::split`).
+    placed: Option<Vec<usize>>,
 }
 
 impl Link {
@@ -399,7 +436,11 @@ impl Link {
     }
 
     fn run(&mut self, spec: &TestSpec) -> Result<Outcome, BenchError> {
-        let r = self.connect().and_then(|c| c.run(spec));
+        let order = self.placed.clone().unwrap_or_else(|| self.order.clone());
+        let r = self.connect().and_then(|c| {
+            c.order = order;
+            c.run(spec)
+        });
         if let Ok(o) = &r {
             for (k, v) in &o.server_kernel {
                 *self.server_kernel.entry(k.clone()).or_insert(0) += v;
@@ -459,6 +500,7 @@ pub fn run_net(
         reconnecting: false,
         connect_timeout: cfg.connect_timeout,
         server_kernel: Default::default(),
+        placed: None,
     };
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;
@@ -477,7 +519,16 @@ pub fn run_net(
         v6: addr.is_ipv6(),
         iface,
         pair_cpu: link.order.first().copied(),
+        // The in-process server runs stream 0 on the first CPU of the order; a client that
+        // busy-polls takes the next one.
+        split: match (&cfg.target, link.order.as_slice()) {
+            (Target::Loopback { .. }, [first, rest @ ..]) if !rest.is_empty() => {
+                Some(rest.iter().chain([first]).copied().collect())
+            }
+            _ => None,
+        },
         peer,
+        capacity: RefCell::new(Default::default()),
     };
     let result = run_cases(runner, &ctx, &mut link);
     if let Some(c) = link.client.take() {
@@ -496,6 +547,14 @@ struct Ctx<'a> {
     pair_cpu: Option<usize>,
     /// Where the reference tools' servers are.
     peer: reference::Peer,
+    /// Capacities found so far (the UDP search per block and stream count), for loads given as
+    /// a share of one.
+    capacity: RefCell<std::collections::BTreeMap<(Proto, u64, u32), under_load::Capacity>>,
+    /// On loopback with two CPUs or more: the client's CPUs for the under-load section, the
+    /// order turned by one so its stream runs beside the server's, not on the same CPU. Its
+    /// client busy-polls; sharing the server's CPU, it would starve the server (or, yielding,
+    /// itself) and time the scheduler.
+    split: Option<Vec<usize>>,
 }
 
 impl Ctx<'_> {
@@ -561,7 +620,9 @@ fn run_cases(runner: &mut Runner, ctx: &Ctx<'_>, link: &mut Link) -> Result<(), 
             }
         }
     }
-    runner.plan(throughput.len() + latency.len());
+    let loaded = under_load::cases(ctx);
+    let tx = transactions::cases(cfg);
+    runner.plan(throughput.len() + latency.len() + loaded.len() + tx.len());
     let tcp_tp = throughput.iter().position(|t| t.0 == Proto::Tcp);
     for (i, (proto, dir, block, streams)) in throughput.into_iter().enumerate() {
         let with_reference = cfg.reference.wants(Some(i) == tcp_tp);
@@ -580,6 +641,13 @@ fn run_cases(runner: &mut Runner, ctx: &Ctx<'_>, link: &mut Link) -> Result<(), 
     for (i, (proto, msg, pairs)) in latency.into_iter().enumerate() {
         let with_reference = cfg.reference.wants(Some(i) == tcp_lat);
         latency_case(runner, ctx, link, proto, msg, pairs, with_reference)?;
+    }
+    for (i, (proto, load)) in loaded.into_iter().enumerate() {
+        let with_reference = cfg.reference.wants(i == 0);
+        under_load::case(runner, ctx, link, proto, load, with_reference)?;
+    }
+    for (i, t) in tx.into_iter().enumerate() {
+        transactions::case(runner, ctx, link, t, cfg.reference.wants(i == 0))?;
     }
     Ok(())
 }
@@ -635,6 +703,8 @@ fn throughput_case(
         count: None,
         rate_bps: rate,
         sockbuf: cfg.sockbuf,
+        reply_every: None,
+        outstanding: None,
     };
     let link = RefCell::new(link);
     let curve: RefCell<Vec<Trial>> = RefCell::new(Vec::new());
@@ -852,7 +922,16 @@ fn udp_search(
         1.0
     };
     let per_stream = |total: f64| total / (f64::from(test.streams) * ways);
-    let probe = trial(link, test, None, ms)?;
+    search(max_loss, |rate| trial(link, test, rate.map(per_stream), ms))
+}
+
+/// The search itself, over any trial: `run(None)` is the unpaced probe, `run(Some(total))` a
+/// trial offered `total` bit/s.
+fn search(
+    max_loss: f64,
+    mut run: impl FnMut(Option<f64>) -> Result<Trial, BenchError>,
+) -> Result<(Trial, Vec<Trial>), BenchError> {
+    let probe = run(None)?;
     let mut trials = vec![probe];
     if probe.loss <= max_loss {
         return Ok((probe, trials));
@@ -861,7 +940,7 @@ fn udp_search(
     let mut best: Option<Trial> = None;
     let mut rate = probe.delivered_bps.clamp(SEARCH_FLOOR_BPS, hi);
     for _ in 0..SEARCH_TRIALS {
-        let t = trial(link, test, Some(per_stream(rate)), ms)?;
+        let t = run(Some(rate))?;
         trials.push(t);
         if t.loss <= max_loss {
             lo = rate;
@@ -918,6 +997,8 @@ fn latency_case(
         count: cfg.count,
         rate_bps: None,
         sockbuf: cfg.sockbuf,
+        reply_every: None,
+        outstanding: None,
     };
     let link = RefCell::new(link);
     let hists: RefCell<Vec<LatencyHist>> = RefCell::new(Vec::new());
@@ -944,12 +1025,7 @@ fn latency_case(
             let server = link.borrow_mut().take_server_kernel();
             kernel_extra(rec, &before, ctx.remote().then_some(server));
             ctx.common(rec);
-            let all = hists.borrow();
-            let measured = &all[all.len().saturating_sub(rec.samples.len())..];
-            let mut h = LatencyHist::new();
-            for x in measured {
-                h.merge(x);
-            }
+            let h = merged(measured(&hists.borrow(), rec));
             let s = h.fill_stats(&mut rec.stats);
             rec.extra.insert("rtt".into(), json!(s));
             rec.extra.insert("one_way_estimate_s".into(), json!(rec.value / 2.0));
@@ -966,7 +1042,15 @@ fn latency_case(
                 if pairs == 1 {
                     attach(
                         rec,
-                        reference::sockperf(proto, msg, secs, ctx.pair_cpu, &ctx.peer, rec.value),
+                        reference::sockperf(
+                            proto,
+                            msg,
+                            secs,
+                            ctx.pair_cpu.map(|c| (c, c)),
+                            &ctx.peer,
+                            rec.value,
+                            None,
+                        ),
                         SOCKPERF_APART,
                     );
                 } else {
@@ -981,6 +1065,21 @@ fn latency_case(
             }
         },
     )
+}
+
+/// The entries of the measured samples: the last `rec.samples.len()` (warm-up samples ran
+/// first and pushed theirs too).
+fn measured<'a, T>(all: &'a [T], rec: &Record) -> &'a [T] {
+    &all[all.len().saturating_sub(rec.samples.len())..]
+}
+
+/// One histogram of several.
+fn merged<'a>(hists: impl IntoIterator<Item = &'a LatencyHist>) -> LatencyHist {
+    let mut h = LatencyHist::new();
+    for x in hists {
+        h.merge(x);
+    }
+    h
 }
 
 /// Why iperf3 and hostbench may differ beyond the parity band on the same path.

@@ -255,13 +255,16 @@ pub fn iperf3(case: &Iperf3Case, peer: &Peer, ours: f64) -> Result<Measured, Ben
 ///
 /// With `cpu`, the client (and a local server) run under `taskset -c CPU`, the placement of our
 /// pair.
+/// sockperf's ping-pong (`pp`), or with `load` = (messages per second, reply every N) its
+/// under-load mode (`ul --mps N --reply-every K`), whose p50 is the figure.
 pub fn sockperf(
     proto: Proto,
     msg: u64,
     seconds: u64,
-    cpu: Option<usize>,
+    cpu: Option<(usize, usize)>,
     peer: &Peer,
     ours: f64,
+    load: Option<(u64, u32)>,
 ) -> Result<Measured, BenchError> {
     // Pinned, the program started is taskset: ask for sockperf itself first, so a missing
     // sockperf is not reported as a failed taskset.
@@ -285,7 +288,7 @@ pub fn sockperf(
         port.clone(),
     ];
     let mut args: Vec<String> = vec![
-        "pp".into(),
+        if load.is_some() { "ul" } else { "pp" }.into(),
         "-i".into(),
         peer.host().to_string(),
         "-p".into(),
@@ -303,14 +306,20 @@ pub fn sockperf(
         seconds.max(1).to_string(),
         "--full-rtt".into(),
     ]);
+    if let Some((mps, every)) = load {
+        args.extend([
+            format!("--mps={}", mps.max(1)),
+            format!("--reply-every={}", every.max(1)),
+        ]);
+    }
     let (tool, server, args) = match cpu {
-        Some(c) => {
-            let pinned = |a: Vec<String>| {
+        Some((cs, cc)) => {
+            let pinned = |c: usize, a: Vec<String>| {
                 let mut v = vec!["-c".to_string(), c.to_string(), "sockperf".into()];
                 v.extend(a);
                 v
             };
-            ("taskset", pinned(server), pinned(args))
+            ("taskset", pinned(cs, server), pinned(cc, args))
         }
         None => ("sockperf", server, args),
     };
@@ -333,12 +342,28 @@ pub fn sockperf(
             t
         }
     };
-    let p50_us = text
-        .lines()
-        .find_map(|l| l.split("percentile 50.000 =").nth(1))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .ok_or_else(|| BenchError::Failed("sockperf printed no p50".into()))?;
+    let percentile = |p: &str| {
+        text.lines()
+            .find_map(|l| l.split(&format!("percentile {p} =")).nth(1))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    let p50_us =
+        percentile("50.000").ok_or_else(|| BenchError::Failed("sockperf printed no p50".into()))?;
     let value = p50_us * 1e-6;
+    let mut notes = Vec::new();
+    if size != msg {
+        notes.push(format!(
+            "sockperf's smallest message is 14 B; it ran {size} B against our {msg} B"
+        ));
+    }
+    if load.is_some() {
+        if let Some(p99) = percentile("99.000") {
+            notes.push(format!(
+                "sockperf's p99 {:.1} µs, timed from each message's actual send",
+                p99
+            ));
+        }
+    }
     Ok(Measured {
         reference: tools::reference(
             "sockperf",
@@ -350,8 +375,6 @@ pub fn sockperf(
             Better::Lower,
         )?,
         command: format!("{tool} {}", args.join(" ")),
-        note: (size != msg).then(|| {
-            format!("sockperf's smallest message is 14 B; it ran {size} B against our {msg} B")
-        }),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
     })
 }

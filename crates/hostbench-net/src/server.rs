@@ -267,6 +267,12 @@ fn refuse_busy(shared: &Arc<Shared>, mut stream: TcpStream, reason: String) {
 }
 
 fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
+    listen_with(addr, 128)
+}
+
+/// A TCP listener on `addr` with `backlog` (the control port's, and a connect-request-response
+/// test's port).
+pub(crate) fn listen_with(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     let s = socket2::Socket::new(
         socket2::Domain::for_address(addr),
         socket2::Type::STREAM,
@@ -278,7 +284,7 @@ fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
         let _ = s.set_only_v6(false);
     }
     s.bind(&addr.into())?;
-    s.listen(128)?;
+    s.listen(backlog)?;
     Ok(s.into())
 }
 
@@ -622,10 +628,75 @@ fn run_test<S: Read + Write + Deadlined>(
 ) -> Result<Report, TestFail> {
     // Connections left over from an aborted test must not be taken for this one's.
     while rx.try_recv().is_ok() {}
-    match spec.proto {
-        Proto::Tcp => run_tcp(cfg, ctl, spec, rx),
-        Proto::Udp => run_udp(cfg, ctl, spec, tag, local_ip),
+    match (spec.proto, spec.kind) {
+        (Proto::Tcp, TestKind::Crr) => run_crr(cfg, ctl, spec, tag, local_ip),
+        (Proto::Tcp, _) => run_tcp(cfg, ctl, spec, rx, tag),
+        (Proto::Udp, _) => run_udp(cfg, ctl, spec, tag, local_ip),
     }
+}
+
+/// What one server TCP stream did.
+enum TcpDone {
+    Received(StreamReport),
+    /// Ping-pong: bytes echoed.
+    Echoed(u64),
+    /// Under load: messages read and replies written.
+    Reflected(u64, u64),
+}
+
+/// Connect-request-response: a listening port for the test's connections, one accepting thread
+/// per pair, until the client says it is done.
+fn run_crr<S: Read + Write + Deadlined>(
+    cfg: &ServerConfig,
+    ctl: &mut S,
+    spec: &TestSpec,
+    tag: u64,
+    local_ip: IpAddr,
+) -> Result<Report, TestFail> {
+    let listener = crate::crr::listen(local_ip).map_err(data_err("test port"))?;
+    let port = listener.local_addr().map_err(data_err("test port"))?.port();
+    wire::write_msg(
+        ctl,
+        &Msg::Ready {
+            udp_ports: vec![],
+            tcp_port: Some(port),
+        },
+    )?;
+    let done = AtomicBool::new(false);
+    let (block, order) = (spec.block as usize, &cfg.order);
+    std::thread::scope(|sc| -> Result<Report, TestFail> {
+        let (done, listener) = (&done, &listener);
+        let handles: Vec<_> = (0..spec.streams as usize)
+            .map(|i| {
+                sc.spawn(move || {
+                    pin(order, i);
+                    crate::crr::serve(listener, tag, block, done)
+                })
+            })
+            .collect();
+        let go = wire::write_msg(ctl, &Msg::Go {});
+        let ended = go.and_then(|_| {
+            wire::read_msg(ctl, spec.end_within(), "the client's end of test")
+                .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
+        });
+        done.store(true, Ordering::Release);
+        crate::crr::wake(listener, handles.len());
+        let mut report = Report::default();
+        let mut err = None;
+        for h in handles {
+            match h.join() {
+                Ok(Ok(s)) => report.echoed.push(s.served),
+                Ok(Err(e)) => err = Some(format!("accepting: {e}")),
+                Err(_) => err = Some("an accepting thread panicked".into()),
+            }
+        }
+        ended?;
+        report.time_wait = crate::crr::time_wait();
+        match err {
+            Some(e) => Err(TestFail::Data(e)),
+            None => Ok(report),
+        }
+    })
 }
 
 fn run_tcp<S: Read + Write + Deadlined>(
@@ -633,9 +704,16 @@ fn run_tcp<S: Read + Write + Deadlined>(
     ctl: &mut S,
     spec: &TestSpec,
     rx: &Receiver<DataConn>,
+    tag: u64,
 ) -> Result<Report, TestFail> {
     let (inbound, outbound) = spec.stream_counts();
-    wire::write_msg(ctl, &Msg::Ready { udp_ports: vec![] })?;
+    wire::write_msg(
+        ctl,
+        &Msg::Ready {
+            udp_ports: vec![],
+            tcp_port: None,
+        },
+    )?;
     let mut socks = collect_streams(rx, inbound + outbound, cfg.handshake_timeout)?;
     for s in &socks {
         if let Some(b) = spec.sockbuf {
@@ -651,6 +729,7 @@ fn run_tcp<S: Read + Write + Deadlined>(
     let idle = cfg.data_timeout;
     let kind = spec.kind;
     let order = &cfg.order;
+    let every = spec.reply_every.unwrap_or(1);
     let report = std::thread::scope(|sc| -> Result<Report, TestFail> {
         let receivers: Vec<_> = socks
             .into_iter()
@@ -659,8 +738,16 @@ fn run_tcp<S: Read + Write + Deadlined>(
                 sc.spawn(move || {
                     pin(order, i);
                     match kind {
-                        TestKind::Throughput => tcp::receive(&s, block, t0, idle).map(Ok),
-                        TestKind::PingPong => tcp::echo(&s, block, idle).map(Err),
+                        TestKind::Throughput => {
+                            tcp::receive(&s, block, t0, idle).map(TcpDone::Received)
+                        }
+                        TestKind::PingPong | TestKind::Crr => {
+                            tcp::echo(&s, block, idle).map(TcpDone::Echoed)
+                        }
+                        TestKind::UnderLoad => {
+                            crate::loaded::reflect_tcp(&s, tag, block, every, idle)
+                                .map(|(m, r)| TcpDone::Reflected(m, r))
+                        }
                     }
                 })
             })
@@ -685,8 +772,16 @@ fn run_tcp<S: Read + Write + Deadlined>(
                 .join()
                 .map_err(|_| TestFail::Data("a receive thread panicked".into()))?
             {
-                Ok(Ok(r)) => report.received.push(r),
-                Ok(Err(echoed)) => report.echoed.push(echoed / block.max(1) as u64),
+                Ok(TcpDone::Received(r)) => report.received.push(r),
+                Ok(TcpDone::Echoed(echoed)) => report.echoed.push(echoed / block.max(1) as u64),
+                Ok(TcpDone::Reflected(messages, replies)) => {
+                    report.received.push(StreamReport {
+                        bytes: messages * block as u64,
+                        datagrams: messages,
+                        ..StreamReport::default()
+                    });
+                    report.echoed.push(replies);
+                }
                 Err(e) => return Err(data_err("receiving")(e)),
             }
         }
@@ -708,12 +803,15 @@ enum UdpRole {
     Receive,
     Send,
     Echo,
+    /// Under load: count the stream, return the messages that ask for a reply.
+    Reflect,
 }
 
 enum UdpDone {
     Received(StreamReport),
     Sent(SentReport),
     Echoed(u64),
+    Reflected(StreamReport, u64),
 }
 
 fn run_udp<S: Read + Write + Deadlined>(
@@ -726,7 +824,8 @@ fn run_udp<S: Read + Write + Deadlined>(
     let n = spec.streams as usize;
     let mut roles = Vec::new();
     match spec.kind {
-        TestKind::PingPong => roles.extend(std::iter::repeat_n(UdpRole::Echo, n)),
+        TestKind::PingPong | TestKind::Crr => roles.extend(std::iter::repeat_n(UdpRole::Echo, n)),
+        TestKind::UnderLoad => roles.extend(std::iter::repeat_n(UdpRole::Reflect, n)),
         TestKind::Throughput => {
             if spec.direction.client_sends() {
                 roles.extend(std::iter::repeat_n(UdpRole::Receive, n));
@@ -751,7 +850,13 @@ fn run_udp<S: Read + Write + Deadlined>(
         .map(|s| s.local_addr().map(|a| a.port()))
         .collect::<io::Result<Vec<u16>>>()
         .map_err(data_err("UDP socket"))?;
-    wire::write_msg(ctl, &Msg::Ready { udp_ports: ports })?;
+    wire::write_msg(
+        ctl,
+        &Msg::Ready {
+            udp_ports: ports,
+            tcp_port: None,
+        },
+    )?;
     let t0 = Instant::now();
     let start = AtomicBool::new(false);
     let abort = AtomicBool::new(false);
@@ -775,17 +880,20 @@ fn run_udp<S: Read + Write + Deadlined>(
                     let _ = hello_tx.send(ok.as_ref().map(|_| ()).map_err(|e| e.to_string()));
                     ok?;
                     match role {
-                        UdpRole::Receive => udp::receive(
+                        UdpRole::Receive => {
+                            udp::receive(sock, tag, block, t0, done, udp::DRAIN, idle)
+                                .map(UdpDone::Received)
+                        }
+                        UdpRole::Echo => udp::echo(sock, block, done).map(UdpDone::Echoed),
+                        UdpRole::Reflect => crate::loaded::reflect_udp(
                             sock,
                             tag,
                             block,
+                            spec.reply_every.unwrap_or(1),
                             t0,
                             done,
-                            Duration::from_millis(200),
-                            idle,
                         )
-                        .map(UdpDone::Received),
-                        UdpRole::Echo => udp::echo(sock, block, done).map(UdpDone::Echoed),
+                        .map(|(r, n)| UdpDone::Reflected(r, n)),
                         UdpRole::Send => {
                             while !start.load(Ordering::Acquire) {
                                 if abort.load(Ordering::Acquire) {
@@ -817,6 +925,10 @@ fn run_udp<S: Read + Write + Deadlined>(
                     Ok(Ok(UdpDone::Received(r))) => report.received.push(r),
                     Ok(Ok(UdpDone::Sent(s))) => report.sent.push(s),
                     Ok(Ok(UdpDone::Echoed(e))) => report.echoed.push(e),
+                    Ok(Ok(UdpDone::Reflected(r, n))) => {
+                        report.received.push(r);
+                        report.echoed.push(n);
+                    }
                     Ok(Err(e)) => err = Some(e.to_string()),
                     Err(_) => err = Some("a UDP thread panicked".into()),
                 }
@@ -831,7 +943,7 @@ fn run_udp<S: Read + Write + Deadlined>(
         }
         let go = wire::write_msg(ctl, &Msg::Go {});
         start.store(true, Ordering::Release);
-        let client_sends = spec.kind == TestKind::PingPong || spec.direction.client_sends();
+        let client_sends = spec.kind != TestKind::Throughput || spec.direction.client_sends();
         let ended = if go.is_ok() && client_sends {
             wire::read_msg(ctl, spec.end_within(), "the client's end of test")
                 .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))

@@ -1,7 +1,9 @@
 //! The network subsystem for `hostbench run`, on loopback (a second host needs `hostbench net
-//! client`): `standard` is TCP and UDP at 1 and all streams plus TCP/UDP ping-pong, about half a
-//! minute; `quick` one stream each; `full` every direction and three block sizes; `classic` the
-//! assignment's matrix.
+//! client`): `standard` is TCP and UDP at 1 and all streams, TCP/UDP ping-pong, UDP round trips
+//! at 10, 50 and 90 % of the searched capacity, and TCP_RR, UDP_RR and TCP_CRR rates, in
+//! half-second samples (about half a minute); `quick` one stream each and no load curve or
+//! transactions; `full` every direction, three block sizes, six loads over TCP and UDP and 1 and
+//! 16 requests in flight; `classic` the assignment's matrix.
 
 use std::time::Duration;
 
@@ -27,19 +29,33 @@ pub fn profile_config(profile: Profile) -> NetConfig {
         Profile::Quick => {
             cfg.streams = vec![1];
             cfg.duration = Duration::from_millis(300);
+            cfg.loaded = false;
+            cfg.transactions = false;
         }
         Profile::Standard => {
             if cfg.streams.len() > 2 {
                 cfg.streams = vec![1, *cfg.streams.last().unwrap_or(&1)];
             }
-            cfg.duration = Duration::from_secs(1);
+            // Half a second holds some 40 000 loopback round trips and a thousand timed
+            // messages under load: enough for a p99, and the three-minute run keeps its budget.
+            cfg.duration = Duration::from_millis(500);
         }
         Profile::Full => {
             cfg.directions = vec![Direction::Send, Direction::Recv, Direction::Bidir];
             cfg.tcp_blocks = vec![1000, 32_000, crate::DEFAULT_TCP_BLOCK];
             cfg.pairs = vec![1, 2];
+            cfg.loads = [0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+                .into_iter()
+                .map(crate::Load::Share)
+                .collect();
+            cfg.loaded_protos = vec![crate::Proto::Udp, crate::Proto::Tcp];
+            cfg.outstanding = vec![1, 16];
         }
-        Profile::Classic => cfg.duration = Duration::from_secs(1),
+        Profile::Classic => {
+            cfg.duration = Duration::from_secs(1);
+            cfg.loaded = false;
+            cfg.transactions = false;
+        }
     }
     cfg
 }
@@ -54,8 +70,8 @@ fn run_config(ctx: &RunContext<'_>) -> NetConfig {
 }
 
 /// Cases `run_net` plans: throughput per protocol, direction, block and stream count (UDP's
-/// block list may be the path MTU's default, one entry), and latency per protocol, message size
-/// and pair count.
+/// block list may be the path MTU's default, one entry), latency per protocol, message size
+/// and pair count, latency under load per protocol and load, and transactions.
 pub fn case_count(cfg: &NetConfig) -> usize {
     let blocks = cfg
         .tcp_blocks
@@ -63,7 +79,11 @@ pub fn case_count(cfg: &NetConfig) -> usize {
         .max(cfg.udp_blocks.as_ref().map_or(1, Vec::len));
     let tp = cfg.protos.len() * cfg.directions.len() * blocks * cfg.streams.len();
     let lat = cfg.protos.len() * cfg.msg_sizes.len() * cfg.pairs.len();
-    usize::from(cfg.throughput) * tp + usize::from(cfg.latency) * lat
+    let loaded = cfg.loaded_protos.len() * cfg.loads.len();
+    usize::from(cfg.throughput) * tp
+        + usize::from(cfg.latency) * lat
+        + usize::from(cfg.loaded) * loaded
+        + crate::transactions::cases(cfg).len()
 }
 
 impl Subsystem for Net {
@@ -101,7 +121,8 @@ impl Subsystem for Net {
             ReferenceTool {
                 name: "sockperf",
                 package: "sockperf",
-                serves: "net.latency tcp/udp ping-pong (same message size)",
+                serves: "net.latency tcp/udp ping-pong (same message size), and under load \
+                         (sockperf ul at the same message rate and reply interval)",
                 how: "net loopback --reference; net client HOST --reference-port P against \
                       `sockperf sr -p P+1` there",
             },

@@ -107,11 +107,15 @@ pub fn echo(sock: &TcpStream, block: usize, idle: Duration) -> io::Result<u64> {
     }
 }
 
-/// Ping-pong `msg`-byte messages (TCP_NODELAY), recording each round trip. Every reply is
-/// compared with what was sent, so a path that returned nothing or something else fails.
+/// Ping-pong `msg`-byte messages (TCP_NODELAY) with `outstanding` requests in flight (1: one
+/// at a time; more: netperf's burst mode, a new request written for each reply read), recording
+/// each request's time to its reply. Every reply is compared with what was sent, so a path that
+/// returned nothing or something else fails. The caller keeps `outstanding × msg` within what
+/// the socket buffers hold (`wire::MAX_IN_FLIGHT`): both ends write before they read.
 pub fn ping_pong(
     sock: &TcpStream,
     msg: usize,
+    outstanding: usize,
     stop: Stop,
     idle: Duration,
     hist: &mut LatencyHist,
@@ -121,19 +125,32 @@ pub fn ping_pong(
     let mut out = payload(msg, 0x5851_f42d_4c95_7f2d);
     let mut back = vec![0u8; msg];
     let (mut r, mut w) = (sock, sock);
-    let mut rounds = 0u64;
+    let (mut rounds, mut written) = (0u64, 0u64);
+    let mut in_flight: std::collections::VecDeque<Instant> =
+        std::collections::VecDeque::with_capacity(outstanding.max(1));
     loop {
-        match stop {
-            Stop::At(t) if Instant::now() >= t => break,
-            Stop::Count(n) | Stop::Bytes(n) if rounds >= n => break,
-            _ => {}
+        let more = match stop {
+            Stop::At(t) => Instant::now() < t,
+            Stop::Count(n) | Stop::Bytes(n) => written < n,
+        };
+        if more {
+            while in_flight.len() < outstanding.max(1)
+                && !matches!(stop, Stop::Count(n) | Stop::Bytes(n) if written >= n)
+            {
+                // The first byte carries the request number, so a stale or lost reply cannot
+                // pass.
+                out[0] = written as u8;
+                in_flight.push_back(Instant::now());
+                w.write_all(&out)?;
+                written += 1;
+            }
         }
-        // The first byte carries the round number, so a stale or lost reply cannot pass.
-        out[0] = rounds as u8;
-        let t = Instant::now();
-        w.write_all(&out)?;
+        let Some(t) = in_flight.pop_front() else {
+            break;
+        };
         r.read_exact(&mut back)?;
         hist.record_ns(t.elapsed().as_nanos() as u64);
+        out[0] = rounds as u8;
         if back != out {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -178,10 +195,22 @@ mod tests {
         let (c, s) = pair();
         let srv = std::thread::spawn(move || echo(&s, 1, Duration::from_secs(5)));
         let mut h = LatencyHist::new();
-        let n = ping_pong(&c, 1, Stop::Count(500), Duration::from_secs(5), &mut h).expect("pp");
+        let n = ping_pong(&c, 1, 1, Stop::Count(500), Duration::from_secs(5), &mut h).expect("pp");
         assert_eq!(n, 500);
         assert_eq!(h.count(), 500);
         assert_eq!(srv.join().expect("join").expect("echo"), 500);
+    }
+
+    #[test]
+    fn pipelined_ping_pong_keeps_requests_in_flight_and_drains_them() {
+        let (c, s) = pair();
+        let srv = std::thread::spawn(move || echo(&s, 64, Duration::from_secs(5)));
+        let mut h = LatencyHist::new();
+        let n =
+            ping_pong(&c, 3, 16, Stop::Count(1000), Duration::from_secs(5), &mut h).expect("pp");
+        assert_eq!(n, 1000);
+        assert_eq!(h.count(), 1000);
+        assert_eq!(srv.join().expect("join").expect("echo"), 3000);
     }
 
     #[test]
@@ -195,7 +224,7 @@ mod tests {
             (&s).write_all(&b).expect("write");
         });
         let mut h = LatencyHist::new();
-        let e = ping_pong(&c, 4, Stop::Count(1), Duration::from_secs(5), &mut h)
+        let e = ping_pong(&c, 4, 1, Stop::Count(1), Duration::from_secs(5), &mut h)
             .expect_err("corrupted echo");
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         srv.join().expect("join");

@@ -17,19 +17,25 @@ use crate::stream::{payload, Stop};
 use crate::wire::{SentReport, StreamReport};
 
 /// Sequence number of handshake datagrams.
-const HELLO_SEQ: u64 = u64::MAX;
+pub(crate) const HELLO_SEQ: u64 = u64::MAX;
 /// Receive buffer asked for on every UDP socket unless the test names one.
 pub const DEFAULT_RCVBUF: usize = 8 << 20;
+/// How long a receiver waits for more datagrams once the sender said it is done. The "done"
+/// message travels the control connection over the same path after the last datagram, through
+/// the same queues in the same order, so what was sent has normally arrived by then; the quiet
+/// period only catches stragglers. It is paid by every test, so by every trial of a capacity
+/// search: 200 ms made a 100 ms trial cost 300.
+pub const DRAIN: Duration = Duration::from_millis(30);
 /// Duplicate tracking keeps one bit per sequence number up to this many (16 MiB of bits).
 const DUP_TRACK: u64 = 1 << 27;
 
-fn put_header(buf: &mut [u8], tag: u64, seq: u64, send_ns: u64) {
+pub(crate) fn put_header(buf: &mut [u8], tag: u64, seq: u64, send_ns: u64) {
     buf[0..8].copy_from_slice(&tag.to_le_bytes());
     buf[8..16].copy_from_slice(&seq.to_le_bytes());
     buf[16..24].copy_from_slice(&send_ns.to_le_bytes());
 }
 
-fn get_header(buf: &[u8]) -> Option<(u64, u64, u64)> {
+pub(crate) fn get_header(buf: &[u8]) -> Option<(u64, u64, u64)> {
     if buf.len() < HEADER_BYTES {
         return None;
     }
@@ -126,13 +132,13 @@ pub fn accept_hello(sock: &UdpSocket, tag: u64, within: Duration) -> io::Result<
     }
 }
 
-fn ack(sock: &UdpSocket, tag: u64) -> io::Result<()> {
+pub(crate) fn ack(sock: &UdpSocket, tag: u64) -> io::Result<()> {
     let mut h = [0u8; HEADER_BYTES];
     put_header(&mut h, tag, HELLO_SEQ, 1);
     sock.send(&h).map(|_| ())
 }
 
-fn is_timeout(e: &io::Error) -> bool {
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
@@ -194,7 +200,7 @@ pub fn send(
 }
 
 /// Receive state for one stream.
-struct Tracker {
+pub(crate) struct Tracker {
     rep: StreamReport,
     next: u64,
     seen: Vec<u64>,
@@ -203,7 +209,7 @@ struct Tracker {
 }
 
 impl Tracker {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             rep: StreamReport::default(),
             next: 0,
@@ -227,7 +233,7 @@ impl Tracker {
         fresh
     }
 
-    fn datagram(&mut self, len: usize, seq: u64, send_ns: u64, arrival_ns: u64) {
+    pub(crate) fn datagram(&mut self, len: usize, seq: u64, send_ns: u64, arrival_ns: u64) {
         if !self.first_sighting(seq) {
             self.rep.duplicates += 1;
             return;
@@ -257,7 +263,12 @@ impl Tracker {
         self.prev_transit = Some(transit);
     }
 
-    fn finish(mut self) -> StreamReport {
+    /// A datagram of another session, ignored but counted.
+    pub(crate) fn foreign(&mut self) {
+        self.rep.foreign += 1;
+    }
+
+    pub(crate) fn finish(mut self) -> StreamReport {
         self.rep.jitter_s = self.jitter_ns / 1e9;
         self.rep
     }

@@ -21,7 +21,9 @@ pub const MAGIC: [u8; 4] = *b"HBNT";
 /// The protocol version this build speaks; a peer with another one is refused by name.
 /// 2: `Report.kernel`, the server's kernel counter deltas over the test (a version-1 peer
 /// would refuse the field, so the mismatch is named instead).
-pub const VERSION: u16 = 2;
+/// 3: the under-load and connect-request-response tests (`TestKind::UnderLoad`, `Crr`),
+/// `TestSpec.reply_every` and `outstanding`, `Ready.tcp_port`, `Report.time_wait`.
+pub const VERSION: u16 = 3;
 /// Hard cap on one frame's payload. Results are a few hundred bytes per stream, and streams are
 /// capped at [`MAX_STREAMS`], so this is never the limit for an honest peer.
 pub const MAX_FRAME: usize = 64 * 1024;
@@ -30,6 +32,13 @@ pub const HEADER: usize = 10;
 
 /// Most streams (or ping-pong pairs) one test may ask for (iperf3's limit too).
 pub const MAX_STREAMS: u32 = 128;
+/// Most requests one pair may keep in flight (`outstanding`).
+pub const MAX_OUTSTANDING: u32 = 1024;
+/// Most bytes one pair may keep in flight: both ends write before they read, so more than the
+/// socket buffers hold could deadlock the two writers.
+pub const MAX_IN_FLIGHT: u64 = 64 << 10;
+/// Largest `reply_every` (one reply per million messages is already a sparse sample).
+pub const MAX_REPLY_EVERY: u32 = 1_000_000;
 /// Largest TCP write/read block a test may ask for.
 pub const MAX_TCP_BLOCK: u32 = 16 << 20;
 /// Largest UDP payload over IPv4 (65535 − 20 IP − 8 UDP); used for both families.
@@ -61,7 +70,7 @@ pub enum ProtoError {
 
 hostbench_core::named_enum! {
     /// Transport protocol of a test.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Proto("protocol") {
         Tcp = "tcp",
@@ -93,12 +102,19 @@ impl Direction {
     }
 }
 
-/// Bulk transfer or request/response.
+/// Bulk transfer, request/response, or either under load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum TestKind {
     Throughput,
+    /// Request/response on one connection per pair (`outstanding` in flight over TCP).
+    #[serde(rename = "pingpong")]
     PingPong,
+    /// A stream paced at `rate_bps` whose every `reply_every`-th message the server returns:
+    /// round trips measured while the stream loads the path (sockperf's under-load mode).
+    UnderLoad,
+    /// TCP connect, request, response, close, repeated per pair (netperf's TCP_CRR).
+    Crr,
 }
 
 /// One test, as the client asks for it. The server validates every field before acting on it.
@@ -123,6 +139,12 @@ pub struct TestSpec {
     /// SO_SNDBUF / SO_RCVBUF request for data sockets, bytes; `None` keeps autotuning (TCP) or
     /// hostbench's enlarged UDP receive buffer.
     pub sockbuf: Option<u32>,
+    /// Under load: the server returns every message whose sequence number is a multiple of this.
+    #[serde(default)]
+    pub reply_every: Option<u32>,
+    /// TCP ping-pong: requests each pair keeps in flight (`None` = 1).
+    #[serde(default)]
+    pub outstanding: Option<u32>,
 }
 
 impl TestSpec {
@@ -131,7 +153,7 @@ impl TestSpec {
     pub fn stream_counts(&self) -> (u32, u32) {
         let n = self.streams;
         match self.kind {
-            TestKind::PingPong => (n, 0),
+            TestKind::PingPong | TestKind::UnderLoad | TestKind::Crr => (n, 0),
             TestKind::Throughput => (
                 if self.direction.client_sends() { n } else { 0 },
                 if self.direction.server_sends() { n } else { 0 },
@@ -176,7 +198,9 @@ impl TestSpec {
             Proto::Udp => MAX_UDP_BLOCK,
         };
         let min_block = match (self.proto, self.kind) {
-            (Proto::Udp, TestKind::Throughput) => crate::stream::HEADER_BYTES as u32,
+            (Proto::Udp, TestKind::Throughput) | (_, TestKind::UnderLoad) => {
+                crate::stream::HEADER_BYTES as u32
+            }
             _ => 1,
         };
         if self.block < min_block || self.block > max_block {
@@ -205,10 +229,42 @@ impl TestSpec {
         if self.bytes.is_some_and(|b| b > 1 << 44) || self.count.is_some_and(|c| c > 1 << 32) {
             return Err("amount of work beyond the server's cap".into());
         }
-        if self.bytes.is_some() && self.kind == TestKind::PingPong
+        if self.bytes.is_some() && self.kind != TestKind::Throughput
             || self.count.is_some() && self.kind == TestKind::Throughput
         {
             return Err("bytes is for throughput tests, count for ping-pong".into());
+        }
+        if self.kind == TestKind::UnderLoad {
+            if self.duration_ms.is_none() {
+                return Err("a test under load runs for a duration".into());
+            }
+            if self.rate_bps.is_none() {
+                return Err("a test under load needs its rate".into());
+            }
+            match self.reply_every {
+                Some(r) if (1..=MAX_REPLY_EVERY).contains(&r) => {}
+                _ => return Err(format!("reply_every must be 1..={MAX_REPLY_EVERY}")),
+            }
+        } else if self.reply_every.is_some() {
+            return Err("reply_every is for tests under load".into());
+        }
+        if self.kind == TestKind::Crr && self.proto != Proto::Tcp {
+            return Err("connect-request-response is TCP only".into());
+        }
+        if let Some(o) = self.outstanding {
+            if self.kind != TestKind::PingPong || self.proto != Proto::Tcp {
+                return Err("outstanding is for TCP ping-pong".into());
+            }
+            if !(1..=MAX_OUTSTANDING).contains(&o) {
+                return Err(format!("outstanding {o} outside 1..={MAX_OUTSTANDING}"));
+            }
+            if u64::from(o) * u64::from(self.block) > MAX_IN_FLIGHT {
+                return Err(format!(
+                    "{o} outstanding × {} bytes exceeds the {} KiB a pair may keep in flight",
+                    self.block,
+                    MAX_IN_FLIGHT >> 10
+                ));
+            }
         }
         if let Some(r) = self.rate_bps {
             if !(r.is_finite() && (1000.0..=4e11).contains(&r)) {
@@ -220,8 +276,8 @@ impl TestSpec {
                 return Err(format!("socket buffer {b} outside 4 KiB..512 MiB"));
             }
         }
-        if self.kind == TestKind::PingPong && self.direction != Direction::Send {
-            return Err("ping-pong has no direction other than send".into());
+        if self.kind != TestKind::Throughput && self.direction != Direction::Send {
+            return Err("only throughput tests have a direction other than send".into());
         }
         Ok(())
     }
@@ -271,6 +327,10 @@ pub struct Report {
     /// Growth of the server namespace's TCP/UDP counters over the test (`Group.Name` → count).
     #[serde(default)]
     pub kernel: std::collections::BTreeMap<String, u64>,
+    /// Connect-request-response: TCP sockets in TIME_WAIT in the server's namespace at the
+    /// test's end (the server closes first, so they pile up there).
+    #[serde(default)]
+    pub time_wait: Option<u64>,
 }
 
 /// Every control message. The first frame on any connection is `Hello` (a control session) or
@@ -302,6 +362,9 @@ pub enum Msg {
     },
     Ready {
         udp_ports: Vec<u16>,
+        /// Connect-request-response: the port the server accepts the test's connections on.
+        #[serde(default)]
+        tcp_port: Option<u16>,
     },
     Go {},
     SenderDone {
@@ -490,6 +553,8 @@ mod tests {
             count: None,
             rate_bps: None,
             sockbuf: None,
+            reply_every: None,
+            outstanding: None,
         }
     }
 
@@ -640,6 +705,58 @@ mod tests {
                     ..ok.clone()
                 },
                 "socket buffer",
+            ),
+            (
+                TestSpec {
+                    kind: TestKind::UnderLoad,
+                    rate_bps: Some(1e6),
+                    reply_every: Some(0),
+                    ..ok.clone()
+                },
+                "reply_every",
+            ),
+            (
+                TestSpec {
+                    kind: TestKind::UnderLoad,
+                    reply_every: Some(100),
+                    ..ok.clone()
+                },
+                "rate",
+            ),
+            (
+                TestSpec {
+                    reply_every: Some(100),
+                    ..ok.clone()
+                },
+                "under load",
+            ),
+            (
+                TestSpec {
+                    kind: TestKind::Crr,
+                    proto: Proto::Udp,
+                    block: 1,
+                    ..ok.clone()
+                },
+                "TCP only",
+            ),
+            (
+                TestSpec {
+                    kind: TestKind::PingPong,
+                    block: 1024,
+                    outstanding: Some(128),
+                    ..ok.clone()
+                },
+                "in flight",
+            ),
+            (
+                TestSpec {
+                    kind: TestKind::PingPong,
+                    proto: Proto::Udp,
+                    block: 1,
+                    outstanding: Some(2),
+                    ..ok.clone()
+                },
+                "outstanding",
             ),
         ];
         for (s, word) in cases {

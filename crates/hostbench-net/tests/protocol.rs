@@ -34,8 +34,12 @@ fn spec(kind: TestKind, proto: Proto, direction: Direction, streams: u32, block:
         duration_ms: Some(150),
         bytes: None,
         count: None,
-        rate_bps: (proto == Proto::Udp && kind == TestKind::Throughput).then_some(200e6),
+        rate_bps: (proto == Proto::Udp && kind == TestKind::Throughput
+            || kind == TestKind::UnderLoad)
+            .then_some(200e6),
         sockbuf: None,
+        reply_every: (kind == TestKind::UnderLoad).then_some(10),
+        outstanding: None,
     }
 }
 
@@ -79,6 +83,36 @@ fn every_test_kind_runs_in_one_authenticated_session() {
             o.rounds
         );
     }
+    // Under load, over both protocols: the server counts the stream and returns the sampled
+    // messages; each reply is timed.
+    for proto in [Proto::Tcp, Proto::Udp] {
+        let mut s = spec(TestKind::UnderLoad, proto, Direction::Send, 1, 1000);
+        s.duration_ms = Some(300);
+        let o = c.run(&s).expect("under load");
+        let load = o.load.expect("load report");
+        let up = o.upstream.expect("the stream as the server counted it");
+        assert!(load.sent > 0, "{proto:?} {load:?}");
+        assert_eq!(up.datagrams_sent(), load.sent);
+        assert!(load.replies > 0 && load.replies <= load.expected_replies);
+        assert_eq!(load.corrected.count(), load.replies);
+        if proto == Proto::Tcp {
+            assert_eq!(up.datagrams_received(), load.sent);
+            assert_eq!(load.replies, load.expected_replies);
+        }
+    }
+    // Request/response with 8 in flight, and a connection per transaction.
+    let mut s = spec(TestKind::PingPong, Proto::Tcp, Direction::Send, 2, 1);
+    s.outstanding = Some(8);
+    let o = c.run(&s).expect("pipelined");
+    assert!(o.rounds > 0 && o.rtt.expect("times").count() == o.rounds);
+    let o = c
+        .run(&spec(TestKind::Crr, Proto::Tcp, Direction::Send, 2, 1))
+        .expect("crr");
+    assert!(o.rounds > 0 && o.rtt.expect("times").count() == o.rounds);
+    let mut s = spec(TestKind::Crr, Proto::Tcp, Direction::Send, 1, 3);
+    s.duration_ms = None;
+    s.count = Some(40);
+    assert_eq!(c.run(&s).expect("crr count").rounds, 40);
     // Amount- and count-based tests stop at exactly their amount.
     let mut s = spec(TestKind::Throughput, Proto::Tcp, Direction::Send, 3, 1000);
     s.duration_ms = None;
@@ -178,10 +212,18 @@ fn sessions_beyond_the_limit_are_told_busy_and_a_vanished_client_frees_its_slot(
     assert!(e.to_string().contains("busy"), "{e}");
     drop(first);
 
-    // A client that starts a long test, opens its data connections and vanishes.
-    let mut ctl = connect_raw(addr);
-    let Msg::Welcome { cookie, .. } = read(&mut ctl) else {
-        panic!("no welcome")
+    // A client that starts a long test, opens its data connections and vanishes. (The first
+    // client's slot frees once the server has seen its connection close: ask until it has.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let (mut ctl, cookie) = loop {
+        let mut ctl = connect_raw(addr);
+        match read(&mut ctl) {
+            Msg::Welcome { cookie, .. } => break (ctl, cookie),
+            Msg::Refused { busy: true, .. } if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            other => panic!("no welcome: {other:?}"),
+        }
     };
     let mut long = spec(TestKind::Throughput, Proto::Tcp, Direction::Send, 2, 1000);
     long.duration_ms = Some(600_000);

@@ -16,10 +16,17 @@
 //!   linear axis, one line per remaining workload and a point per `delay`: the curve whose knee
 //!   is quoted;
 //! - *matrix*: one whose records name a cell (`cpu_a`/`cpu_b`, `cpu_node`/`mem_node`) gets a
-//!   heatmap per unit and mode (see `heatmap`).
+//!   heatmap per unit and mode (see `heatmap`);
+//! - *latency vs offered load*: latency records that carry the load offered beside them
+//!   (`load_bps`, sockperf's under-load mode) get, per protocol, block size and target, p50 and
+//!   p99 against the load they came to (`extra.offered_bps`), the uncorrected figures dashed, the
+//!   idle ping-pong as a level, and the points where the load itself was lost ringed;
+//! - *transactions*: records counted in transactions/s (request/response tests) get a bar per
+//!   case, grouped by mode, named as netperf names them (`TCP_RR, 2 pairs × 16 in flight`).
 //!
-//! The last two replace the scaling and working-set charts of their benchmark: a line per delay
-//! against threads, or per CPU pair, would be noise.
+//! The latency-vs-bandwidth curve and the matrix replace the scaling and working-set charts of
+//! their benchmark: a line per delay against threads, or per CPU pair, would be noise. Records
+//! under load are left out of their benchmark's other charts for the same reason.
 //!
 //! Text is measured and, in PNGs, drawn with an embedded DejaVu Sans, so a machine without fonts
 //! draws the same picture.
@@ -37,8 +44,9 @@ use serde_json::Value;
 
 use crate::error::ReportError;
 use crate::table::{
-    concurrency_key, group_by, label_part, reference_efficiency, row_label, short_name, subsystem,
-    subsystem_title, value_text, varying_keys,
+    block, concurrency_key, concurrency_words, group_by, idle_of, is_under_load, label_part,
+    reference_efficiency, row_label, short_name, subsystem, subsystem_title, test_name, value_text,
+    varying_keys, BLOCK_KEY, IN_FLIGHT_KEY, LOAD_KEY,
 };
 use crate::units::{self, Scale};
 
@@ -80,6 +88,22 @@ pub struct Lines {
     pub series: Vec<Series>,
     /// Lines of text under the legend: what a point is where the series names do not say.
     pub notes: Vec<String>,
+    pub y: YAxis,
+    /// Horizontal reference lines (name, value), drawn dotted grey across the plot and named in
+    /// the legend (the idle latency under a latency-vs-load curve).
+    pub levels: Vec<(String, f64)>,
+    /// What a ringed point means (a legend entry), where a series rings some (`Series::rings`).
+    pub ring_means: Option<String>,
+}
+
+/// When a line chart's y axis is logarithmic (only ever for positive values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum YAxis {
+    /// When the values span more than 100×.
+    Auto,
+    /// As soon as they span 10×: a curve whose overload points jump a hundredfold, where a
+    /// linear axis would flatten everything before the jump onto zero.
+    Log,
 }
 
 /// What a line chart's x values are, which decides the axis.
@@ -104,6 +128,11 @@ pub struct Series {
     /// A tooltip per point (in the order of `points`), or none: what the point is beyond x and y
     /// (the delay of a loaded-latency point).
     pub tips: Vec<String>,
+    /// Drawn dashed and thinner in the colour of series `i`: the same figure measured another way
+    /// (a round trip not corrected for coordinated omission beside the corrected one).
+    pub dashed_like: Option<usize>,
+    /// Per point (in the order of `points`), whether it is ringed; empty: none is.
+    pub rings: Vec<bool>,
 }
 
 /// A tooltip of one drawn mark. SVG gets it as a `<title>` child, which a browser shows on
@@ -137,19 +166,30 @@ pub fn charts(run: &RunResult) -> Vec<Chart> {
     let mut out: Vec<Chart> = Vec::new();
     for (prefix, recs) in group_by(&run.records, |r| subsystem(&r.benchmark).to_string()) {
         for (bench, brecs) in group_by(recs.iter().copied(), |r| r.benchmark.clone()) {
-            let curve = loaded_latency_charts(&prefix, &bench, &brecs, &mut out);
-            let matrix = match heatmap::matrix_charts(&prefix, &bench, &brecs) {
-                Some(cs) => {
-                    out.extend(cs);
-                    true
+            // Records under load have their own chart; among the idle ones a point per load
+            // would be noise.
+            let idle: Vec<&Record> = brecs
+                .iter()
+                .copied()
+                .filter(|r| !is_under_load(r))
+                .collect();
+            if !idle.is_empty() {
+                let curve = loaded_latency_charts(&prefix, &bench, &idle, &mut out);
+                let matrix = match heatmap::matrix_charts(&prefix, &bench, &idle) {
+                    Some(cs) => {
+                        out.extend(cs);
+                        true
+                    }
+                    None => false,
+                };
+                search_curve_chart(&prefix, &bench, &idle, &mut out);
+                if !curve && !matrix {
+                    scaling_charts(&prefix, &bench, &idle, &mut out);
+                    working_set_chart(&prefix, &bench, &idle, &mut out);
                 }
-                None => false,
-            };
-            search_curve_chart(&prefix, &bench, &brecs, &mut out);
-            if !curve && !matrix {
-                scaling_charts(&prefix, &bench, &brecs, &mut out);
-                working_set_chart(&prefix, &bench, &brecs, &mut out);
             }
+            under_load_charts(&prefix, &bench, &brecs, &mut out);
+            transaction_charts(&prefix, &bench, &brecs, &mut out);
             versus_peak_charts(&prefix, &bench, &brecs, &mut out);
         }
         efficiency_charts(&prefix, &recs, &mut out);
@@ -218,6 +258,8 @@ pub fn trend_charts(trends: &[Trend]) -> Vec<Chart> {
                     .collect(),
                 peaks: Vec::new(),
                 tips: Vec::new(),
+                dashed_like: None,
+                rings: Vec::new(),
             })
             .collect();
         let metric = these[0].metric;
@@ -243,6 +285,9 @@ pub fn trend_charts(trends: &[Trend]) -> Vec<Chart> {
                 metric,
                 series,
                 notes: Vec::new(),
+                y: YAxis::Auto,
+                levels: Vec::new(),
+                ring_means: None,
             }),
         });
     }
@@ -336,21 +381,48 @@ fn split_series(
         let name = if path.is_empty() {
             short_name(&recs[0].benchmark).to_string()
         } else {
-            path.join(" ")
+            with_test_name(recs, path).join(" ")
         };
         out.push(Series {
             name,
             points,
             peaks,
             tips: Vec::new(),
+            dashed_like: None,
+            rings: Vec::new(),
         });
     }
+}
+
+/// A line's name parts with its protocol and mode said as netperf's test name (`TCP_RR`, not
+/// `tcp rr`), where every record of the line is one test and the name tells lines apart.
+fn with_test_name(recs: &[&Record], path: &[String]) -> Vec<String> {
+    let Some(name) =
+        test_name(recs[0]).filter(|n| recs.iter().all(|r| test_name(r).as_ref() == Some(n)))
+    else {
+        return path.to_vec();
+    };
+    let words: Vec<String> = ["proto", "mode"]
+        .iter()
+        .filter_map(|k| recs[0].params.get(*k).map(|v| label_part(k, v)))
+        .collect();
+    let Some(at) = path.iter().position(|p| words.contains(p)) else {
+        return path.to_vec();
+    };
+    let mut out: Vec<String> = path
+        .iter()
+        .filter(|p| !words.contains(p))
+        .cloned()
+        .collect();
+    out.insert(at.min(out.len()), name);
+    out
 }
 
 fn x_title(key: &str) -> String {
     match key {
         "threads" => "Threads".into(),
         "streams" => "Streams".into(),
+        "pairs" => "Pairs".into(),
         WS_KEY => "Working-set size".into(),
         other => other.to_string(),
     }
@@ -422,6 +494,9 @@ fn scaling_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Cha
                 metric,
                 series,
                 notes: Vec::new(),
+                y: YAxis::Auto,
+                levels: Vec::new(),
+                ring_means: None,
             }),
         });
     }
@@ -459,6 +534,9 @@ fn working_set_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<
             metric,
             series: series.into_iter().take(MAX_SERIES * 2).collect(),
             notes: Vec::new(),
+            y: YAxis::Auto,
+            levels: Vec::new(),
+            ring_means: None,
         }),
     });
 }
@@ -466,7 +544,7 @@ fn working_set_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<
 /// The extra field of a latency record that says how much memory traffic ran beside it (B/s).
 const LOAD_EXTRA: &str = "bandwidth";
 /// The parameter that throttles that traffic: a point on the curve per value, never a line.
-const LOAD_KEY: &str = "delay";
+const DELAY_KEY: &str = "delay";
 /// The kind of that traffic: always in a line's name, so a lone curve still says it.
 const TRAFFIC_KEY: &str = "traffic";
 
@@ -499,7 +577,7 @@ fn loaded_latency_charts(
         line_keys.push(TRAFFIC_KEY.into());
     }
     for k in varying_keys(&recs) {
-        if k != LOAD_KEY && !line_keys.contains(&k) {
+        if k != DELAY_KEY && !line_keys.contains(&k) {
             line_keys.push(k);
         }
     }
@@ -530,7 +608,7 @@ fn loaded_latency_charts(
             .collect();
         series.push(tipped_series(bench, &name, points));
     }
-    let mut delays: Vec<f64> = recs.iter().filter_map(|r| num(r, LOAD_KEY)).collect();
+    let mut delays: Vec<f64> = recs.iter().filter_map(|r| num(r, DELAY_KEY)).collect();
     delays.sort_by(f64::total_cmp);
     let notes = match (delays.first(), delays.last()) {
         (Some(lo), Some(hi)) if hi > lo => vec![
@@ -557,6 +635,9 @@ fn loaded_latency_charts(
                 metric: Metric::Latency,
                 series: part.to_vec(),
                 notes: notes.clone(),
+                y: YAxis::Auto,
+                levels: Vec::new(),
+                ring_means: None,
             }),
         });
     }
@@ -575,6 +656,8 @@ fn tipped_series(bench: &str, name: &[String], points: Vec<((f64, f64, f64), Str
         points,
         peaks: Vec::new(),
         tips,
+        dashed_like: None,
+        rings: Vec::new(),
     }
 }
 
@@ -636,8 +719,335 @@ fn search_curve_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec
                     "A point per trial of the last".to_string(),
                     "sample; loss in the tooltip".to_string(),
                 ],
+                y: YAxis::Auto,
+                levels: Vec::new(),
+                ring_means: None,
             }),
         });
+    }
+}
+
+/// The fraction of its load a latency-under-load point may lose before it is ringed: beyond it
+/// the path is past its capacity, and the round trips time a queue that overflows.
+const LOST_RING: f64 = 0.01;
+
+/// A number in a record's `extra`, by path (`["rtt", "p99"]`).
+fn extra_num(r: &Record, path: &[&str]) -> Option<f64> {
+    let (first, rest) = path.split_first()?;
+    let mut v = r.extra.get(*first)?;
+    for k in rest {
+        v = v.get(k)?;
+    }
+    v.as_f64().filter(|x| x.is_finite())
+}
+
+/// The load a latency-under-load record came to (bit/s): `extra.offered_bps`, else the asked
+/// `load_bps` where it is a number.
+fn offered(r: &Record) -> Option<f64> {
+    extra_num(r, &["offered_bps"])
+        .or_else(|| num(r, LOAD_KEY))
+        .filter(|x| *x >= 0.0)
+}
+
+/// One latency-under-load point's four round trips: p50 and p99, corrected for coordinated
+/// omission (timed from each message's due time) and not (from the actual send).
+struct LoadPoint<'a> {
+    record: &'a Record,
+    x: f64,
+    p50: f64,
+    p99: Option<f64>,
+    p50_uncorrected: Option<f64>,
+    p99_uncorrected: Option<f64>,
+    lost: f64,
+}
+
+impl<'a> LoadPoint<'a> {
+    fn of(r: &'a Record) -> Option<Self> {
+        let positive = |v: Option<f64>| v.filter(|x| *x > 0.0);
+        Some(LoadPoint {
+            record: r,
+            x: offered(r)?,
+            p50: positive(Some(r.value))?,
+            p99: positive(extra_num(r, &["p99_s"]).or_else(|| extra_num(r, &["rtt", "p99"]))),
+            p50_uncorrected: positive(
+                extra_num(r, &["p50_uncorrected_s"])
+                    .or_else(|| extra_num(r, &["rtt_uncorrected", "p50"])),
+            ),
+            p99_uncorrected: positive(
+                extra_num(r, &["p99_uncorrected_s"])
+                    .or_else(|| extra_num(r, &["rtt_uncorrected", "p99"])),
+            ),
+            lost: extra_num(r, &["load_lost_fraction"]).unwrap_or(0.0),
+        })
+    }
+
+    /// `p99 33.4 µs under 10% load: offered 3.44 Gbit/s, delivered 3.44 Gbit/s, 0.00 % lost`.
+    fn tip(&self, figure: &str, v: f64) -> String {
+        let load = self
+            .record
+            .params
+            .get(LOAD_KEY)
+            .map_or(String::new(), |l| format!(" {}", label_part(LOAD_KEY, l)));
+        let delivered = extra_num(self.record, &["delivered_bps"]).map_or(String::new(), |d| {
+            format!(", delivered {}", units::human(d, "bit/s"))
+        });
+        format!(
+            "{figure} {}{load}: offered {}{delivered}, {:.2} % of the load lost",
+            units::human(v, "s"),
+            units::human(self.x, "bit/s"),
+            self.lost * 100.0
+        )
+    }
+}
+
+/// Round trip against the load offered beside it (sockperf's under-load mode): a chart per
+/// protocol, block size and target (and any other parameter but the load), a point per load in
+/// the order of the load it came to. Lines of p50 and p99, corrected for coordinated omission;
+/// the uncorrected ones dashed in the same colours (where they part, the sender fell behind its
+/// schedule); the idle ping-pong of the same protocol and target as a level; points whose load
+/// lost more than 1 % ringed. The y axis goes logarithmic early: past capacity the round trip
+/// jumps a hundredfold.
+fn under_load_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let loaded: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.metric == Metric::Latency && is_under_load(r))
+        .collect();
+    if loaded.is_empty() {
+        return;
+    }
+    // A chart per protocol, block and target: what the curve is of.
+    let chart_keys: Vec<String> = ["proto", BLOCK_KEY, "target"]
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    // Whatever else varies (a side-by-side run's label, the streams) splits the lines.
+    let line_keys: Vec<String> = varying_keys(&loaded)
+        .into_iter()
+        .filter(|k| k != LOAD_KEY && !chart_keys.contains(k))
+        .collect();
+    let key_of = |r: &Record, keys: &[String]| -> Vec<Option<Value>> {
+        keys.iter().map(|k| r.params.get(k).cloned()).collect()
+    };
+    for (_, crecs) in group_by(loaded.iter().copied(), |r| key_of(r, &chart_keys)) {
+        let lines = group_by(crecs.iter().copied(), |r| key_of(r, &line_keys));
+        // More than one line set: the uncorrected lines would crowd the chart out.
+        let uncorrected = lines.len() == 1;
+        let mut series: Vec<Series> = Vec::new();
+        let mut levels: Vec<(String, f64)> = Vec::new();
+        for (values, rs) in &lines {
+            let mut points: Vec<LoadPoint<'_>> =
+                rs.iter().filter_map(|r| LoadPoint::of(r)).collect();
+            if points.is_empty() {
+                continue;
+            }
+            points.sort_by(|a, b| a.x.total_cmp(&b.x));
+            let name: Vec<String> = line_keys
+                .iter()
+                .zip(values)
+                .filter_map(|(k, v)| v.as_ref().map(|v| label_part(k, v)))
+                .collect();
+            let named = |figure: &str| -> Vec<String> {
+                name.iter().cloned().chain([figure.to_string()]).collect()
+            };
+            let rings: Vec<bool> = points.iter().map(|p| p.lost > LOST_RING).collect();
+            let mut line = |figure: &str,
+                            get: &dyn Fn(&LoadPoint<'_>) -> Option<f64>,
+                            dashed_like: Option<usize>| {
+                let mut pts = Vec::new();
+                let mut ring = Vec::new();
+                for (p, r) in points.iter().zip(&rings) {
+                    if let Some(v) = get(p) {
+                        // The error bar is the p50's spread over the samples; the other figures
+                        // come from one pooled histogram.
+                        let sd = if figure == "p50" {
+                            p.record.stats.stddev
+                        } else {
+                            0.0
+                        };
+                        pts.push(((p.x, v, sd), p.tip(figure, v)));
+                        ring.push(*r && dashed_like.is_none());
+                    }
+                }
+                if pts.is_empty() {
+                    return None;
+                }
+                let mut s = tipped_series(bench, &named(figure), pts);
+                s.dashed_like = dashed_like;
+                s.rings = ring;
+                series.push(s);
+                Some(series.len() - 1)
+            };
+            let p50 = line("p50", &|p| Some(p.p50), None);
+            let p99 = line("p99", &|p| p.p99, None);
+            if uncorrected {
+                line("p50 uncorrected", &|p| p.p50_uncorrected, p50);
+                line("p99 uncorrected", &|p| p.p99_uncorrected, p99);
+            }
+            if let Some(idle) = idle_of(rs[0], recs) {
+                let size = match (block(idle), block(rs[0])) {
+                    (a, b) if a != b && !a.is_empty() => format!(" ({a})"),
+                    _ => String::new(),
+                };
+                let mut label = named("idle");
+                label.push(format!("{}{size}", units::human(idle.value, "s")));
+                levels.push((label.join(" "), idle.value));
+            }
+        }
+        if series.is_empty() {
+            continue;
+        }
+        let first = crecs[0];
+        let about: Vec<String> = chart_keys
+            .iter()
+            .filter_map(|k| first.params.get(k).map(|v| value_text(k, v)))
+            .collect();
+        let title = format!(
+            "{bench}: {} vs offered load ({})",
+            what(Metric::Latency, "s"),
+            about.join(", ")
+        );
+        let mut notes = vec![
+            "p50, p99: timed from each".to_string(),
+            "message's due time (corrected);".to_string(),
+        ];
+        if uncorrected {
+            notes.push("dashed: from its actual send".to_string());
+        }
+        out.push(Chart {
+            id: String::new(),
+            title,
+            subsystem: prefix.to_string(),
+            kind: Kind::Lines(Lines {
+                x_label: "Offered load".into(),
+                x: XAxis::Quantity("bit/s".into()),
+                unit: first.unit.clone(),
+                metric: Metric::Latency,
+                series: series.into_iter().take(MAX_SERIES).collect(),
+                notes,
+                y: YAxis::Log,
+                levels,
+                ring_means: Some(format!("> {:.0} % of the load lost", LOST_RING * 100.0)),
+            }),
+        });
+    }
+}
+
+/// The unit of request/response transaction rates.
+const TRANSACTIONS: &str = "transactions/s";
+
+/// What a request/response mode does, for the legend (unknown modes are said as they are).
+const MODES: [(&str, &str); 2] = [
+    ("rr", "request/response (RR)"),
+    ("crr", "connect, request/response, close (CRR)"),
+];
+
+/// Transactions per second, a bar per case: bars of one mode together and in its colour, each
+/// named as netperf names the test, with its pairs and requests in flight
+/// (`TCP_RR, 2 pairs × 16 in flight`).
+fn transaction_charts(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec<Chart>) {
+    let recs: Vec<&Record> = recs
+        .iter()
+        .copied()
+        .filter(|r| r.unit == TRANSACTIONS)
+        .collect();
+    if recs.is_empty() {
+        return;
+    }
+    let varying = varying_keys(&recs);
+    // Said by the test name and the concurrency.
+    let said = ["proto", "mode", "pairs", IN_FLIGHT_KEY, BLOCK_KEY];
+    // Whether a test's cases differ in requests in flight: then its `1 in flight` is said too,
+    // beside the `16 in flight` it is against.
+    let in_flight_varies = |r: &Record| {
+        let same: Vec<&Record> = recs
+            .iter()
+            .copied()
+            .filter(|x| test_name(x) == test_name(r))
+            .collect();
+        varying_keys(&same).iter().any(|k| k == IN_FLIGHT_KEY)
+    };
+    let label = |r: &Record| -> String {
+        let mut parts = vec![test_name(r).unwrap_or_else(|| short_name(bench).to_string())];
+        parts.extend(
+            r.params
+                .iter()
+                .filter(|(k, _)| varying.contains(k) && !said.contains(&k.as_str()))
+                .map(|(k, v)| label_part(k, v)),
+        );
+        let mut s = parts.join(" ");
+        let mut c = concurrency_words(r);
+        let one = r.params.get(IN_FLIGHT_KEY).and_then(Value::as_u64) == Some(1);
+        if one && in_flight_varies(r) {
+            c = if c.is_empty() {
+                "1 in flight".into()
+            } else {
+                format!("{c} × 1 in flight")
+            };
+        }
+        if !c.is_empty() {
+            s.push_str(&format!(", {c}"));
+        }
+        if varying.iter().any(|k| k == BLOCK_KEY) {
+            s.push_str(&format!(", {}", block(r)));
+        }
+        s
+    };
+    let mode = |r: &Record| r.params.get("mode").map(|v| value_text("mode", v));
+    let num_or = |r: &Record, k: &str| num(r, k).unwrap_or(0.0);
+    let mut ordered: Vec<&Record> = Vec::new();
+    let modes = group_by(recs.iter().copied(), mode);
+    for (_, mut rs) in modes.iter().cloned() {
+        // Within a mode: each protocol's cases together, the least concurrency first.
+        let protos: Vec<Option<Value>> =
+            group_by(rs.iter().copied(), |r| r.params.get("proto").cloned())
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
+        rs.sort_by(|a, b| {
+            let p = |r: &Record| {
+                protos
+                    .iter()
+                    .position(|x| *x == r.params.get("proto").cloned())
+            };
+            p(a).cmp(&p(b))
+                .then(num_or(a, "pairs").total_cmp(&num_or(b, "pairs")))
+                .then(num_or(a, IN_FLIGHT_KEY).total_cmp(&num_or(b, IN_FLIGHT_KEY)))
+        });
+        ordered.extend(rs);
+    }
+    let title = format!(
+        "{bench}: {} per test",
+        what(Metric::Throughput, TRANSACTIONS).to_lowercase()
+    );
+    let chunks: Vec<&[&Record]> = ordered.chunks(MAX_CATEGORIES).collect();
+    let n = chunks.len();
+    for (i, chunk) in chunks.into_iter().enumerate() {
+        let series = modes
+            .iter()
+            .map(|(m, _)| BarSeries {
+                name: m.as_deref().map_or_else(
+                    || "Measured (mean)".to_string(),
+                    |m| {
+                        MODES
+                            .iter()
+                            .find(|(raw, _)| *raw == m)
+                            .map_or_else(|| m.to_string(), |(_, words)| words.to_string())
+                    },
+                ),
+                values: chunk
+                    .iter()
+                    .map(|r| (mode(r) == *m).then_some(r.stats.mean))
+                    .collect(),
+            })
+            .collect();
+        let bars = Bars {
+            unit: TRANSACTIONS.into(),
+            quantity: what(Metric::Throughput, TRANSACTIONS).to_string(),
+            categories: chunk.iter().map(|r| label(r)).collect(),
+            series,
+        };
+        push_part(out, prefix, &title, (i, n), bars);
     }
 }
 
@@ -645,8 +1055,8 @@ fn search_curve_chart(prefix: &str, bench: &str, recs: &[&Record], out: &mut Vec
 fn load_tip(r: &Record, bandwidth: f64) -> String {
     let delay = r
         .params
-        .get(LOAD_KEY)
-        .map_or("—".to_string(), |v| value_text(LOAD_KEY, v));
+        .get(DELAY_KEY)
+        .map_or("—".to_string(), |v| value_text(DELAY_KEY, v));
     let time = r
         .extra
         .get("delay_s")
@@ -654,7 +1064,7 @@ fn load_tip(r: &Record, bandwidth: f64) -> String {
         .filter(|t| t.is_finite() && *t > 0.0)
         .map_or(String::new(), |t| format!(" ({})", units::human(t, "s")));
     format!(
-        "{LOAD_KEY} {delay}{time}: {}, {}",
+        "{DELAY_KEY} {delay}{time}: {}, {}",
         units::human(bandwidth, "B/s"),
         units::human(r.stats.mean, &r.unit)
     )
@@ -1009,7 +1419,7 @@ fn draw_lines<DB: DrawingBackend>(
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
         .collect();
-    // The axis holds the measured points and the theoretical lines alike.
+    // The axis holds the measured points, the theoretical lines and the levels alike.
     let ys: Vec<f64> = l
         .series
         .iter()
@@ -1019,6 +1429,7 @@ fn draw_lines<DB: DrawingBackend>(
                 .map(|p| p.1)
                 .chain(s.peaks.iter().map(|p| p.1))
         })
+        .chain(l.levels.iter().map(|(_, y)| *y))
         .collect();
     let (xmin, xmax) = bounds(&xs);
     let (ymin, ymax) = bounds(&ys);
@@ -1038,7 +1449,11 @@ fn draw_lines<DB: DrawingBackend>(
             l.x_label.clone(),
         ),
     };
-    let y_log = ymin > 0.0 && ymax / ymin > 100.0;
+    let y_log = ymin > 0.0
+        && match l.y {
+            YAxis::Auto => ymax / ymin > 100.0,
+            YAxis::Log => ymax / ymin >= 10.0,
+        };
     let y_desc = format!("{} ({})", what(l.metric, &l.unit), scale.label);
     // The legend has a pane of its own on the right, so it can never cover a point.
     let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
@@ -1145,22 +1560,74 @@ where
         .draw()
         .map_err(err)?;
     let (xf, yf) = (a.x_scale.factor, a.y_scale.factor);
+    let xr = chart.x_range();
+    for (_, y) in &l.levels {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(xr.start, y / yf), (xr.end, y / yf)],
+                2,
+                4,
+                LEVEL.stroke_width(2),
+            ))
+            .map_err(err)?;
+    }
     let mut tips = Vec::new();
     for (i, s) in l.series.iter().enumerate() {
-        let c = color(i);
+        let c = color(s.dashed_like.unwrap_or(i));
         let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0 / xf, p.1 / yf)).collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        chart
-            .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
-            .map_err(err)?;
+        if s.dashed_like.is_some() {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    pts.clone(),
+                    6,
+                    4,
+                    c.mix(0.7).stroke_width(1),
+                ))
+                .map_err(err)?;
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|&(x, y)| Circle::new((x, y), 2, c.mix(0.7).filled())),
+                )
+                .map_err(err)?;
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(err)?;
+            chart
+                .draw_series(pts.iter().map(|&(x, y)| Circle::new((x, y), 3, c.filled())))
+                .map_err(err)?;
+        }
         tips.extend(pts.iter().zip(&s.tips).map(|(p, text)| Tip {
             circle: true,
             at: chart.backend_coord(p),
             text: text.clone(),
+        }));
+        // Rings after the points, so marks at one place take their tooltips in drawing order.
+        let ringed: Vec<(&(f64, f64), &String)> = pts
+            .iter()
+            .zip(&s.rings)
+            .filter(|(_, r)| **r)
+            .map(|(p, _)| p)
+            .zip(
+                s.tips
+                    .iter()
+                    .zip(&s.rings)
+                    .filter(|(_, r)| **r)
+                    .map(|(t, _)| t),
+            )
+            .collect();
+        chart
+            .draw_series(
+                ringed
+                    .iter()
+                    .map(|(&(x, y), _)| Circle::new((x, y), 7, RING.stroke_width(2))),
+            )
+            .map_err(err)?;
+        tips.extend(ringed.iter().map(|(p, text)| Tip {
+            circle: true,
+            at: chart.backend_coord(p),
+            text: (*text).clone(),
         }));
         // Error bars: ± one standard deviation.
         chart
@@ -1187,6 +1654,10 @@ where
 
 /// Width of the legend pane beside a line chart.
 const LEGEND_WIDTH: u32 = 230;
+/// The colour of a line chart's levels (reference lines).
+const LEVEL: RGBColor = RGBColor(110, 110, 110);
+/// The colour of a ring around a flagged point.
+const RING: RGBColor = RGBColor(200, 0, 0);
 
 /// A line chart's legend in its own pane: one entry per series, then what the dashes and the
 /// error bars mean.
@@ -1194,12 +1665,44 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> 
     let grey = RGBColor(90, 90, 90);
     let mut y = 48;
     for (i, s) in l.series.iter().enumerate() {
-        let c = color(i);
-        area.draw(&PathElement::new(vec![(6, y), (26, y)], c.stroke_width(2)))
-            .map_err(err)?;
-        area.draw(&Circle::new((16, y), 3, c.filled()))
-            .map_err(err)?;
+        if let Some(like) = s.dashed_like {
+            let c = color(like).mix(0.7);
+            for x in [6, 16] {
+                area.draw(&PathElement::new(
+                    vec![(x, y), (x + 6, y)],
+                    c.stroke_width(1),
+                ))
+                .map_err(err)?;
+            }
+            area.draw(&Circle::new((16, y), 2, c.filled()))
+                .map_err(err)?;
+        } else {
+            let c = color(i);
+            area.draw(&PathElement::new(vec![(6, y), (26, y)], c.stroke_width(2)))
+                .map_err(err)?;
+            area.draw(&Circle::new((16, y), 3, c.filled()))
+                .map_err(err)?;
+        }
         legend_text(area, &s.name, &mut y)?;
+    }
+    for (name, _) in &l.levels {
+        for x in [6, 12, 18, 24] {
+            area.draw(&PathElement::new(
+                vec![(x, y), (x + 2, y)],
+                LEVEL.stroke_width(2),
+            ))
+            .map_err(err)?;
+        }
+        legend_text(area, name, &mut y)?;
+    }
+    if let Some(means) = l
+        .ring_means
+        .as_deref()
+        .filter(|_| l.series.iter().any(|s| s.rings.contains(&true)))
+    {
+        area.draw(&Circle::new((16, y), 7, RING.stroke_width(2)))
+            .map_err(err)?;
+        legend_text(area, means, &mut y)?;
     }
     y += 6;
     if l.series.iter().any(|s| !s.peaks.is_empty()) {
@@ -1314,14 +1817,28 @@ fn draw_bars<DB: DrawingBackend>(
         .light_line_style(RGBColor(235, 235, 235))
         .draw()
         .map_err(err)?;
-    let m = b.series.len().max(1) as f64;
+    // Where no category has two values (the series sort the categories into kinds, as the
+    // modes of transactions), each bar fills its band in its series' colour.
+    let one_each = (0..n).all(|i| {
+        b.series
+            .iter()
+            .filter(|s| s.values.get(i).is_some_and(Option::is_some))
+            .count()
+            <= 1
+    });
+    let m = if one_each {
+        1.0
+    } else {
+        b.series.len().max(1) as f64
+    };
     let bar_h = 0.8 / m;
     // Category i's band is [n-1-i, n-i) so the first category is on top.
     for (si, s) in b.series.iter().enumerate() {
         let c = color(si);
+        let slot = if one_each { 0.0 } else { si as f64 };
         let rects = s.values.iter().enumerate().filter_map(|(i, v)| {
             let v = (*v)? / scale.factor;
-            let top = (n - i) as f64 - 0.1 - si as f64 * bar_h;
+            let top = (n - i) as f64 - 0.1 - slot * bar_h;
             Some(Rectangle::new(
                 [(0.0, top - bar_h * 0.92), (v, top)],
                 c.filled(),
@@ -1681,6 +2198,167 @@ mod tests {
                 "mem.c2c: core-to-core latency, one way, other"
             ]
         );
+    }
+
+    #[test]
+    fn latency_under_load_is_p50_and_p99_against_the_offered_load() {
+        use crate::testdata::{net_idle_latency, net_under_load, NET_CAPACITY_BPS};
+        use serde_json::json;
+        // Out of order, as a run that was given `--load 90%,10%,50%` would record them.
+        let mut recs = net_under_load("udp", 32768, &[json!("90%"), json!("10%"), json!("50%")]);
+        recs.push(net_idle_latency("udp", 1, 14e-6));
+        recs.push(net_idle_latency("tcp", 1, 18e-6));
+        let cs = titled(recs);
+        let titles: Vec<&str> = cs.iter().map(|c| c.title.as_str()).collect();
+        let want = "net.latency: Latency vs offered load (udp, 32 KiB, loopback)";
+        assert_eq!(
+            titles.iter().filter(|t| t.contains("offered load")).count(),
+            1,
+            "{titles:?}"
+        );
+        let c = cs.iter().find(|c| c.title == want).expect("the curve");
+        let Kind::Lines(l) = &c.kind else {
+            panic!("lines")
+        };
+        assert_eq!(l.x, XAxis::Quantity("bit/s".into()));
+        assert_eq!(l.y, YAxis::Log);
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["p50", "p99", "p50 uncorrected", "p99 uncorrected"]);
+        let xs: Vec<f64> = l.series[0].points.iter().map(|p| p.0).collect();
+        let want_xs = [0.1, 0.5, 0.9].map(|f| f * NET_CAPACITY_BPS);
+        assert_eq!(xs.len(), 3);
+        for (x, w) in xs.iter().zip(want_xs) {
+            assert!((x - w).abs() < 1.0, "{xs:?}");
+        }
+        for s in &l.series {
+            assert!(s.points.windows(2).all(|w| w[0].0 < w[1].0), "{s:?}");
+        }
+        // p50 is the record's value; p99 the histogram's, from extra.
+        assert!((l.series[0].points[2].1 - 968e-6).abs() < 1e-12);
+        assert!((l.series[1].points[2].1 - 968e-6 * 2.2).abs() < 1e-12);
+        // The uncorrected lines are dashed in their corrected line's colour.
+        assert_eq!(l.series[2].dashed_like, Some(0));
+        assert_eq!(l.series[3].dashed_like, Some(1));
+        // Only the overloaded point (6.7 % of its load lost) is ringed.
+        assert_eq!(l.series[0].rings, [false, false, true]);
+        // The idle ping-pong of the same protocol and target, not TCP's.
+        assert_eq!(l.levels.len(), 1);
+        assert_eq!(l.levels[0].1, 14e-6);
+        assert_eq!(l.levels[0].0, "idle 14.0 µs (1 B)");
+        let svg = svg(c).unwrap();
+        assert!(svg.contains("Offered load (Gbit/s)"), "x in Gbit/s");
+        assert!(svg.contains("&gt; 1 % of the load lost"));
+        assert!(
+            svg.contains("<title>p50 968 µs under 90% load: offered 31.0 Gbit/s"),
+            "{svg}"
+        );
+        // The idle records keep their charts; no under-load point joins them.
+        for other in cs.iter().filter(|c| c.title != want) {
+            if let Kind::Lines(l) = &other.kind {
+                assert!(l.series.iter().all(|s| s.points.iter().all(|p| p.1 < 1e-4)));
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_without_loads_gets_no_offered_load_chart() {
+        let cs = charts(&synthetic_run());
+        assert!(
+            cs.iter().all(|c| !c.title.contains("offered load")),
+            "{:?}",
+            cs.iter().map(|c| &c.title).collect::<Vec<_>>()
+        );
+        let transactions = cs
+            .iter()
+            .filter(|c| c.title.contains("transaction"))
+            .count();
+        assert_eq!(transactions, 0);
+    }
+
+    #[test]
+    fn a_load_in_bit_per_second_is_a_point_like_a_share() {
+        use crate::testdata::net_under_load;
+        use serde_json::json;
+        let mut recs = net_under_load("tcp", 131072, &[json!(5e9), json!("10%")]);
+        // Without offered_bps (an older record), the asked rate stands in.
+        recs[0].extra.remove("offered_bps");
+        let cs = titled(recs);
+        assert_eq!(
+            cs.len(),
+            1,
+            "{:?}",
+            cs.iter().map(|c| &c.title).collect::<Vec<_>>()
+        );
+        let Kind::Lines(l) = &cs[0].kind else {
+            panic!("lines")
+        };
+        let xs: Vec<f64> = l.series[0].points.iter().map(|p| p.0).collect();
+        assert_eq!(xs.len(), 2);
+        assert!((xs[0] - 3.44e9).abs() < 1.0 && xs[1] == 5e9, "{xs:?}");
+        assert!(l.levels.is_empty(), "no idle record: no level");
+        assert!(
+            l.series[0].tips[1].starts_with("p50 ")
+                && l.series[0].tips[1].contains("under 5.00 Gbit/s load"),
+            "{:?}",
+            l.series[0].tips
+        );
+        svg(&cs[0]).unwrap();
+    }
+
+    #[test]
+    fn transactions_are_bars_per_test_grouped_by_mode() {
+        use crate::testdata::net_transactions;
+        let recs = net_transactions(&[
+            ("tcp", "rr", 1, 1, 90e3),
+            ("tcp", "crr", 2, 1, 25e3),
+            ("tcp", "rr", 2, 16, 400e3),
+            ("tcp", "rr", 2, 1, 160e3),
+            ("udp", "rr", 1, 1, 120e3),
+            ("tcp", "crr", 1, 1, 14e3),
+        ]);
+        let cs = titled(recs);
+        let c = cs
+            .iter()
+            .find(|c| c.title == "net.transactions: transaction rate per test")
+            .expect("the bars");
+        let Kind::Bars(b) = &c.kind else {
+            panic!("bars")
+        };
+        assert_eq!(
+            b.categories,
+            [
+                "TCP_RR, 1 pair × 1 in flight",
+                "TCP_RR, 2 pairs × 1 in flight",
+                "TCP_RR, 2 pairs × 16 in flight",
+                "UDP_RR, 1 pair",
+                "TCP_CRR, 1 pair",
+                "TCP_CRR, 2 pairs",
+            ]
+        );
+        // A series per mode, each bar in its mode's.
+        let names: Vec<&str> = b.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "request/response (RR)",
+                "connect, request/response, close (CRR)"
+            ]
+        );
+        assert!(b.series[0].values[..4].iter().all(Option::is_some));
+        assert!(b.series[0].values[4..].iter().all(Option::is_none));
+        assert!(b.series[1].values[4..].iter().all(Option::is_some));
+        let svg = svg(c).unwrap();
+        assert!(svg.contains("Transaction rate (k transactions/s)"), "{svg}");
+        // Pairs vary: transactions against pairs, a line per test, named as the bars are.
+        let lines = cs
+            .iter()
+            .find(|c| c.title == "net.transactions: Transaction rate vs pairs")
+            .expect("the scaling chart");
+        let Kind::Lines(l) = &lines.kind else {
+            panic!("lines")
+        };
+        let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["TCP_RR 1 in flight", "TCP_CRR"], "{names:?}");
     }
 
     #[test]

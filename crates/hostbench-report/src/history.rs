@@ -322,7 +322,7 @@ impl Store {
         for h in crate::export::summary::all_headlines(run) {
             let r = h.record;
             let points = self.trend(&run.host.hostname, &identity(r), limit)?;
-            let at = crate::export::summary::context(r);
+            let at = h.at;
             out.push(crate::chart::Trend {
                 benchmark: r.benchmark.clone(),
                 label: [h.what.as_str(), at.as_str()]

@@ -12,8 +12,8 @@
 //! - `side`: several runs side by side (overlaid charts, ratio columns).
 //!
 //! Nothing here names a subsystem's parameters beyond the roles in `table` (and the few that
-//! make a matrix or a loaded-latency curve in `chart`), so a new subsystem's records appear in
-//! every table, chart and comparison without a change.
+//! make a matrix, a loaded-latency curve or a latency-vs-offered-load curve in `chart`), so a new
+//! subsystem's records appear in every table, chart and comparison without a change.
 
 pub mod chart;
 pub mod compare;

@@ -4,10 +4,13 @@
 //! (`cpu.`, `mem.`, `disk.`, `net.`, `gpu.`, or any future one) and then by benchmark id; the
 //! columns come from the parameters by role:
 //!
-//! - *Concurrency*: `threads` or `streams`, with `iodepth` appended when it is above 1;
+//! - *Concurrency*: `threads`, `streams` or `pairs`, with `iodepth` (`4 × QD32`) or
+//!   `outstanding` (`2 × 16 in flight`) appended when it is above 1;
 //! - *Block size*: `block_bytes`;
 //! - *Workload*: the benchmark's short name and every other parameter that varies within it;
 //!   parameters equal in all of a benchmark's records are said once above its table instead.
+//!   A few read as words rather than `key=value`: a protocol with a request/response mode is
+//!   netperf's test name (`TCP_RR`, `TCP_CRR`, `UDP_RR`), and an offered load is `under 10% load`.
 //!
 //! So a new subsystem's records appear in every format without a change here. Every exporter
 //! (terminal, Markdown, HTML) renders this one model, so they cannot disagree.
@@ -32,12 +35,21 @@ pub const HEADER: [&str; 8] = [
     "Reference efficiency %",
 ];
 
-/// Parameters that say how many workers ran, in order of preference.
-pub const CONCURRENCY_KEYS: [&str; 2] = ["threads", "streams"];
+/// Parameters that say how many workers ran, in order of preference (`pairs`: client/server
+/// pairs of request/response transactions).
+pub const CONCURRENCY_KEYS: [&str; 3] = ["threads", "streams", "pairs"];
 /// The parameter that is the block (transfer) size.
 pub const BLOCK_KEY: &str = "block_bytes";
 /// Queue depth: shown in the concurrency cell when above 1.
 pub const DEPTH_KEY: &str = "iodepth";
+/// Requests in flight per pair: shown in the concurrency cell when above 1, like the queue depth.
+pub const IN_FLIGHT_KEY: &str = "outstanding";
+/// The offered load beside a latency measurement (`"10%"` of the path's capacity, or bit/s): the
+/// record is a latency under load, said `under 10% load`.
+pub const LOAD_KEY: &str = "load_bps";
+/// A protocol and a request/response mode: together netperf's test name (`TCP_RR`), which is
+/// how people who measure transactions know them.
+const TEST_NAME_KEYS: (&str, &str) = ("proto", "mode");
 
 /// The whole report: sections per subsystem, peak bases as numbered footnotes, skipped cases.
 #[derive(Debug)]
@@ -174,8 +186,15 @@ const VAGUE: [&str; 8] = ["none", "auto", "on", "off", "yes", "no", "default", "
 const PHRASES: [(&str, &str); 2] = [("round_trip", "round trip"), ("one_way", "one way")];
 
 /// A parameter in a label: a name says what it is (`seq`, `avx2`, `tcp`) and stands alone;
-/// numbers and vague words (`none`, `auto`) keep their key.
+/// numbers and vague words (`none`, `auto`) keep their key; an offered load is `under 10% load`
+/// (or `under 1.00 Gbit/s load`), requests outstanding `16 in flight`.
 pub fn label_part(k: &str, v: &Value) -> String {
+    if k == LOAD_KEY {
+        return format!("under {} load", value_text(k, v));
+    }
+    if k == IN_FLIGHT_KEY && v.is_number() {
+        return format!("{v} in flight");
+    }
     match v {
         Value::String(s) if !VAGUE.contains(&s.as_str()) => PHRASES
             .iter()
@@ -193,15 +212,43 @@ const PAIRS: [(&str, &str, &str, &str, &str); 2] = [
     ("cpu_node", "mem_node", "cpu node", "mem node", "→"),
 ];
 
+/// netperf's name of a request/response test (`TCP_RR`, `TCP_CRR`, `UDP_RR`): the record's
+/// protocol and mode, when it has both.
+pub fn test_name(r: &Record) -> Option<String> {
+    let (kp, km) = TEST_NAME_KEYS;
+    let proto = r.params.get(kp)?.as_str()?;
+    let mode = r.params.get(km)?.as_str()?;
+    Some(format!("{}_{}", proto.to_uppercase(), mode.to_uppercase()))
+}
+
 /// The workload label: the short benchmark name and the varying parameters that have no column.
 pub fn workload(r: &Record, varying: &[String]) -> String {
     let mut parts = vec![short_name(&r.benchmark).to_string()];
     let mut pair_part: Option<usize> = None;
+    let test = test_name(r);
+    let mut test_said = false;
     for (k, v) in &r.params {
-        let is_column = CONCURRENCY_KEYS.contains(&k.as_str()) || k == BLOCK_KEY || k == DEPTH_KEY;
+        let is_column = CONCURRENCY_KEYS.contains(&k.as_str())
+            || k == BLOCK_KEY
+            || k == DEPTH_KEY
+            || k == IN_FLIGHT_KEY;
         // `rate_bps` is the older name of UDP's `rate`: one is enough in a label.
         let alias = k == "rate_bps" && r.params.contains_key("rate");
         if is_column || alias {
+            continue;
+        }
+        if let Some(name) = test
+            .as_ref()
+            .filter(|_| [TEST_NAME_KEYS.0, TEST_NAME_KEYS.1].contains(&k.as_str()))
+        {
+            // Both words as one name, once, as soon as either varies.
+            let either = varying
+                .iter()
+                .any(|x| x == TEST_NAME_KEYS.0 || x == TEST_NAME_KEYS.1);
+            if either && !test_said {
+                parts.push(name.clone());
+                test_said = true;
+            }
             continue;
         }
         let pair = PAIRS.iter().find(|p| p.0 == k || p.1 == k);
@@ -232,21 +279,74 @@ pub fn workload(r: &Record, varying: &[String]) -> String {
     parts.join(" ")
 }
 
-/// The concurrency cell: `4`, or `4 × QD32` when the queue depth is above 1.
+/// The concurrency cell: `4`, or `4 × QD32` when the queue depth is above 1, or `2 × 16 in
+/// flight` when a pair has more than one request outstanding.
 pub fn concurrency(r: &Record) -> String {
-    let mut s = concurrency_key(r)
+    let count = concurrency_key(r)
         .and_then(|k| r.params.get(k))
         .map_or(String::new(), |v| value_text("", v));
-    if let Some(d) = r.params.get(DEPTH_KEY).and_then(Value::as_u64) {
-        if d > 1 {
-            if s.is_empty() {
-                s = format!("QD{d}");
-            } else {
-                s = format!("{s} × QD{d}");
-            }
-        }
+    match (count.is_empty(), depth(r)) {
+        (_, None) => count,
+        (true, Some(d)) => d,
+        (false, Some(d)) => format!("{count} × {d}"),
     }
-    s
+}
+
+/// How deep each worker's queue is, where above 1: `QD32`, `16 in flight`.
+fn depth(r: &Record) -> Option<String> {
+    let above_one = |k: &str| r.params.get(k).and_then(Value::as_u64).filter(|d| *d > 1);
+    above_one(DEPTH_KEY)
+        .map(|d| format!("QD{d}"))
+        .or_else(|| above_one(IN_FLIGHT_KEY).map(|d| format!("{d} in flight")))
+}
+
+/// Whether the record is a latency under load: it carries the load offered beside it.
+pub fn is_under_load(r: &Record) -> bool {
+    r.params.contains_key(LOAD_KEY)
+}
+
+/// Parameters a latency under load and its idle counterpart may differ in: the load itself, and
+/// the message size and pair count (the idle ping-pong runs small messages, the load large ones).
+const IDLE_MAY_DIFFER: [&str; 3] = [LOAD_KEY, BLOCK_KEY, "streams"];
+
+/// The idle measurement of a latency under load among `among`: a record of the same benchmark
+/// without a load that matches it in every other parameter it has (protocol, target, …), the
+/// one of the same block size if there is one, else of the nearest, then of the fewest streams.
+pub fn idle_of<'a>(r: &Record, among: &[&'a Record]) -> Option<&'a Record> {
+    if !is_under_load(r) {
+        return None;
+    }
+    let size = |x: &Record| x.params.get(BLOCK_KEY).and_then(Value::as_f64);
+    let distance = |x: &Record| match (size(r), size(x)) {
+        (Some(a), Some(b)) if a > 0.0 && b > 0.0 => (a / b).ln().abs(),
+        (None, None) => 0.0,
+        _ => f64::INFINITY,
+    };
+    let streams = |x: &Record| {
+        x.params
+            .get("streams")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+    };
+    among
+        .iter()
+        .copied()
+        .filter(|x| {
+            x.benchmark == r.benchmark
+                && x.metric == r.metric
+                && !is_under_load(x)
+                && x.value.is_finite()
+                && x.value > 0.0
+                && r.params
+                    .iter()
+                    .filter(|(k, _)| !IDLE_MAY_DIFFER.contains(&k.as_str()))
+                    .all(|(k, v)| x.params.get(k) == Some(v))
+        })
+        .min_by(|a, b| {
+            distance(a)
+                .total_cmp(&distance(b))
+                .then(streams(a).total_cmp(&streams(b)))
+        })
 }
 
 /// The block-size cell.
@@ -269,13 +369,31 @@ pub fn reference_efficiency(r: &Record) -> Option<f64> {
     })
 }
 
+/// The concurrency in words: `4 threads`, `1 stream × QD32`, `2 pairs × 16 in flight`.
+pub fn concurrency_words(r: &Record) -> String {
+    let count = concurrency_key(r).and_then(|k| {
+        let v = r.params.get(k)?;
+        // `threads` → `1 thread`: the keys are plural nouns.
+        let noun = match v.as_u64() {
+            Some(1) => k.strip_suffix('s').unwrap_or(k),
+            _ => k,
+        };
+        Some(format!("{} {noun}", value_text("", v)))
+    });
+    match (count, depth(r)) {
+        (Some(c), Some(d)) => format!("{c} × {d}"),
+        (Some(c), None) => c,
+        (None, Some(d)) => d,
+        (None, None) => String::new(),
+    }
+}
+
 /// A short label of a record for notes and chart categories: `bandwidth rw, 4 threads, 1 KiB`.
 pub fn row_label(r: &Record, varying: &[String]) -> String {
     let mut s = workload(r, varying);
-    let c = concurrency(r);
+    let c = concurrency_words(r);
     if !c.is_empty() {
-        let key = concurrency_key(r).unwrap_or("threads");
-        s.push_str(&format!(", {c} {key}"));
+        s.push_str(&format!(", {c}"));
     }
     let b = block(r);
     if !b.is_empty() {
@@ -618,6 +736,95 @@ mod tests {
             rep.sections[0].groups[0].rows[0].cells[0],
             "c2c cpu 0 ↔ cpu 1, one way"
         );
+    }
+
+    #[test]
+    fn transactions_say_the_test_and_the_requests_in_flight() {
+        use crate::testdata::{net_transactions, run_of};
+        let run = run_of(net_transactions(&[
+            ("tcp", "rr", 1, 1, 90e3),
+            ("tcp", "rr", 2, 16, 400e3),
+            ("udp", "rr", 1, 1, 120e3),
+            ("tcp", "crr", 2, 1, 25e3),
+        ]));
+        let rep = Report::build(&run);
+        let g = &rep.sections[0].groups[0];
+        let cells: Vec<(&str, &str)> = g
+            .rows
+            .iter()
+            .map(|r| (r.cells[0].as_str(), r.cells[1].as_str()))
+            .collect();
+        assert_eq!(
+            cells,
+            [
+                ("transactions TCP_RR", "1"),
+                ("transactions TCP_RR", "2 × 16 in flight"),
+                ("transactions UDP_RR", "1"),
+                ("transactions TCP_CRR", "2"),
+            ]
+        );
+        assert_eq!(g.common, ["block=1 B", "target=loopback"]);
+        assert!(
+            g.rows[0].cells[3].ends_with(" k transactions/s"),
+            "{}",
+            g.rows[0].cells[3]
+        );
+        let shown = varying_keys(&run.records.iter().collect::<Vec<_>>());
+        assert_eq!(
+            row_label(&run.records[1], &shown),
+            "transactions TCP_RR, 2 pairs × 16 in flight, 1 B"
+        );
+        assert_eq!(
+            row_label(&run.records[0], &shown),
+            "transactions TCP_RR, 1 pair, 1 B"
+        );
+        // One protocol, two modes: still the test's name, the protocol said above the table.
+        let tcp = run_of(net_transactions(&[
+            ("tcp", "rr", 1, 1, 90e3),
+            ("tcp", "crr", 1, 1, 14e3),
+        ]));
+        let rep = Report::build(&tcp);
+        let g = &rep.sections[0].groups[0];
+        assert_eq!(g.rows[1].cells[0], "transactions TCP_CRR");
+        assert!(
+            g.common.contains(&"proto=tcp".to_string()),
+            "{:?}",
+            g.common
+        );
+        // A lone record says all it is.
+        let one = run_of(net_transactions(&[("udp", "rr", 1, 1, 120e3)]));
+        let rep = Report::build(&one);
+        assert_eq!(
+            rep.sections[0].groups[0].rows[0].cells[0],
+            "transactions UDP_RR loopback"
+        );
+    }
+
+    #[test]
+    fn latency_under_load_rows_say_the_load_as_share_or_rate() {
+        use crate::testdata::{net_idle_latency, net_under_load, run_of};
+        let mut recs = net_under_load("udp", 32768, &[json!("10%"), json!(5e9)]);
+        recs.push(net_idle_latency("udp", 1, 14e-6));
+        let run = run_of(recs);
+        let rep = Report::build(&run);
+        let g = &rep.sections[0].groups[0];
+        let labels: Vec<&str> = g.rows.iter().map(|r| r.cells[0].as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "latency under 10% load",
+                "latency under 5.00 Gbit/s load",
+                "latency"
+            ]
+        );
+        assert_eq!(g.rows[0].cells[1], "1");
+        // The idle ping-pong of a loaded record: same protocol and target, any size.
+        let all: Vec<&Record> = run.records.iter().collect();
+        let idle = idle_of(&run.records[0], &all).expect("the idle record");
+        assert!(!is_under_load(idle));
+        assert!(idle_of(idle, &all).is_none(), "idle has no idle of its own");
+        let tcp = net_under_load("tcp", 32768, &[json!("10%")]);
+        assert!(idle_of(&tcp[0], &all).is_none(), "not UDP's");
     }
 
     #[test]

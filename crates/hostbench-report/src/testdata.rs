@@ -1,8 +1,10 @@
 //! A hand-made run with every subsystem's benchmark ids and parameters (DESIGN.md's table) and
 //! one unknown prefix: the fixture of unit, snapshot and integration tests, so reports are tested
 //! on `net.*` and `gpu.*` records before those subsystems exist, and with exact numbers. The
-//! memory matrices and the loaded-latency sweep have their own builders (`c2c`, `numa`,
-//! `loaded_latency`), kept out of the synthetic run so its snapshots stay as they are.
+//! memory matrices, the loaded-latency sweep, the network's latency under load and its
+//! transactions have their own builders (`c2c`, `numa`, `loaded_latency`, `net_under_load`,
+//! `net_idle_latency`, `net_transactions`), kept out of the synthetic run so its snapshots stay
+//! as they are.
 
 use hostbench_core::model::{Host, Metric, Peak, Record, Reference, RunResult, Skipped};
 use hostbench_core::stats::summarize;
@@ -342,4 +344,89 @@ pub fn numa(nodes: u64) -> Vec<Record> {
         }
     }
     out
+}
+
+/// The UDP capacity the `net_under_load` records' shares are of (bit/s).
+pub const NET_CAPACITY_BPS: f64 = 34.4e9;
+
+/// Round trips under load (`net.latency` with `load_bps`), one record per load in the order
+/// given: a load is a share (`"10%"`, of `NET_CAPACITY_BPS`) or a number (bit/s). The round trip
+/// stays near 15 µs until the path fills, then jumps; past 85 % of the capacity the load loses
+/// 6.7 % of its datagrams.
+pub fn net_under_load(proto: &str, block: u64, loads: &[Value]) -> Vec<Record> {
+    loads
+        .iter()
+        .map(|load| {
+            let offered = match load {
+                Value::String(s) => {
+                    s.trim_end_matches('%').parse::<f64>().unwrap_or(0.0) / 100.0 * NET_CAPACITY_BPS
+                }
+                other => other.as_f64().unwrap_or(0.0),
+            };
+            let share = offered / NET_CAPACITY_BPS;
+            let overloaded = share > 0.85;
+            let p50 = if overloaded {
+                968e-6
+            } else {
+                15e-6 * (1.0 + share)
+            };
+            let mut r = record(
+                "net.latency",
+                Metric::Latency,
+                "s",
+                json!({"proto": proto, "block_bytes": block, "streams": 1,
+                       "target": "loopback", "load_bps": load}),
+                &[p50],
+            );
+            let lost = if overloaded { 0.067 } else { 0.0 };
+            let x = &mut r.extra;
+            x.insert("offered_bps".into(), json!(offered));
+            x.insert("sent_bps".into(), json!(offered));
+            x.insert("delivered_bps".into(), json!(offered * (1.0 - lost)));
+            x.insert("load_lost_fraction".into(), json!(lost));
+            x.insert("p99_s".into(), json!(p50 * 2.2));
+            x.insert("p50_uncorrected_s".into(), json!(p50.min(16e-6)));
+            x.insert("p99_uncorrected_s".into(), json!(p50 * 2.0));
+            if load.is_string() {
+                x.insert("capacity_bps".into(), json!(NET_CAPACITY_BPS));
+                x.insert("load_share".into(), json!(share));
+            }
+            r
+        })
+        .collect()
+}
+
+/// The idle ping-pong (`net.latency` without `load_bps`) of `proto` to the `net_under_load`
+/// records' target.
+pub fn net_idle_latency(proto: &str, block: u64, seconds: f64) -> Record {
+    record(
+        "net.latency",
+        Metric::Latency,
+        "s",
+        json!({"proto": proto, "block_bytes": block, "streams": 1, "target": "loopback"}),
+        &around(seconds),
+    )
+}
+
+/// Request/response transactions (`net.transactions`): per case (proto, mode, pairs,
+/// outstanding, transactions/s).
+pub fn net_transactions(cases: &[(&str, &str, u64, u64, f64)]) -> Vec<Record> {
+    cases
+        .iter()
+        .map(|&(proto, mode, pairs, outstanding, rate)| {
+            let mut r = record(
+                "net.transactions",
+                Metric::Throughput,
+                "transactions/s",
+                json!({"proto": proto, "mode": mode, "pairs": pairs, "outstanding": outstanding,
+                       "block_bytes": 1, "target": "loopback"}),
+                &around(rate),
+            );
+            r.extra.insert(
+                "p50_s".into(),
+                json!(outstanding as f64 * pairs as f64 / rate),
+            );
+            r
+        })
+        .collect()
 }

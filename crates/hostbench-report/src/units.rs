@@ -38,9 +38,15 @@ pub fn scale_for(value: f64, unit: &str) -> Scale {
         .copied()
         .find(|(f, _)| abs >= *f)
         .unwrap_or((1.0, ""));
+    // A symbol takes its prefix (`Gbit/s`); a word keeps it apart (`k transactions/s`).
+    let word = unit
+        .split('/')
+        .next()
+        .is_some_and(|u| u.chars().count() > 4);
+    let sep = if word && !prefix.is_empty() { " " } else { "" };
     Scale {
         factor,
-        label: format!("{prefix}{unit}"),
+        label: format!("{prefix}{sep}{unit}"),
     }
 }
 
@@ -91,6 +97,7 @@ pub fn quantity(unit: &str, latency: bool) -> &'static str {
         "B/s" | "bit/s" => "Bandwidth",
         "IO/s" => "IOPS",
         "FLOP/s" | "OP/s" => "Throughput",
+        "transactions/s" => "Transaction rate",
         _ => "Value",
     }
 }
@@ -104,6 +111,8 @@ mod tests {
         assert_eq!(human(9.8e10, "FLOP/s"), "98.0 GFLOP/s");
         assert_eq!(human(2.5e-8, "s"), "25.0 ns");
         assert_eq!(human(1.25e9, "bit/s"), "1.25 Gbit/s");
+        assert_eq!(human(8.97e4, "transactions/s"), "89.7 k transactions/s");
+        assert_eq!(human(897.0, "transactions/s"), "897 transactions/s");
         assert_eq!(mean_sd(9.8e10, 1.2e9, "FLOP/s"), "98.0 ± 1.20 GFLOP/s");
         assert_eq!(mean_sd(4.2e-3, 1e-5, "s"), "4.20 ± 0.01 ms");
         assert_eq!(bytes(1.0), "1 B");

@@ -475,6 +475,30 @@ pub struct NetTestArgs {
     /// Ping-pong latency section.
     #[arg(long)]
     pub latency: bool,
+    /// Latency-under-load section: round trips of a paced UDP stream's sampled messages at
+    /// each --load (sockperf's under-load mode, timed from each message's due time).
+    #[arg(long)]
+    pub loaded: bool,
+    /// Offered loads of the under-load section (selects it): bit/s (e.g. 100M, 1G) or shares of
+    /// the path's capacity, the most it carries within --max-loss (e.g. 10%,50%,90%, the
+    /// default; at most 100%).
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    pub load: Option<String>,
+    /// Under load, one message in N asks for a reply (default: about 2000 timed round trips a
+    /// second, at most 1 in 100 as sockperf).
+    #[arg(long, value_name = "N")]
+    pub reply_every: Option<String>,
+    /// Transactions section: TCP and UDP request/response and TCP connect-request-response
+    /// rates (netperf's TCP_RR, UDP_RR, TCP_CRR).
+    #[arg(long)]
+    pub transactions: bool,
+    /// Transaction modes (select the transactions section): rr (request/response on an open
+    /// connection), crr (a TCP connection per transaction). Default both.
+    #[arg(long, value_name = "LIST")]
+    pub tx_mode: Option<String>,
+    /// TCP requests in flight per pair (selects the transactions section), e.g. 1,16 (default 1).
+    #[arg(long, value_name = "LIST")]
+    pub outstanding: Option<String>,
     /// Ping-pong message sizes (default 1 byte).
     #[arg(long, value_name = "LIST")]
     pub msg_size: Option<String>,

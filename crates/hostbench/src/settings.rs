@@ -628,6 +628,8 @@ fn net_tests(
     };
     if let Some(p) = &args.proto {
         cfg.protos = flag("proto", parse_list(p, "protocol", Proto::parse))?;
+        // Under load too (its default is UDP alone, sockperf's default).
+        cfg.loaded_protos = cfg.protos.clone();
     }
     if let Some(d) = &args.direction {
         cfg.directions = flag("direction", parse_list(d, "direction", Direction::parse))?;
@@ -686,9 +688,30 @@ fn net_tests(
         let v = sizes_list("sockbuf", b)?[0];
         cfg.sockbuf = Some(v.min(u64::from(u32::MAX)) as u32);
     }
-    if args.throughput || args.latency {
+    if let Some(l) = &args.load {
+        cfg.loads = flag("load", parse_list(l, "load", parse_load))?;
+    }
+    if let Some(r) = &args.reply_every {
+        cfg.reply_every = Some(flag("reply-every", parse_count(r))?.min(u32::MAX as f64) as u32);
+    }
+    if let Some(m) = &args.tx_mode {
+        cfg.tx_modes = flag(
+            "tx-mode",
+            parse_list(m, "transaction mode", hostbench_net::TxMode::parse),
+        )?;
+    }
+    if let Some(o) = &args.outstanding {
+        cfg.outstanding = counts("outstanding", o, "outstanding count")?;
+    }
+    // A flag that belongs to one section selects it, as --throughput and --latency do; with no
+    // section named, every section runs.
+    let loaded = args.loaded || args.load.is_some() || args.reply_every.is_some();
+    let transactions = args.transactions || args.tx_mode.is_some() || args.outstanding.is_some();
+    if args.throughput || args.latency || loaded || transactions {
         cfg.throughput = args.throughput;
         cfg.latency = args.latency;
+        cfg.loaded = loaded;
+        cfg.transactions = transactions;
     }
     cfg.pin = !args.no_pin;
     cfg.reference = reference_scope(args.reference || reference_port.is_some());
@@ -696,6 +719,21 @@ fn net_tests(
     common.apply_duration(&mut cfg.duration);
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// One `--load` entry: a share of the path's capacity ("50%") or a rate in bit/s ("1G").
+fn parse_load(text: &str) -> Result<hostbench_net::Load, BenchError> {
+    let t = text.trim();
+    if let Some(p) = t.strip_suffix('%') {
+        return match p.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(hostbench_net::Load::Share(v / 100.0)),
+            _ => Err(BenchError::invalid(format!(
+                "invalid share '{t}' (expected e.g. 50%)"
+            ))),
+        };
+    }
+    let rate = t.trim_end_matches("bit/s").trim_end_matches("bps");
+    Ok(hostbench_net::Load::Bps(parse_count(rate)?))
 }
 
 /// `--scale F`: a factor in (0, 100] applied to every workload of `run`.

@@ -183,7 +183,7 @@ fn a_reference_tool_missing_from_path_is_a_note() {
         "{}",
         r["warnings"]
     );
-    let doc = run_without_path("net loopback --reference --proto tcp --streams 1 --duration 100ms --repeat 1 --warmup 0 --json -");
+    let doc = run_without_path("net loopback --throughput --latency --reference --proto tcp --streams 1 --duration 100ms --repeat 1 --warmup 0 --json -");
     for (bench, tool) in [("net.throughput", "iperf3"), ("net.latency", "sockperf")] {
         let r = records(&doc, bench)[0];
         assert!(r["reference"].is_null() && r["value"].as_f64().expect("value") > 0.0);

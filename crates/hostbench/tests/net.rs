@@ -19,7 +19,7 @@ const SHORT: &str = "--duration 200ms --repeat 1 --warmup 0 --json -";
 #[test]
 fn loopback_runs_every_protocol_direction_and_latency() {
     let out = run_ok(
-        &format!("net loopback --proto tcp,udp --direction send,recv,bidir --streams 1,2 --block 8KB --rate 100M {SHORT}"),
+        &format!("net loopback --throughput --latency --proto tcp,udp --direction send,recv,bidir --streams 1,2 --block 8KB --rate 100M {SHORT}"),
         &[],
     );
     let doc = json_of(&out);
@@ -105,7 +105,7 @@ fn loopback_runs_every_protocol_direction_and_latency() {
 
 #[test]
 fn amount_and_count_based_runs_and_ipv6() {
-    let out = run_ok("net loopback --proto tcp --streams 2 --bytes 3MB --count 2000 --pairs 2 --repeat 1 --warmup 0 --json -", &[]);
+    let out = run_ok("net loopback --throughput --latency --proto tcp --streams 2 --bytes 3MB --count 2000 --pairs 2 --repeat 1 --warmup 0 --json -", &[]);
     let doc = json_of(&out);
     let tp = records(&doc, "net.throughput");
     assert_eq!(tp.len(), 1);
@@ -118,7 +118,7 @@ fn amount_and_count_based_runs_and_ipv6() {
         .is_ok_and(|s| s.lines().any(|l| l.ends_with(" lo")));
     if has_v6 {
         let out = run_ok(
-            &format!("net loopback --ipv6 --proto tcp,udp --streams 1 {SHORT}"),
+            &format!("net loopback --ipv6 --throughput --proto tcp,udp --streams 1 {SHORT}"),
             &[],
         );
         let doc = json_of(&out);
@@ -306,6 +306,8 @@ fn two_hosts_over_veth_with_a_token() {
     let doc = hosts.client_ok(
         &[
             &format!("{}:5301", TwoHosts::A),
+            "--throughput",
+            "--latency",
             "--proto",
             "tcp,udp",
             "--direction",
@@ -371,6 +373,8 @@ fn two_hosts_over_veth_with_a_token() {
     let doc = hosts.client_ok(
         &[
             &format!("[{}]:5301", TwoHosts::A6),
+            "--throughput",
+            "--latency",
             "--proto",
             "tcp,udp",
             "--streams",
@@ -498,6 +502,8 @@ fn kernel_counters_flag_retransmits_on_a_dropping_link() {
     let doc = hosts.client_ok(
         &[
             &format!("{}:5351", TwoHosts::A),
+            "--throughput",
+            "--latency",
             "--proto",
             "tcp",
             "--streams",
@@ -668,6 +674,39 @@ fn net_bad_input_is_one_line_and_exit_2() {
         "unknown direction",
     );
     assert_usage_error(&["net", "loopback", "--streams", "0"], "--streams");
+    for bad in ["150%", "0%", "-5%"] {
+        assert_usage_error(&["net", "loopback", "--load", bad], "--load");
+    }
+    assert_usage_error(&["net", "loopback", "--load", "fast"], "--load");
+    assert_usage_error(&["net", "loopback", "--reply-every", "0"], "--reply-every");
+    assert_usage_error(
+        &["net", "loopback", "--load", "10%", "--block", "16"],
+        "--block 16",
+    );
+    assert_usage_error(
+        &["net", "loopback", "--tx-mode", "burst"],
+        "unknown transaction mode",
+    );
+    assert_usage_error(
+        &["net", "loopback", "--proto", "udp", "--tx-mode", "crr"],
+        "TCP only",
+    );
+    assert_usage_error(&["net", "loopback", "--outstanding", "0"], "--outstanding");
+    assert_usage_error(
+        &["net", "loopback", "--proto", "udp", "--outstanding", "4"],
+        "--outstanding",
+    );
+    assert_usage_error(
+        &[
+            "net",
+            "loopback",
+            "--outstanding",
+            "64",
+            "--msg-size",
+            "4KB",
+        ],
+        "in flight",
+    );
     assert_usage_error(&["net", "loopback", "--rate", "fast"], "--rate");
     assert_usage_error(&["net", "server", "--bind", "not-an-ip"], "--bind");
     assert_usage_error(&["net", "server", "--port", "70000"], "--port");
@@ -745,6 +784,154 @@ fn a_server_serves_a_client_over_the_cli_and_once_exits() {
     }
 }
 
+/// Issue 19 §2: round trips under load, one record per load, timed from each message's due
+/// time; a load the sender cannot offer fails its case with the reason and the others stay.
+#[test]
+fn latency_under_load_records_a_curve_and_refuses_an_impossible_load() {
+    let out = hostbench()
+        .args([
+            "net",
+            "loopback",
+            "--load",
+            "10%,50%,400G",
+            "--reply-every",
+            "5",
+            "--block",
+            "1400",
+            "--duration",
+            "300ms",
+            "--repeat",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            "-",
+        ])
+        .output()
+        .expect("run");
+    // One case failed: the run is partial (exit 3), with what it measured kept.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json_of(&out);
+    assert!(records(&doc, "net.throughput").is_empty());
+    let lat = records(&doc, "net.latency");
+    assert_eq!(lat.len(), 2, "{}", doc["skipped"]);
+    for (r, share) in lat.iter().zip([0.1, 0.5]) {
+        assert_record_contract(r);
+        assert_eq!(r["params"]["load_bps"], format!("{}%", share * 100.0));
+        assert_eq!(r["params"]["block_bytes"], 1400);
+        let e = &r["extra"];
+        assert_eq!(e["reply_every"], 5);
+        let (offered, capacity) = (
+            e["offered_bps"].as_f64().expect("offered"),
+            e["capacity_bps"].as_f64().expect("capacity"),
+        );
+        assert!((offered / capacity - share).abs() < 1e-9, "{e}");
+        // Every timed round trip is in the histogram; the corrected figure is never below the
+        // one timed from the actual send.
+        assert_eq!(
+            e["rtt"]["count"].as_f64(),
+            e["timed_round_trips"].as_f64(),
+            "{e}"
+        );
+        assert!(e["rtt"]["p99"].as_f64() >= e["rtt"]["p50"].as_f64());
+        assert!(e["rtt"]["p50"].as_f64() >= e["rtt_uncorrected"]["p50"].as_f64());
+        assert!(e["send_lateness"]["count"].as_u64() > Some(0));
+        assert!(e["measures"].as_str().expect("measures").contains("due"));
+    }
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["params"]["load_bps"], 4e11);
+    let why = skipped[0]["reason"].as_str().expect("reason");
+    assert!(why.contains("exceeds what this sender can offer"), "{why}");
+}
+
+/// Issue 19 §3: TCP_RR with requests in flight, UDP_RR and TCP_CRR over 1 and 2 pairs.
+#[test]
+fn transactions_count_rr_and_crr_over_pairs() {
+    let out = run_ok(
+        "net loopback --transactions --outstanding 1,4 --pairs 1,2 --duration 300ms --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    let tx = records(&doc, "net.transactions");
+    // TCP rr: 2 in-flight counts × 2 pair counts; UDP rr and TCP crr: 2 pair counts each.
+    assert_eq!(tx.len(), 8, "{}", doc["skipped"]);
+    for r in &tx {
+        assert_record_contract(r);
+        assert_eq!(r["unit"], "transactions/s");
+        let p = &r["params"];
+        let e = &r["extra"];
+        assert!(r["value"].as_f64().expect("rate") > 0.0);
+        // Each completed transaction's time is in the histogram.
+        assert_eq!(
+            e["transaction_time"]["count"].as_f64(),
+            e["transactions"].as_f64(),
+            "{r}"
+        );
+        if p["mode"] == "crr" {
+            assert_eq!(p["proto"], "tcp");
+            assert!(e["time_wait"]["here"].is_u64(), "{e}");
+        }
+        if p["proto"] == "udp" {
+            assert_eq!(p["outstanding"], 1);
+        }
+    }
+}
+
+/// Between two namespaces: under load over TCP and UDP, and connect-request-response, whose
+/// TIME_WAIT sockets land on the server's side (it closes first).
+#[test]
+fn under_load_and_transactions_between_two_hosts() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_server, tok) = hosts.serve(dir.path(), 5361);
+    let doc = hosts.client_ok(
+        &[
+            &format!("{}:5361", TwoHosts::A),
+            "--proto",
+            "tcp,udp",
+            "--load",
+            "50M,25%",
+            "--tx-mode",
+            "crr,rr",
+            "--pairs",
+            "2",
+        ],
+        &["--token-file".as_ref(), tok.as_os_str()],
+    );
+    let lat = records(&doc, "net.latency");
+    assert_eq!(lat.len(), 4, "{}", doc["skipped"]);
+    for r in &lat {
+        assert_eq!(r["params"]["target"], TwoHosts::A);
+        let e = &r["extra"];
+        assert!(e["rtt"]["count"].as_u64() > Some(0), "{r}");
+        // The remote server's counters came back with its report.
+        assert!(e["kernel"]["counters"].is_object(), "{e}");
+        if r["params"]["load_bps"] == 5e7 {
+            assert_eq!(e["offered_bps"], 5e7);
+        }
+    }
+    let tx = records(&doc, "net.transactions");
+    assert_eq!(tx.len(), 3, "{}", doc["skipped"]);
+    let crr = tx
+        .iter()
+        .find(|r| r["params"]["mode"] == "crr")
+        .expect("crr");
+    let tw = &crr["extra"]["time_wait"];
+    let (here, server) = (
+        tw["here"].as_u64().expect("here"),
+        tw["server"].as_u64().expect("server"),
+    );
+    assert!(server > 0 && server > here, "{tw}");
+}
+
 #[test]
 fn run_quick_includes_loopback_network() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -798,7 +985,7 @@ fn reference_runs_iperf3_and_sockperf_side_by_side() {
         return;
     }
     let out = run_ok(
-        "net loopback --reference --streams 1 --rate 200M --duration 1s --repeat 1 --warmup 0 --json -",
+        "net loopback --throughput --latency --reference --streams 1 --rate 200M --duration 1s --repeat 1 --warmup 0 --json -",
         &[],
     );
     for (tool, cmd) in assert_every_record_referenced(&json_of(&out)) {
@@ -858,6 +1045,8 @@ fn reference_port_measures_iperf3_and_sockperf_against_the_other_host() {
             &format!("{}:5311", TwoHosts::A),
             "--reference-port",
             "5321",
+            "--throughput",
+            "--latency",
             "--proto",
             "tcp,udp",
             "--streams",

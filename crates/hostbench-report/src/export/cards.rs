@@ -13,7 +13,7 @@ use std::fmt::{self, Write as _};
 use hostbench_core::model::{Record, RunResult};
 
 use super::html::esc;
-use super::summary::{all_headlines, context, Headline};
+use super::summary::{all_headlines, Headline};
 use crate::table::{short_name, subsystem, subsystem_title};
 use crate::units::{bytes, human};
 
@@ -225,7 +225,7 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         writeln!(
             o,
             "<br><span class=\"at\">{}</span><br><span class=\"verdict\">{}</span></div></li>",
-            esc(&context(r)),
+            esc(&h.at),
             esc(&words)
         )?;
     }

@@ -8,6 +8,10 @@
 //! largest concurrency (threads or streams) are kept, and of those the best: the highest
 //! throughput, or for latency the figure at the largest working set or block (the DRAM point of a
 //! cache sweep is the memory's latency; the L1 point is not) and the lowest among those.
+//!
+//! A latency under load is a "what" of its own beside the idle one (`udp under load`), and its
+//! headline is the loaded end, said with the load and its multiple of the idle figure; a
+//! request/response test is named as netperf names it (`TCP_RR`, `TCP_CRR`).
 
 use std::fmt::Write as _;
 
@@ -15,7 +19,9 @@ use hostbench_core::model::{Metric, Record, RunResult};
 
 use super::{aligned, not_applicable_line, Exporter, NOT_APPLICABLE};
 use crate::error::ReportError;
-use crate::table::{concurrency_key, param_text};
+use crate::table::{
+    concurrency_key, idle_of, is_under_load, label_part, param_text, test_name, LOAD_KEY,
+};
 use crate::units::human;
 
 /// The parameters that say *what* a record measures, in the order they are looked for. The last
@@ -29,11 +35,13 @@ const WHAT_KEYS: [&str; 9] = [
 const SIZE_KEYS: [&str; 2] = ["working_set_bytes", "block_bytes"];
 /// The parameters a summary line names beside the figure: where it was reached, in few words.
 /// The rest (engine, file size, target, …) is in the report.
-const CONTEXT_KEYS: [&str; 12] = [
+const CONTEXT_KEYS: [&str; 14] = [
     "isa",
     "threads",
     "streams",
+    "pairs",
     "iodepth",
+    "outstanding",
     "block_bytes",
     "level",
     "store",
@@ -68,15 +76,29 @@ fn what_key(records: &[&Record]) -> Option<&'static str> {
         .find(|k| records.iter().any(|r| r.params.contains_key(*k)))
 }
 
+/// What a record measures, in a word or two: the value of its benchmark's "what" parameter
+/// (`f64`, `triad`, `tcp`), or netperf's test name (`TCP_RR`), and `under load` for a latency
+/// under load.
+fn what_of(r: &Record, what_key: Option<&str>) -> String {
+    let base = test_name(r)
+        .or_else(|| {
+            what_key
+                .and_then(|k| r.params.get(k))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+        })
+        .unwrap_or_default();
+    if is_under_load(r) {
+        format!("{base} under load").trim_start().to_string()
+    } else {
+        base
+    }
+}
+
 /// The headline records of one benchmark id, in first-seen order of their "what".
 pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
     let what_key = what_key(records);
-    let what = |r: &Record| {
-        what_key
-            .and_then(|k| r.params.get(k))
-            .map(|v| v.to_string())
-    };
-    let mut order: Vec<Option<String>> = Vec::new();
+    let what = |r: &Record| what_of(r, what_key);
+    let mut order: Vec<String> = Vec::new();
     for r in records {
         let w = what(r);
         if !order.contains(&w) {
@@ -91,14 +113,15 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
             let top = same.iter().map(|r| conc(r)).fold(f64::MIN, f64::max);
             let mut at_top: Vec<&Record> = same.into_iter().filter(|r| conc(r) == top).collect();
             if at_top.first()?.metric == Metric::Latency
-                && at_top.iter().all(|r| loaded_bw(r).is_some())
+                && at_top.iter().all(|r| load_level(r).is_some())
             {
                 // A latency-under-load curve: its headline is the loaded end (the most bandwidth
-                // delivered), not the idle end that "lowest latency" would pick.
+                // delivered, the most load offered), not the idle end that "lowest latency"
+                // would pick.
                 at_top.into_iter().max_by(|a, b| {
-                    loaded_bw(a)
+                    load_level(a)
                         .unwrap_or(0.0)
-                        .total_cmp(&loaded_bw(b).unwrap_or(0.0))
+                        .total_cmp(&load_level(b).unwrap_or(0.0))
                 })
             } else if at_top.first()?.metric == Metric::Latency {
                 let size = |r: &Record| SIZE_KEYS.iter().map(|k| num(r, k)).fold(0.0, f64::max);
@@ -117,11 +140,13 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
 }
 
 /// One headline figure: its benchmark id, what it measured (the value of the benchmark's "what"
-/// parameter: f64, triad, randread, tcp…) and the record.
+/// parameter: f64, triad, randread, tcp…, `TCP_RR`, `udp under load`), the record, and where it
+/// was reached (`context`, and for a latency under load its multiple of the idle figure).
 pub struct Headline<'a> {
     pub benchmark: &'a str,
     pub what: String,
     pub record: &'a Record,
+    pub at: String,
 }
 
 /// Every benchmark's headlines, benchmarks in the order they first appear in the run.
@@ -137,14 +162,15 @@ pub fn all_headlines(run: &RunResult) -> Vec<Headline<'_>> {
         let recs: Vec<&Record> = run.records.iter().filter(|r| r.benchmark == b).collect();
         let what_key = what_key(&recs);
         for r in headlines(&recs) {
-            let what = what_key
-                .and_then(|k| r.params.get(k))
-                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                .unwrap_or_default();
+            let mut at = context(r);
+            if let Some(vs) = versus_unloaded(r, &recs) {
+                at = format!("{at} {vs}").trim_start().to_string();
+            }
             out.push(Headline {
                 benchmark: b,
-                what,
+                what: what_of(r, what_key),
                 record: r,
+                at,
             });
         }
     }
@@ -154,6 +180,76 @@ pub fn all_headlines(run: &RunResult) -> Vec<Headline<'_>> {
 /// The bandwidth a latency-under-load record was measured at (`extra.bandwidth`, B/s).
 fn loaded_bw(r: &Record) -> Option<f64> {
     r.extra.get("bandwidth").and_then(|v| v.as_f64())
+}
+
+/// The load a network latency-under-load record came to (`extra.offered_bps`, bit/s), or the
+/// asked `load_bps` where it is a number.
+fn offered(r: &Record) -> Option<f64> {
+    if !is_under_load(r) {
+        return None;
+    }
+    r.extra
+        .get("offered_bps")
+        .and_then(|v| v.as_f64())
+        .or_else(|| r.params.get(LOAD_KEY).and_then(|v| v.as_f64()))
+}
+
+/// How loaded a latency-under-load record was, to find a curve's loaded end: the bandwidth
+/// beside it, or the load offered.
+fn load_level(r: &Record) -> Option<f64> {
+    loaded_bw(r).or_else(|| offered(r))
+}
+
+/// A latency under load against the same path unloaded: `(64.5 x idle 15.0 µs)`, from the idle
+/// ping-pong among `records` (`at 1 B` where its messages were of another size), else from the
+/// least loaded point of the same curve (`(63.6 x the 15.2 µs under 10% load)`).
+fn versus_unloaded(r: &Record, records: &[&Record]) -> Option<String> {
+    if !is_under_load(r) || r.metric != Metric::Latency {
+        return None;
+    }
+    let ratio =
+        |base: &Record| (base.value > 0.0 && base.value.is_finite()).then(|| r.value / base.value);
+    if let Some(idle) = idle_of(r, records) {
+        let block = crate::table::block(idle);
+        let size = if block != crate::table::block(r) && !block.is_empty() {
+            format!(" at {block}")
+        } else {
+            String::new()
+        };
+        return Some(format!(
+            "({:.1} x idle {}{size})",
+            ratio(idle)?,
+            human(idle.value, &idle.unit)
+        ));
+    }
+    // The same curve: every parameter but the load equal.
+    let same = |x: &Record| {
+        x.params.len() == r.params.len()
+            && r.params
+                .iter()
+                .all(|(k, v)| k == LOAD_KEY || x.params.get(k) == Some(v))
+    };
+    let least = records
+        .iter()
+        .copied()
+        .filter(|x| is_under_load(x) && same(x) && offered(x).is_some())
+        .min_by(|a, b| {
+            offered(a)
+                .unwrap_or(0.0)
+                .total_cmp(&offered(b).unwrap_or(0.0))
+        })?;
+    if std::ptr::eq(least, r) {
+        return None;
+    }
+    let load = least
+        .params
+        .get(LOAD_KEY)
+        .map_or(String::new(), |l| format!(" {}", label_part(LOAD_KEY, l)));
+    Some(format!(
+        "({:.1} x the {}{load})",
+        ratio(least)?,
+        human(least.value, &least.unit)
+    ))
 }
 
 /// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order,
@@ -170,6 +266,13 @@ pub fn context(r: &Record) -> String {
             parts.push(format!("under {}", human(bw, "B/s")));
             if let Some(x) = r.extra.get("vs_idle").and_then(|v| v.as_f64()) {
                 parts.push(format!("({x:.2} x idle)"));
+            }
+        } else if let Some(load) = r.params.get(LOAD_KEY) {
+            // `under 90% load (31.0 Gbit/s)`, or `under 1.00 Gbit/s load` where it was asked in
+            // bit/s.
+            parts.push(label_part(LOAD_KEY, load));
+            if let Some(bps) = offered(r).filter(|_| load.is_string()) {
+                parts.push(format!("({})", human(bps, "bit/s")));
             }
         }
     }
@@ -215,7 +318,7 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
             human(r.value, &r.unit),
             peak,
             reference,
-            context(r),
+            h.at,
         ]);
     }
     if rows.len() > 1 {
@@ -332,6 +435,86 @@ mod tests {
         for ((b, w, u), (wb, ww, wu)) in got.iter().zip(want) {
             assert_eq!((*b, w.as_str(), *u), (wb, ww, wu));
         }
+    }
+
+    #[test]
+    fn latency_under_load_headline_is_the_loaded_end_beside_the_idle_one() {
+        use crate::testdata::{net_idle_latency, net_under_load, run_of};
+        use serde_json::json;
+        let mut recs = vec![net_idle_latency("udp", 1, 14e-6)];
+        recs.extend(net_under_load(
+            "udp",
+            32768,
+            &[json!("10%"), json!("90%"), json!("50%")],
+        ));
+        let run = run_of(recs);
+        let heads = all_headlines(&run);
+        let whats: Vec<&str> = heads.iter().map(|h| h.what.as_str()).collect();
+        assert_eq!(whats, ["udp", "udp under load"]);
+        assert_eq!(
+            heads[0].record.value, 14e-6,
+            "the idle one is still the idle one"
+        );
+        let loaded = &heads[1];
+        assert_eq!(loaded.record.params["load_bps"], json!("90%"));
+        assert_eq!(
+            loaded.at,
+            "block=32 KiB streams=1 under 90% load (31.0 Gbit/s) (69.1 x idle 14.0 µs at 1 B)"
+        );
+        let text = SummaryExporter.render(&run).unwrap();
+        assert!(text.contains("udp under load  968 µs"), "{text}");
+    }
+
+    #[test]
+    fn a_load_in_bit_per_second_is_said_as_a_rate_and_compared_with_the_least_load() {
+        use crate::testdata::{net_under_load, run_of};
+        use serde_json::json;
+        let run = run_of(net_under_load("tcp", 131072, &[json!(5e9), json!(31e9)]));
+        let heads = all_headlines(&run);
+        assert_eq!(heads.len(), 1);
+        assert_eq!(heads[0].what, "tcp under load");
+        assert_eq!(
+            heads[0].at,
+            "block=128 KiB streams=1 under 31.0 Gbit/s load (56.3 x the 17.2 µs under 5.00 Gbit/s load)"
+        );
+    }
+
+    #[test]
+    fn transactions_have_a_headline_per_test() {
+        use crate::testdata::{net_transactions, run_of};
+        let run = run_of(net_transactions(&[
+            ("tcp", "rr", 1, 1, 90e3),
+            ("tcp", "rr", 2, 16, 400e3),
+            ("tcp", "rr", 2, 1, 160e3),
+            ("udp", "rr", 1, 1, 120e3),
+            ("tcp", "crr", 1, 1, 14e3),
+        ]));
+        let got: Vec<(String, f64, String)> = all_headlines(&run)
+            .into_iter()
+            .map(|h| (h.what, h.record.value, h.at))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    "TCP_RR".to_string(),
+                    400e3,
+                    "pairs=2 outstanding=16 block=1 B".to_string()
+                ),
+                (
+                    "UDP_RR".to_string(),
+                    120e3,
+                    "pairs=1 outstanding=1 block=1 B".to_string()
+                ),
+                (
+                    "TCP_CRR".to_string(),
+                    14e3,
+                    "pairs=1 outstanding=1 block=1 B".to_string()
+                ),
+            ]
+        );
+        let text = SummaryExporter.render(&run).unwrap();
+        assert!(text.contains("TCP_CRR  14.0 k transactions/s"), "{text}");
     }
 
     #[test]

@@ -73,6 +73,8 @@ impl FigureSpec {
         let mut recs: Vec<&Record> = records
             .iter()
             .filter(|r| r.benchmark == self.benchmark)
+            // A figure is of the idle path: a round trip under load is another question.
+            .filter(|r| !crate::table::is_under_load(r))
             .filter(|r| {
                 self.select
                     .iter()

@@ -331,7 +331,10 @@ fn run_pair(cfg: &FleetConfig, dir: &FleetDir, from: &str, to: &str, len: Durati
     let mut client = srun(from, true);
     client
         .arg(&cfg.exe)
+        // Throughput and round trip per pair: the matrix's two figures. (Under load and
+        // transactions would add a capacity search and three cases to every pair's budget.)
         .args(["net", "client", &listen, "--proto", "tcp", "--streams", "1"])
+        .args(["--throughput", "--latency"])
         .args(["--duration", &format!("{}ms", len.as_millis().max(1))])
         .arg("--token-file")
         .arg(dir.token())

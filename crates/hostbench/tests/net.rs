@@ -932,6 +932,72 @@ fn under_load_and_transactions_between_two_hosts() {
     assert!(server > 0 && server > here, "{tw}");
 }
 
+/// A server that dies mid-run: the case it was serving and the ones after fail with the reason,
+/// and what was measured before stays in the result (exit 3, partial).
+#[test]
+fn a_server_that_dies_mid_run_keeps_what_was_measured() {
+    let Some(hosts) = TwoHosts::create() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let (server, tok) = hosts.serve(dir.path(), 5371);
+    let json = dir.path().join("out.json");
+    let client = hosts
+        .exec(1)
+        .args([
+            "net",
+            "client",
+            &format!("{}:5371", TwoHosts::A),
+            "--proto",
+            "udp",
+            "--latency",
+            "--load",
+            "20M,30M",
+            "--duration",
+            "500ms",
+            "--repeat",
+            "4",
+            "--warmup",
+            "0",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--token-file")
+        .arg(&tok)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client");
+    // The result file is rewritten after every case: kill the server once one is in.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let one_in = || {
+        std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|d| d["records"].as_array().is_some_and(|r| !r.is_empty()))
+    };
+    while !one_in() {
+        assert!(Instant::now() < deadline, "no case finished");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(server);
+    let out = client.wait_with_output().expect("client ends");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("result")).expect("json");
+    let measured = doc["records"].as_array().expect("records").len();
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    assert!(measured >= 1, "{doc}");
+    assert_eq!(measured + skipped.len(), 3, "{doc}");
+    for s in skipped {
+        assert_eq!(s["kind"], "failed", "{s}");
+        assert!(!s["reason"].as_str().expect("reason").is_empty(), "{s}");
+    }
+}
+
 #[test]
 fn run_quick_includes_loopback_network() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -92,7 +92,7 @@ impl Subsystem for Net {
     }
 
     fn summary(&self) -> &'static str {
-        "TCP/UDP throughput and ping-pong round trips on loopback"
+        "TCP/UDP throughput, ping-pong round trips, round trips under load and transaction rates on loopback"
     }
 
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {

@@ -229,14 +229,12 @@ pub(crate) fn case(
     let result = runner.run_case(
         &case,
         || {
-            let cap = match load {
-                Load::Share(_) => Some(capacity(ctx, &mut link.borrow_mut(), proto, block)?),
-                Load::Bps(_) => ctx.capacity.borrow().get(&(proto, block, 1)).copied(),
-            };
-            let bps = match (load, cap) {
-                (Load::Bps(b), _) => b,
-                (Load::Share(f), Some(c)) => f * c.bps,
-                (Load::Share(_), None) => unreachable!("a share always has its capacity"),
+            let (bps, cap) = match load {
+                Load::Share(f) => {
+                    let c = capacity(ctx, &mut link.borrow_mut(), proto, block)?;
+                    (f * c.bps, Some(c))
+                }
+                Load::Bps(b) => (b, ctx.capacity.borrow().get(&(proto, block, 1)).copied()),
             };
             if let Some(c) = cap.filter(|c| bps > c.ceiling * 1.02) {
                 return Err(BenchError::Failed(format!(

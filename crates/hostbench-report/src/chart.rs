@@ -28,6 +28,10 @@
 //! their benchmark: a line per delay against threads, or per CPU pair, would be noise. Records
 //! under load are left out of their benchmark's other charts for the same reason.
 //!
+//! A line chart's legend is one list (`legend`) drawn two ways: as a pane on the right of a
+//! standalone image, or, on an HTML page, left out of the image and written as HTML beside the
+//! plot (`LegendAt::Page`), so that on a phone the plot has the whole width.
+//!
 //! Text is measured and, in PNGs, drawn with an embedded DejaVu Sans, so a machine without fonts
 //! draws the same picture.
 
@@ -1273,9 +1277,26 @@ fn register_font() {
     });
 }
 
-/// Pixel size of a chart.
+/// Where a line chart's legend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegendAt {
+    /// In a pane of its own on the right of the image: a standalone SVG or PNG, which has no
+    /// page around it.
+    Pane,
+    /// Outside the image: a page lays the legend out as HTML (`legend`) beside the plot on a wide
+    /// screen and under it on a narrow one, so on a phone the plot has the whole width.
+    Page,
+}
+
+/// Pixel size of a chart as a standalone image.
 pub fn size(chart: &Chart) -> (u32, u32) {
+    size_with(chart, LegendAt::Pane)
+}
+
+/// Pixel size of a chart with its legend at `at` (only a line chart's legend can leave it).
+fn size_with(chart: &Chart, at: LegendAt) -> (u32, u32) {
     match &chart.kind {
+        Kind::Lines(_) if at == LegendAt::Page => (WIDTH - LEGEND_WIDTH, 460),
         Kind::Lines(_) => (WIDTH, 460),
         Kind::Bars(b) => {
             let band = (b.series.len() as u32 * 9 + 8).max(20);
@@ -1288,13 +1309,18 @@ pub fn size(chart: &Chart) -> (u32, u32) {
     }
 }
 
-/// The chart as an SVG document.
+/// The chart as a standalone SVG document (a line chart's legend in a pane of the image).
 pub fn svg(chart: &Chart) -> Result<String, ReportError> {
+    svg_with(chart, LegendAt::Pane)
+}
+
+/// The chart as an SVG document with its legend at `at`.
+pub fn svg_with(chart: &Chart, at: LegendAt) -> Result<String, ReportError> {
     register_font();
     let mut s = String::new();
     let tips = {
-        let root = SVGBackend::with_string(&mut s, size(chart)).into_drawing_area();
-        draw(&root, chart).map_err(|message| ReportError::Chart {
+        let root = SVGBackend::with_string(&mut s, size_with(chart, at)).into_drawing_area();
+        draw(&root, chart, at).map_err(|message| ReportError::Chart {
             chart: chart.title.clone(),
             message,
         })?
@@ -1348,16 +1374,11 @@ fn with_titles(svg: &str, tips: Vec<Tip>) -> String {
     out
 }
 
-/// Every chart as an SVG document, in order (the HTML pages inline them).
-pub fn svgs(charts: &[Chart]) -> Result<Vec<String>, ReportError> {
-    charts.iter().map(svg).collect()
-}
-
 /// The chart as a PNG file.
 pub fn png(chart: &Chart, path: &Path) -> Result<(), ReportError> {
     register_font();
     let root = BitMapBackend::new(path, size(chart)).into_drawing_area();
-    draw(&root, chart)
+    draw(&root, chart, LegendAt::Pane)
         .map(|_| ())
         .map_err(|message| ReportError::Chart {
             chart: chart.title.clone(),
@@ -1385,10 +1406,11 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart,
+    at: LegendAt,
 ) -> Result<Vec<Tip>, String> {
     root.fill(&WHITE).map_err(err)?;
     let tips = match &chart.kind {
-        Kind::Lines(l) => draw_lines(root, &chart.title, l)?,
+        Kind::Lines(l) => draw_lines(root, &chart.title, l, at)?,
         Kind::Bars(b) => {
             draw_bars(root, &chart.title, b)?;
             Vec::new()
@@ -1413,6 +1435,7 @@ fn draw_lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     l: &Lines,
+    at: LegendAt,
 ) -> Result<Vec<Tip>, String> {
     let xs: Vec<f64> = l
         .series
@@ -1455,10 +1478,18 @@ fn draw_lines<DB: DrawingBackend>(
             YAxis::Log => ymax / ymin >= 10.0,
         };
     let y_desc = format!("{} ({})", what(l.metric, &l.unit), scale.label);
-    // The legend has a pane of its own on the right, so it can never cover a point.
-    let (plot, legend) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
-    draw_legend(&legend, l)?;
-    let root = &plot;
+    // The legend has a pane of its own on the right, so it can never cover a point; on a page
+    // it is HTML outside the image.
+    let plot;
+    let root = match at {
+        LegendAt::Pane => {
+            let (left, pane) = root.split_horizontally(WIDTH - LEGEND_WIDTH);
+            draw_legend(&pane, l)?;
+            plot = left;
+            &plot
+        }
+        LegendAt::Page => root,
+    };
     let (ylo, yhi) = (ymin / scale.factor, ymax / scale.factor);
     let (xmin, xmax) = (xmin / x_scale.factor, xmax / x_scale.factor);
     let x_fmt = |v: &f64| -> String {
@@ -1659,13 +1690,96 @@ const LEVEL: RGBColor = RGBColor(110, 110, 110);
 /// The colour of a ring around a flagged point.
 const RING: RGBColor = RGBColor(200, 0, 0);
 
-/// A line chart's legend in its own pane: one entry per series, then what the dashes and the
-/// error bars mean.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> Result<(), String> {
+/// What a line chart's legend says, in order. One list for both renderings: the pane inside a
+/// standalone image (`draw_legend`) and the HTML beside the plot on a page (`export::html`).
+#[derive(Debug, Clone)]
+pub struct Legend {
+    /// One entry per series, then per level, then what a ring means (where a point is ringed).
+    pub entries: Vec<(Mark, String)>,
+    /// What the dashes and the error bars mean (where the chart has them).
+    pub keys: Vec<(Mark, String)>,
+    /// Lines of text without a mark (`Lines::notes`).
+    pub notes: Vec<String>,
+}
+
+/// A legend entry's mark: a small drawing of what the entry names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    /// A series' line with its point, in colour `i`.
+    Line(usize),
+    /// A series drawn dashed, thinner and paler in colour `i` (`Series::dashed_like`).
+    DashedLike(usize),
+    /// A level: a dotted grey line.
+    Level,
+    /// A ring around a point.
+    Ring,
+    /// A theoretical peak: a dashed grey line.
+    Peak,
+    /// An error bar.
+    Deviation,
+}
+
+/// Width and height of a mark drawn on its own (`swatch`); it is centred at `SWATCH.1 / 2`.
+const SWATCH: (u32, u32) = (30, 20);
+
+/// A line chart's legend.
+pub fn legend(l: &Lines) -> Legend {
+    let mut entries: Vec<(Mark, String)> = l
+        .series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mark = s.dashed_like.map_or(Mark::Line(i), Mark::DashedLike);
+            (mark, s.name.clone())
+        })
+        .collect();
+    entries.extend(l.levels.iter().map(|(name, _)| (Mark::Level, name.clone())));
+    if let Some(means) = l
+        .ring_means
+        .as_ref()
+        .filter(|_| l.series.iter().any(|s| s.rings.contains(&true)))
+    {
+        entries.push((Mark::Ring, means.clone()));
+    }
+    let mut keys = Vec::new();
+    if l.series.iter().any(|s| !s.peaks.is_empty()) {
+        keys.push((Mark::Peak, "theoretical peak (dashed)".to_string()));
+    }
+    if l.series.iter().flat_map(|s| &s.points).any(|p| p.2 > 0.0) {
+        keys.push((Mark::Deviation, "± 1 standard deviation".to_string()));
+    }
+    Legend {
+        entries,
+        keys,
+        notes: l.notes.clone(),
+    }
+}
+
+/// A mark on its own as a small SVG document (`class="swatch"`), for a legend outside the
+/// image: drawn by the same code as the pane's marks, so the two legends look alike.
+pub fn swatch(mark: Mark) -> Result<String, ReportError> {
+    let mut s = String::new();
+    {
+        let area = SVGBackend::with_string(&mut s, SWATCH).into_drawing_area();
+        draw_mark(&area, mark, SWATCH.1 as i32 / 2)
+            .and_then(|()| area.present().map_err(err))
+            .map_err(|message| ReportError::Chart {
+                chart: "legend".into(),
+                message,
+            })?;
+    }
+    Ok(s.replacen("<svg ", "<svg class=\"swatch\" aria-hidden=\"true\" ", 1))
+}
+
+/// A legend entry's mark, centred at (16, `y`) of `area`.
+fn draw_mark<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    mark: Mark,
+    y: i32,
+) -> Result<(), String> {
     let grey = RGBColor(90, 90, 90);
-    let mut y = 48;
-    for (i, s) in l.series.iter().enumerate() {
-        if let Some(like) = s.dashed_like {
+    match mark {
+        Mark::DashedLike(like) => {
             let c = color(like).mix(0.7);
             for x in [6, 16] {
                 area.draw(&PathElement::new(
@@ -1676,59 +1790,67 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> 
             }
             area.draw(&Circle::new((16, y), 2, c.filled()))
                 .map_err(err)?;
-        } else {
+        }
+        Mark::Line(i) => {
             let c = color(i);
             area.draw(&PathElement::new(vec![(6, y), (26, y)], c.stroke_width(2)))
                 .map_err(err)?;
             area.draw(&Circle::new((16, y), 3, c.filled()))
                 .map_err(err)?;
         }
-        legend_text(area, &s.name, &mut y)?;
-    }
-    for (name, _) in &l.levels {
-        for x in [6, 12, 18, 24] {
-            area.draw(&PathElement::new(
-                vec![(x, y), (x + 2, y)],
-                LEVEL.stroke_width(2),
-            ))
-            .map_err(err)?;
+        Mark::Level => {
+            for x in [6, 12, 18, 24] {
+                area.draw(&PathElement::new(
+                    vec![(x, y), (x + 2, y)],
+                    LEVEL.stroke_width(2),
+                ))
+                .map_err(err)?;
+            }
         }
-        legend_text(area, name, &mut y)?;
-    }
-    if let Some(means) = l
-        .ring_means
-        .as_deref()
-        .filter(|_| l.series.iter().any(|s| s.rings.contains(&true)))
-    {
-        area.draw(&Circle::new((16, y), 7, RING.stroke_width(2)))
-            .map_err(err)?;
-        legend_text(area, means, &mut y)?;
-    }
-    y += 6;
-    if l.series.iter().any(|s| !s.peaks.is_empty()) {
-        for x in [6, 16] {
+        Mark::Ring => {
+            area.draw(&Circle::new((16, y), 7, RING.stroke_width(2)))
+                .map_err(err)?;
+        }
+        Mark::Peak => {
+            for x in [6, 16] {
+                area.draw(&PathElement::new(
+                    vec![(x, y), (x + 6, y)],
+                    grey.stroke_width(1),
+                ))
+                .map_err(err)?;
+            }
+        }
+        Mark::Deviation => {
             area.draw(&PathElement::new(
-                vec![(x, y), (x + 6, y)],
+                vec![(16, y - 6), (16, y + 6)],
                 grey.stroke_width(1),
             ))
             .map_err(err)?;
         }
-        legend_text(area, "theoretical peak (dashed)", &mut y)?;
     }
-    if l.series.iter().flat_map(|s| &s.points).any(|p| p.2 > 0.0) {
-        area.draw(&PathElement::new(
-            vec![(16, y - 6), (16, y + 6)],
-            grey.stroke_width(1),
-        ))
-        .map_err(err)?;
-        legend_text(area, "± 1 standard deviation", &mut y)?;
+    Ok(())
+}
+
+/// A line chart's legend in its own pane: one entry per series, then what the dashes and the
+/// error bars mean.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, l: &Lines) -> Result<(), String> {
+    let legend = legend(l);
+    let mut y = 48;
+    for (mark, text) in &legend.entries {
+        draw_mark(area, *mark, y)?;
+        legend_text(area, text, &mut y)?;
     }
-    if !l.notes.is_empty() {
+    y += 6;
+    for (mark, text) in &legend.keys {
+        draw_mark(area, *mark, y)?;
+        legend_text(area, text, &mut y)?;
+    }
+    if !legend.notes.is_empty() {
         y += 6;
         let style = TextStyle::from((FONT, 12).into_font())
-            .color(&grey)
+            .color(&RGBColor(90, 90, 90))
             .pos(Pos::new(HPos::Left, VPos::Center));
-        for n in &l.notes {
+        for n in &legend.notes {
             area.draw(&Text::new(n.clone(), (6, y), style.clone()))
                 .map_err(err)?;
             y += 18;

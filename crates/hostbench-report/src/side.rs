@@ -229,14 +229,15 @@ pub fn markdown(sbs: &SideBySide) -> String {
 pub fn html(sbs: &SideBySide) -> Result<String, ReportError> {
     let merged = sbs.merged();
     let charts = chart::charts(&merged);
-    let svgs = chart::svgs(&charts)?;
-    render_html(sbs, &charts, &svgs).map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
+    let bodies = export::html::figure_bodies(&charts)?;
+    render_html(sbs, &charts, &bodies)
+        .map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
 }
 
 fn render_html(
     sbs: &SideBySide,
     charts: &[chart::Chart],
-    svgs: &[String],
+    bodies: &[String],
 ) -> Result<String, std::fmt::Error> {
     let mut o = String::new();
     let labels: Vec<&str> = sbs.runs.iter().map(|(l, _)| l.as_str()).collect();
@@ -290,8 +291,8 @@ fn render_html(
     writeln!(o, "<h2>Headlines</h2>")?;
     table(&mut o, true)?;
     writeln!(o, "<h2>Charts</h2>")?;
-    for (c, svg) in charts.iter().zip(svgs) {
-        export::html::figure(&mut o, c, svg)?;
+    for (c, body) in charts.iter().zip(bodies) {
+        export::html::figure(&mut o, c, body)?;
     }
     writeln!(o, "<h2>Every common figure</h2>")?;
     table(&mut o, false)?;
@@ -376,6 +377,12 @@ mod tests {
         assert!(overlaid, "a line chart with both runs");
         let page = html(&s).unwrap();
         assert!(page.contains("data-rows=\"headlines\"") && page.contains("×2.00"));
+        // The overlaid line charts' legends are HTML beside the plot, naming both runs' lines.
+        let legends: Vec<&str> = page.split("<div class=\"legend\">").skip(1).collect();
+        assert!(!legends.is_empty(), "no HTML legend");
+        assert!(legends
+            .iter()
+            .any(|l| l.contains("testhost") && l.contains("other")));
         assert!(markdown(&s).contains("| figure | testhost | other | vs testhost |"));
         assert!(text(&s).contains("×2.00"));
     }

@@ -34,7 +34,8 @@ pub enum Command {
     Mem(Box<MemArgs>),
     /// Storage throughput, IOPS and latency percentiles in a scratch directory (fio-style).
     Disk(Box<DiskArgs>),
-    /// Network TCP/UDP throughput and ping-pong latency: server, client, or loopback.
+    /// Network TCP/UDP throughput, ping-pong latency, latency under load and transaction rates:
+    /// server, client, or loopback.
     Net(Box<NetArgs>),
     /// GPU (any OpenCL or CUDA device): compute, device-memory bandwidth, transfers, launch latency.
     Gpu(Box<GpuArgs>),

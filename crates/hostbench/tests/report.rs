@@ -183,7 +183,8 @@ fn report_puts_runs_side_by_side() {
 /// script added to a copy measures what the browser laid out: the summary cards (host first, a
 /// card per subsystem with headlines and gauges, one column on the phone, several on the
 /// desktop), no sideways scrolling, no chart text lying on a data point (a legend covering
-/// data), every chart an SVG of real size with drawn shapes, every table with visible, non-empty
+/// data), a line chart's HTML legend under its full-width plot on the phone and beside it on the
+/// desktop, every chart an SVG of real size with drawn shapes, every table with visible, non-empty
 /// rows; and a screenshot must not be blank.
 #[test]
 fn chromium_renders_the_charts_and_tables_of_a_real_run() {
@@ -209,7 +210,11 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         const svg = f.querySelector('svg'); const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
         const shapes = svg ? svg.querySelectorAll('polyline, path, rect, circle, line').length : 0;
         const texts = svg ? [...svg.querySelectorAll('text')].filter(t => t.getBBox().width > 0).length : 0;
-        return {id: f.id, w: r.width, h: r.height, shapes, texts};
+        // A line chart's legend is HTML after its plot: where it sits against the plot.
+        const lg = f.querySelector('.legend'); const l = lg ? lg.getBoundingClientRect() : null;
+        const legend = l && {top: l.top, left: l.left, w: l.width, h: l.height, items: lg.querySelectorAll('li').length};
+        return {id: f.id, w: r.width, h: r.height, shapes, texts, fw: f.getBoundingClientRect().width,
+                top: r.top, bottom: r.bottom, right: r.right, legend};
       });
       const tables = [...document.querySelectorAll('table.results')].map(t => ({
         bench: t.dataset.benchmark, h: t.getBoundingClientRect().height,
@@ -283,6 +288,7 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         );
         assert_eq!(probe["covered"], 0, "{width} px: text lies on a data point");
         check_charts_and_tables(&probe, &html);
+        check_line_legends(&probe, columns == 1);
     }
     // And a screenshot of the top of the page is not blank.
     let shot = tmp.path().join("shot.png");
@@ -356,6 +362,45 @@ fn check_charts_and_tables(probe: &Value, html: &str) {
             t["rows"].as_u64() > Some(0) && t["h"].as_f64() > Some(20.0),
             "{t}"
         );
+    }
+}
+
+/// Every line chart's legend is HTML outside its plot: on a phone (`narrow`) under the plot,
+/// which has nearly the whole width of its figure; on a desktop beside it.
+fn check_line_legends(probe: &Value, narrow: bool) {
+    let charts = probe["charts"].as_array().expect("charts");
+    let lined: Vec<&Value> = charts.iter().filter(|c| c["legend"].is_object()).collect();
+    let ids: Vec<&str> = lined.iter().filter_map(|c| c["id"].as_str()).collect();
+    assert!(
+        ids.iter().any(|i| i.contains("vs-threads")),
+        "no line chart with an HTML legend: {ids:?}"
+    );
+    let num = |c: &Value, k: &str| c[k].as_f64().unwrap_or(f64::NAN);
+    for c in lined {
+        let l = &c["legend"];
+        assert!(
+            l["items"].as_u64() > Some(0) && num(l, "h") > 10.0,
+            "empty legend: {c}"
+        );
+        if narrow {
+            assert!(
+                num(c, "w") >= 0.85 * num(c, "fw"),
+                "the plot is not the figure's width: {c}"
+            );
+            assert!(
+                num(l, "top") >= num(c, "bottom") - 0.5,
+                "legend not under the plot: {c}"
+            );
+        } else {
+            assert!(
+                num(l, "left") >= num(c, "right") - 0.5,
+                "legend not beside the plot: {c}"
+            );
+            assert!(
+                num(l, "top") < num(c, "bottom"),
+                "legend not beside the plot: {c}"
+            );
+        }
     }
 }
 

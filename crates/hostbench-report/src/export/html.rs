@@ -30,7 +30,14 @@ table.results td.num { text-align: right; white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
 nav ul { padding-left: 1.2em; }
 figure.chart { margin: 1em 0; }
-figure.chart svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure.chart svg:not(.swatch) { max-width: 100%; height: auto; border: 1px solid #eee; }
+.lined { display: flex; flex-wrap: wrap; align-items: flex-start; gap: 0.5em 1em; }
+.lined > svg { flex: 0 1 auto; min-width: 0; }
+.legend { flex: 1 1 14em; font-size: 0.85em; }
+.legend ul { list-style: none; margin: 0 0 0.5em; padding: 0; }
+.legend li { display: flex; align-items: center; gap: 0.2em; margin: 0.15em 0; }
+.legend svg.swatch { flex: none; }
+.legend p { color: #5a5a5a; margin: 0.2em 0; }
 ol.bases, ul.notes { font-size: 0.9em; color: #444; }
 ";
 
@@ -65,19 +72,63 @@ impl Exporter for HtmlExporter {
 pub fn render_with_trends(run: &RunResult, trends: &[chart::Trend]) -> Result<String, ReportError> {
     let charts = chart::charts(run);
     let trend_charts = chart::trend_charts(trends);
-    let svgs = chart::svgs(&charts)?;
-    let trend_svgs = chart::svgs(&trend_charts)?;
-    render(run, (&charts, &svgs), (&trend_charts, &trend_svgs))
+    let bodies = figure_bodies(&charts)?;
+    let trend_bodies = figure_bodies(&trend_charts)?;
+    render(run, (&charts, &bodies), (&trend_charts, &trend_bodies))
         .map_err(|e| ReportError::bad(format!("formatting HTML: {e}")))
 }
 
+/// Charts with the inside of their page figures (`figure_bodies`).
 type Drawn<'a> = (&'a [chart::Chart], &'a [String]);
 
-/// One chart as a page figure.
-pub(crate) fn figure(o: &mut String, c: &chart::Chart, svg: &str) -> std::fmt::Result {
+/// Each chart as the inside of its page figure, in order: the drawing, and for a line chart its
+/// legend as HTML after the plot (`chart::LegendAt::Page`). The page's CSS puts the legend beside
+/// the plot where there is room and under it where there is not, so on a phone the plot keeps
+/// the whole width and the legend never covers a point.
+pub(crate) fn figure_bodies(charts: &[chart::Chart]) -> Result<Vec<String>, ReportError> {
+    charts
+        .iter()
+        .map(|c| {
+            let svg = chart::svg_with(c, chart::LegendAt::Page)?;
+            match &c.kind {
+                chart::Kind::Lines(l) => Ok(format!(
+                    "<div class=\"lined\">\n{svg}{}</div>",
+                    legend_html(&chart::legend(l))?
+                )),
+                chart::Kind::Bars(_) | chart::Kind::Heatmap(_) => Ok(svg),
+            }
+        })
+        .collect()
+}
+
+/// A line chart's legend as HTML: the entries with their marks, the keys to the dashes and
+/// error bars, then the notes; the same list as the image's legend pane, uncut.
+fn legend_html(legend: &chart::Legend) -> Result<String, ReportError> {
+    let mut o = String::from("<div class=\"legend\">\n");
+    for list in [&legend.entries, &legend.keys] {
+        if list.is_empty() {
+            continue;
+        }
+        o.push_str("<ul>\n");
+        for (mark, text) in list {
+            o.push_str("<li>");
+            o.push_str(chart::swatch(*mark)?.trim_end());
+            o.push_str(&format!("<span>{}</span></li>\n", esc(text)));
+        }
+        o.push_str("</ul>\n");
+    }
+    for n in &legend.notes {
+        o.push_str(&format!("<p>{}</p>\n", esc(n)));
+    }
+    o.push_str("</div>\n");
+    Ok(o)
+}
+
+/// One chart as a page figure, around its body (`figure_bodies`).
+pub(crate) fn figure(o: &mut String, c: &chart::Chart, body: &str) -> std::fmt::Result {
     writeln!(
         o,
-        "<figure class=\"chart\" id=\"chart-{}\" aria-label=\"{}\">\n{svg}\n</figure>",
+        "<figure class=\"chart\" id=\"chart-{}\" aria-label=\"{}\">\n{body}\n</figure>",
         esc(&c.id),
         esc(&c.title)
     )
@@ -85,8 +136,8 @@ pub(crate) fn figure(o: &mut String, c: &chart::Chart, svg: &str) -> std::fmt::R
 
 fn render(
     run: &RunResult,
-    (charts, svgs): Drawn<'_>,
-    (trends, trend_svgs): Drawn<'_>,
+    (charts, bodies): Drawn<'_>,
+    (trends, trend_bodies): Drawn<'_>,
 ) -> Result<String, std::fmt::Error> {
     let rep = Report::build(run);
     let mut o = String::new();
@@ -118,8 +169,8 @@ fn render(
     super::cards::write(&mut o, run)?;
     if !trends.is_empty() {
         writeln!(o, "<section id=\"trends\">\n<h2>Trends on this host</h2>")?;
-        for (c, svg) in trends.iter().zip(trend_svgs) {
-            figure(&mut o, c, svg)?;
+        for (c, body) in trends.iter().zip(trend_bodies) {
+            figure(&mut o, c, body)?;
         }
         writeln!(o, "</section>")?;
     }
@@ -142,12 +193,12 @@ fn render(
             esc(&s.subsystem),
             esc(&s.title)
         )?;
-        for (c, svg) in charts
+        for (c, body) in charts
             .iter()
-            .zip(svgs)
+            .zip(bodies)
             .filter(|(c, _)| c.subsystem == s.subsystem)
         {
-            figure(&mut o, c, svg)?;
+            figure(&mut o, c, body)?;
         }
         for g in &s.groups {
             writeln!(o, "<h3>{}</h3>", esc(&group_heading(g)))?;
@@ -230,7 +281,9 @@ mod tests {
         assert_eq!(html.matches("<figure class=\"chart\"").count(), charts);
         let gauges = html.matches("<svg class=\"gauge\"").count();
         assert!(gauges > 0, "the summary cards have gauges");
-        assert_eq!(html.matches("<svg").count() - gauges, charts);
+        let swatches = html.matches("<svg class=\"swatch\"").count();
+        assert!(swatches > 0, "the line charts' legends have marks");
+        assert_eq!(html.matches("<svg").count() - gauges - swatches, charts);
         // The cards come first: the host, then a card per subsystem, before any chart.
         let cards = html.find("<div class=\"cards\">").expect("cards");
         assert!(cards < html.find("<figure").expect("a chart"));
@@ -247,6 +300,106 @@ mod tests {
             );
         }
         assert!(html.contains("Reference efficiency %"));
+    }
+
+    /// The `<svg …>…</svg>` documents in `html`, in order.
+    fn svgs_in(html: &str) -> Vec<&str> {
+        html.match_indices("<svg ")
+            .map(|(at, _)| {
+                let end = html[at..].find("</svg>").expect("closed") + "</svg>".len();
+                &html[at..at + end]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_line_chart_on_the_page_is_the_plot_alone_then_its_legend_as_html() {
+        let run = synthetic_run();
+        let charts = chart::charts(&run);
+        let bodies = figure_bodies(&charts).unwrap();
+        let mut lines = 0;
+        for (c, body) in charts.iter().zip(&bodies) {
+            let chart::Kind::Lines(l) = &c.kind else {
+                assert!(!body.contains("class=\"legend\""), "{}", c.title);
+                continue;
+            };
+            lines += 1;
+            let svgs = svgs_in(body);
+            let plot = svgs[0];
+            // The plot takes the whole image: no legend pane, so none of the legend's text.
+            assert!(
+                plot.starts_with("<svg width=\"730\" height=\"460\""),
+                "{plot:.60}"
+            );
+            assert!(!plot.contains("class=\"swatch\""));
+            for s in &l.series {
+                assert!(!plot.contains(&format!(">{}<", esc(&s.name))), "{}", s.name);
+            }
+            // The legend follows the plot as HTML: every series named beside its mark.
+            let legend = &body[body.find("<div class=\"legend\">").expect("legend")..];
+            assert!(body.find(plot).expect("plot") < body.len() - legend.len());
+            for s in &l.series {
+                assert!(
+                    legend.contains(&format!("<span>{}</span>", esc(&s.name))),
+                    "{}: {}",
+                    c.title,
+                    s.name
+                );
+            }
+            let legend_of = chart::legend(l);
+            assert_eq!(
+                svgs.len() - 1,
+                legend_of.entries.len() + legend_of.keys.len(),
+                "a mark per entry"
+            );
+            assert!(svgs[1..]
+                .iter()
+                .all(|s| s.starts_with("<svg class=\"swatch\"")));
+            // The standalone image keeps its pane, with the series named in it.
+            let standalone = chart::svg(c).unwrap();
+            assert!(standalone.starts_with("<svg width=\"960\""));
+            assert!(l
+                .series
+                .iter()
+                .all(|s| standalone.contains(&esc(&s.name)) || s.name.chars().count() > 30));
+        }
+        assert!(lines > 0, "no line chart");
+        let html = HtmlExporter.render(&run).unwrap();
+        assert_eq!(
+            html.matches("<div class=\"lined\">").count(),
+            lines,
+            "every line chart's figure is the plot and its legend"
+        );
+    }
+
+    #[test]
+    fn the_html_legend_keeps_levels_rings_keys_and_notes() {
+        use crate::testdata::{net_idle_latency, net_under_load, run_of};
+        use serde_json::json;
+        let mut recs = net_under_load("udp", 32768, &[json!("90%"), json!("10%"), json!("50%")]);
+        recs.push(net_idle_latency("udp", 32768, 14e-6));
+        let charts: Vec<chart::Chart> = chart::charts(&run_of(recs))
+            .into_iter()
+            .filter(|c| c.title.contains("offered load"))
+            .collect();
+        assert_eq!(charts.len(), 1);
+        let chart::Kind::Lines(l) = &charts[0].kind else {
+            panic!("lines")
+        };
+        let legend = chart::legend(l);
+        let marks: Vec<chart::Mark> = legend.entries.iter().map(|e| e.0).collect();
+        assert!(marks.contains(&chart::Mark::Ring), "{marks:?}");
+        assert!(marks.contains(&chart::Mark::DashedLike(0)), "{marks:?}");
+        let body = &figure_bodies(&charts).unwrap()[0];
+        for (_, text) in legend.entries.iter().chain(&legend.keys) {
+            assert!(
+                body.contains(&format!("<span>{}</span>", esc(text))),
+                "{text}"
+            );
+        }
+        for n in &legend.notes {
+            assert!(body.contains(&format!("<p>{}</p>", esc(n))), "{n}");
+        }
     }
 
     #[test]

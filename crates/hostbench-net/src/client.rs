@@ -532,7 +532,6 @@ impl Client {
                         sent: sent.into_iter().map(|(s, _)| s).collect(),
                     };
                     check_tcp_totals(&flow, "client → server")?;
-                    // (`Done::Sent`: a bulk sender has nothing more to say.)
                     out.upstream = Some(flow);
                 }
                 if down > 0 {

@@ -547,9 +547,9 @@ struct Ctx<'a> {
     pair_cpu: Option<usize>,
     /// Where the reference tools' servers are.
     peer: reference::Peer,
-    /// Capacities found so far (the UDP search per block and stream count), for loads given as
-    /// a share of one.
-    capacity: RefCell<std::collections::BTreeMap<(Proto, u64, u32), under_load::Capacity>>,
+    /// The under-load stream's capacity per protocol and message size, found by the first load
+    /// given as a share.
+    capacity: RefCell<std::collections::BTreeMap<(Proto, u64), under_load::Capacity>>,
     /// On loopback with two CPUs or more: the client's CPUs for the under-load section, the
     /// order turned by one so its stream runs beside the server's, not on the same CPU. Its
     /// client busy-polls; sharing the server's CPU, it would starve the server (or, yielding,
@@ -839,7 +839,6 @@ fn throughput_case(
     )
 }
 
-/// Record the kernel counters' growth since `before` in `extra.kernel`; the deltas.
 /// Record the kernel counters' growth since `before` in `extra.kernel` (and, against a remote
 /// server, the server's own, `server_counters`); the deltas of both ends, summed.
 fn kernel_extra(

@@ -221,9 +221,6 @@ pub fn drive(
     drain: Duration,
 ) -> io::Result<LoadReport> {
     conn.set_nonblocking()?;
-    // Sleeps end when asked, not up to 50 µs later (the default timer slack).
-    // SAFETY: prctl with an integer argument; affects only this thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     let sched = Schedule {
         gap: block as f64 * 8.0 / rate_bps * 1e9,
         every: u64::from(reply_every.max(1)),

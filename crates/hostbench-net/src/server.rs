@@ -635,6 +635,15 @@ fn run_test<S: Read + Write + Deadlined>(
     }
 }
 
+/// Wait for the client's word that its side of `spec` is done.
+fn sender_done<S: Read + Write + Deadlined>(
+    ctl: &mut S,
+    spec: &TestSpec,
+) -> Result<(), ProtoError> {
+    wire::read_msg(ctl, spec.end_within(), "the client's end of test")
+        .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
+}
+
 /// What one server TCP stream did.
 enum TcpDone {
     Received(StreamReport),
@@ -674,11 +683,7 @@ fn run_crr<S: Read + Write + Deadlined>(
                 })
             })
             .collect();
-        let go = wire::write_msg(ctl, &Msg::Go {});
-        let ended = go.and_then(|_| {
-            wire::read_msg(ctl, spec.end_within(), "the client's end of test")
-                .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
-        });
+        let ended = wire::write_msg(ctl, &Msg::Go {}).and_then(|_| sender_done(ctl, spec));
         done.store(true, Ordering::Release);
         crate::crr::wake(listener, handles.len());
         let mut report = Report::default();
@@ -945,8 +950,7 @@ fn run_udp<S: Read + Write + Deadlined>(
         start.store(true, Ordering::Release);
         let client_sends = spec.kind != TestKind::Throughput || spec.direction.client_sends();
         let ended = if go.is_ok() && client_sends {
-            wire::read_msg(ctl, spec.end_within(), "the client's end of test")
-                .and_then(|m| crate::expect_msg!(m, "sender_done", Msg::SenderDone { .. } => ()))
+            sender_done(ctl, spec)
         } else {
             go
         };

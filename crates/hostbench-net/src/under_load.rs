@@ -143,7 +143,7 @@ fn capacity(
     proto: Proto,
     block: u64,
 ) -> Result<Capacity, BenchError> {
-    if let Some(c) = ctx.capacity.borrow().get(&(proto, block, 1)) {
+    if let Some(c) = ctx.capacity.borrow().get(&(proto, block)) {
         return Ok(*c);
     }
     let cfg = ctx.cfg;
@@ -155,20 +155,14 @@ fn capacity(
     let (found, trials) = crate::search(max_loss, |rate| {
         // Unpaced is a rate no sender reaches: it sends flat out, behind from the start.
         let offered = rate.unwrap_or(PROBE_BPS);
-        let test = TestSpec {
-            kind: TestKind::UnderLoad,
+        let test = spec(
+            cfg,
             proto,
-            direction: Direction::Send,
-            streams: 1,
-            block: block as u32,
-            duration_ms: Some(ms),
-            bytes: None,
-            count: None,
-            rate_bps: Some(offered),
-            sockbuf: cfg.sockbuf,
-            reply_every: Some(reply_every(cfg, offered, block)),
-            outstanding: None,
-        };
+            block,
+            ms,
+            offered,
+            reply_every(cfg, offered, block),
+        );
         let o = link.run(&test)?;
         let l = o.load.unwrap_or_default();
         let flow = o.upstream.unwrap_or_default();
@@ -194,8 +188,26 @@ fn capacity(
         ceiling: trials.first().map_or(found.offered_bps, |t| t.offered_bps),
         how: "a capacity search of this section's own paced stream",
     };
-    ctx.capacity.borrow_mut().insert((proto, block, 1), c);
+    ctx.capacity.borrow_mut().insert((proto, block), c);
     Ok(c)
+}
+
+/// One stream under load: `bps` of `block`-byte messages for `ms`, one in `every` timed.
+fn spec(cfg: &NetConfig, proto: Proto, block: u64, ms: u64, bps: f64, every: u32) -> TestSpec {
+    TestSpec {
+        kind: TestKind::UnderLoad,
+        proto,
+        direction: Direction::Send,
+        streams: 1,
+        block: block as u32,
+        duration_ms: Some(ms),
+        bytes: None,
+        count: None,
+        rate_bps: Some(bps),
+        sockbuf: cfg.sockbuf,
+        reply_every: Some(every),
+        outstanding: None,
+    }
 }
 
 /// The probe's rate: beyond any sender, so it sends flat out.
@@ -234,7 +246,7 @@ pub(crate) fn case(
                     let c = capacity(ctx, &mut link.borrow_mut(), proto, block)?;
                     (f * c.bps, Some(c))
                 }
-                Load::Bps(b) => (b, ctx.capacity.borrow().get(&(proto, block, 1)).copied()),
+                Load::Bps(b) => (b, ctx.capacity.borrow().get(&(proto, block)).copied()),
             };
             if let Some(c) = cap.filter(|c| bps > c.ceiling * 1.02) {
                 return Err(BenchError::Failed(format!(
@@ -247,20 +259,8 @@ pub(crate) fn case(
             }
             let every = reply_every(cfg, bps, block);
             *used.borrow_mut() = Some((bps, every, cap));
-            let test = TestSpec {
-                kind: TestKind::UnderLoad,
-                proto,
-                direction: Direction::Send,
-                streams: 1,
-                block: block as u32,
-                duration_ms: Some(cfg.duration.as_millis().max(1) as u64),
-                bytes: None,
-                count: None,
-                rate_bps: Some(bps),
-                sockbuf: cfg.sockbuf,
-                reply_every: Some(every),
-                outstanding: None,
-            };
+            let ms = cfg.duration.as_millis().max(1) as u64;
+            let test = spec(cfg, proto, block, ms, bps, every);
             let o = link.borrow_mut().run(&test)?;
             let l = o
                 .load

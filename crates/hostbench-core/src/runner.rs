@@ -495,7 +495,29 @@ pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> Result<(
 
 /// Write `body` to `path` atomically: a temporary file in the same directory, fsync, rename, so
 /// a reader (or a crash) never sees half a file.
+///
+/// Only a regular file is replaced. A device, FIFO or socket (`--json /dev/null`,
+/// `/dev/stdout`, a pipe from `<(...)`) is written in place: renaming over it would, as root,
+/// turn `/dev/null` into a regular file that every later reader of /dev/null gets back (cargo's
+/// own compiler probe among them). A symlink is followed, so the link stays and its target is
+/// what gets replaced.
 pub fn write_bytes_atomic(path: &Path, body: &[u8]) -> Result<(), BenchError> {
+    let io = |e| BenchError::io(path, e);
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(io)?;
+            return f.write_all(body).map_err(io);
+        }
+        _ => {}
+    }
+    let resolved = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok(),
+        _ => None,
+    };
+    let path = resolved.as_deref().unwrap_or(path);
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -520,6 +542,47 @@ pub fn write_bytes_atomic(path: &Path, body: &[u8]) -> Result<(), BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // The read end is opened first without blocking, so the writer's open succeeds at once
+        // and a regression (the FIFO renamed over) fails the asserts instead of hanging.
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        write_bytes_atomic(&fifo, b"through the pipe\n").unwrap();
+        let mut got = Vec::new();
+        let _ = reader.read_to_end(&mut got);
+        assert_eq!(got, b"through the pipe\n");
+        let ft = std::fs::symlink_metadata(&fifo).unwrap().file_type();
+        assert!(ft.is_fifo(), "the FIFO was replaced by {ft:?}");
+        // Nothing was left beside it either.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_symlink_stays_a_link_and_its_target_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.json");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_bytes_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+    }
 
     fn quiet(partial: Option<PathBuf>) -> RunnerConfig {
         RunnerConfig {

@@ -7,6 +7,8 @@
 //! [cpu]
 //! clock_hz = 3.2e9     # use instead of the measured clock in every CPU peak
 //! fma_pipes = 2        # vector FMA instructions per cycle per core
+//! llc_bytes = 33554432 # one last-level cache instance (a VM may report another)
+//! llc_instances = 8
 //! [memory]
 //! dimm_mts = 4800      # DIMM transfer rate, MT/s
 //! channels = 12
@@ -55,6 +57,11 @@ pub struct CpuSpec {
     pub dot_pipes: Option<f64>,
     /// AMX tile multiplies per cycle per core (1/16 on Sapphire Rapids).
     pub tile_per_cycle: Option<f64>,
+    /// Size of one last-level cache instance in bytes, where the hypervisor reports another (a
+    /// VM often shows one small L3 for a host with many): memory working sets follow it.
+    pub llc_bytes: Option<u64>,
+    /// How many last-level cache instances there are (one per CCX or per socket).
+    pub llc_instances: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -140,11 +147,15 @@ impl Spec {
             ("cpu.cores", self.cpu.cores),
             ("cpu.threads", self.cpu.threads),
             ("memory.channels", self.memory.channels),
+            ("cpu.llc_instances", self.cpu.llc_instances),
         ];
         for (key, v) in counts {
             if v == Some(0) {
                 return Err(format!("{key} must be at least 1"));
             }
+        }
+        if self.cpu.llc_bytes == Some(0) {
+            return Err("cpu.llc_bytes must be at least 1".into());
         }
         Ok(())
     }
@@ -173,6 +184,34 @@ impl Spec {
         if let Some(v) = self.memory.total_bytes {
             host.memory.total_bytes = v;
         }
+        if c.llc_bytes.is_some() || c.llc_instances.is_some() {
+            apply_llc(&mut host.cpu.caches, c.llc_bytes, c.llc_instances);
+        }
+    }
+}
+
+/// Override the last-level data cache (the highest level that is not instruction-only); with
+/// no cache detected at all, a unified L3 of the given size (one instance unless stated).
+fn apply_llc(caches: &mut Vec<crate::model::Cache>, bytes: Option<u64>, instances: Option<u32>) {
+    let last = caches
+        .iter_mut()
+        .filter(|c| c.kind != "instruction")
+        .max_by_key(|c| c.level);
+    match last {
+        Some(c) => {
+            c.size_bytes = bytes.unwrap_or(c.size_bytes);
+            c.instances = instances.unwrap_or(c.instances);
+        }
+        None => {
+            if let Some(size_bytes) = bytes {
+                caches.push(crate::model::Cache {
+                    level: 3,
+                    kind: "unified".into(),
+                    size_bytes,
+                    instances: instances.unwrap_or(1),
+                });
+            }
+        }
     }
 }
 
@@ -193,6 +232,45 @@ mod tests {
         spec.apply(&mut host);
         assert_eq!(host.cpu.cores, 64);
         assert_eq!(host.cpu.model, "Test CPU");
+    }
+
+    #[test]
+    fn llc_override_replaces_the_last_level_or_adds_one() {
+        use crate::model::Cache;
+        let spec = Spec::parse("[cpu]\nllc_bytes = 503316480\n").unwrap();
+        let mut host = Host::default();
+        host.cpu.caches = vec![
+            Cache {
+                level: 2,
+                kind: "unified".into(),
+                size_bytes: 2 << 20,
+                instances: 2,
+            },
+            Cache {
+                level: 3,
+                kind: "unified".into(),
+                size_bytes: 32 << 20,
+                instances: 1,
+            },
+        ];
+        spec.apply(&mut host);
+        assert_eq!(host.cpu.caches[1].size_bytes, 480 << 20);
+        assert_eq!(host.cpu.caches[1].instances, 1);
+        assert_eq!(host.cpu.caches[0].size_bytes, 2 << 20, "L2 untouched");
+        let spec = Spec::parse("[cpu]\nllc_bytes = 1024\nllc_instances = 8\n").unwrap();
+        let mut bare = Host::default();
+        spec.apply(&mut bare);
+        assert_eq!(bare.cpu.caches.len(), 1);
+        assert_eq!(
+            (bare.cpu.caches[0].level, bare.cpu.caches[0].instances),
+            (3, 8)
+        );
+        assert!(Spec::parse("[cpu]\nllc_bytes = 0\n")
+            .unwrap_err()
+            .contains("cpu.llc_bytes"));
+        assert!(Spec::parse("[cpu]\nllc_instances = 0\n")
+            .unwrap_err()
+            .contains("cpu.llc_instances"));
     }
 
     #[test]

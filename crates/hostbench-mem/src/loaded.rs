@@ -6,7 +6,7 @@
 //! controllers have slack, then a knee where queues build, then latency climbing steeply at
 //! the bandwidth ceiling.
 //!
-//! **The chasing thread** walks one random cycle of cache lines (Sattolo, the same chase as
+//! **The chasing thread** walks one random cycle of cache lines (the same chase as
 //! `mem.latency`, final pointers checked) over a DRAM-sized set with huge pages, so translation
 //! does not add to what the controllers cost. It is the first CPU of the placement order; the
 //! traffic threads take the next ones (one per physical core first, as every other memory

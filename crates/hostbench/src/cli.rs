@@ -260,7 +260,7 @@ pub struct MemArgs {
     /// Latency working sets per thread, e.g. 32KiB,1MiB,1GiB. Default 4 KiB to >= 1 GiB.
     #[arg(long, value_name = "LIST")]
     pub lat_sizes: Option<String>,
-    /// Latency patterns: chase (Sattolo cycle), seq, random (classic 1-byte accesses).
+    /// Latency patterns: chase (one random cycle of cache lines), seq, random (classic 1-byte accesses).
     #[arg(long, value_name = "LIST")]
     pub lat_pattern: Option<String>,
     /// Independent pointer chains per thread, e.g. 1,2,4,8 (memory-level parallelism).

@@ -1,4 +1,4 @@
-//! Memory latency: a pointer chase over one random cycle of cache lines (Sattolo), with 4 KiB or
+//! Memory latency: a pointer chase over one random cycle of cache lines, with 4 KiB or
 //! verified transparent huge pages and optional parallel chains, plus the classic 1-byte
 //! sequential and random access latency.
 //!
@@ -7,8 +7,9 @@
 //! `lat_mem_rd`) is what stride prefetchers are built to catch: it reports prefetch-hidden
 //! latency, not the memory's. A random order defeats them, but a random *permutation* read as
 //! "line i links to line p(i)" has about ln n cycles, and a chase that starts in a short one spins
-//! inside the cache. Sattolo's algorithm (Fisher–Yates with j strictly below i) draws uniformly
-//! from the permutations with exactly one cycle, so every line is visited once per lap. There is
+//! inside the cache. The chase draws uniformly from the permutations with exactly one cycle (the
+//! distribution of Sattolo's algorithm), built directly as the walk order: line 0, then the
+//! other lines in Fisher–Yates order. So every line is visited once per lap. There is
 //! one link per 64-byte line: the line is what the memory moves, randomising inside it buys
 //! nothing (on 128-byte-line cores two links share a line, which a random cycle almost never
 //! turns into a hit).
@@ -52,7 +53,7 @@
 //!
 //! * `sweep` — the run: building every working set on its pinned threads, calibration, samples
 //!   and what each record says.
-//! * `chase` — the pointer-chase working set: the Sattolo cycle, its links and the `asm!` loop.
+//! * `chase` — the pointer-chase working set: the random cycle, its links and the `asm!` loop.
 //! * `classic` — the 1-byte sequential and random working set.
 
 mod chase;

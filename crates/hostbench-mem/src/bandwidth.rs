@@ -726,10 +726,11 @@ fn attach_likwid(rec: &mut Record, point: &Point, working_set: u64, threads: usi
         );
         return;
     };
-    let args = crate::reference::likwid_args(&kernel, working_set, threads);
+    let iterations = crate::reference::likwid_iterations(working_set, rec.value);
+    let args = crate::reference::likwid_args(&kernel, working_set, threads, iterations);
     hostbench_core::reference::attach(
         rec,
-        crate::reference::likwid_reference(&kernel, working_set, threads, runs, rec.value),
+        crate::reference::likwid_reference(&args, runs, rec.value),
         &format!("likwid-bench {}", args.join(" ")),
         "likwid-bench pins its threads itself and runs after hostbench; on a shared or virtual \
          machine DRAM bandwidth moves by more than 10 % from one run to the next \

@@ -36,26 +36,35 @@ pub fn likwid_kernel(p: &Point) -> Option<String> {
     Some(format!("{base}{}{isa}", if nt { "_mem" } else { "" }))
 }
 
-/// The arguments for a point whose arrays total `working_set` bytes.
-pub fn likwid_args(kernel: &str, working_set: u64, threads: usize) -> Vec<String> {
+/// Seconds of streaming one likwid-bench run is given: likwid-bench's own minimum run time.
+const LIKWID_RUN_S: f64 = 1.0;
+
+/// likwid-bench's `-i` (iterations per thread; each covers the thread's share of every array
+/// once) for about [`LIKWID_RUN_S`] of streaming at `ours` B/s. Without `-i` likwid-bench finds
+/// that count itself by running ever longer trials: on a DRAM-sized set that search took 13 of
+/// its 18 s (6 GiB, 2 threads), three times the run it chose.
+pub fn likwid_iterations(working_set: u64, ours: f64) -> u64 {
+    let per_iteration = working_set.max(1) as f64 / ours.max(1.0);
+    ((LIKWID_RUN_S / per_iteration).ceil() as u64).clamp(2, 1 << 30)
+}
+
+/// The arguments for a point whose arrays total `working_set` bytes, `iterations` per thread.
+pub fn likwid_args(kernel: &str, working_set: u64, threads: usize, iterations: u64) -> Vec<String> {
     vec![
         "-t".into(),
         kernel.into(),
         "-W".into(),
         format!("N:{}kB:{threads}", working_set / 1000),
+        "-i".into(),
+        iterations.to_string(),
     ]
 }
 
-/// likwid-bench `runs` times beside a figure of `ours` B/s.
-pub fn likwid_reference(
-    kernel: &str,
-    working_set: u64,
-    threads: usize,
-    runs: usize,
-    ours: f64,
-) -> Result<Reference, BenchError> {
+/// likwid-bench `runs` times, given `args` (from [`likwid_args`]), beside a figure of `ours`
+/// B/s.
+pub fn likwid_reference(args: &[String], runs: usize, ours: f64) -> Result<Reference, BenchError> {
     let version = tools::likwid_version()?;
-    let values = tools::likwid_runs(&likwid_args(kernel, working_set, threads), runs, "MByte/s:")?;
+    let values = tools::likwid_runs(args, runs, "MByte/s:")?;
     tools::reference(tools::LIKWID, version, &values, ours, Better::Higher)
 }
 
@@ -104,8 +113,19 @@ mod tests {
         random.pattern = Pattern::Random;
         assert_eq!(likwid_kernel(&random), None);
         assert_eq!(
-            likwid_args("stream_avx", 480_000_000, 2),
-            ["-t", "stream_avx", "-W", "N:480000kB:2"]
+            likwid_args("stream_avx", 480_000_000, 2, 21),
+            ["-t", "stream_avx", "-W", "N:480000kB:2", "-i", "21"]
         );
+    }
+
+    #[test]
+    fn iterations_give_about_a_second_of_streaming() {
+        // 6 GB at 48 GB/s: 0.125 s an iteration, 8 of them.
+        assert_eq!(likwid_iterations(6_000_000_000, 48e9), 8);
+        // An L1-sized set at 200 GB/s: tens of millions.
+        assert_eq!(likwid_iterations(32_000, 200e9), 6_250_000);
+        // Never below two, whatever the figure.
+        assert_eq!(likwid_iterations(6_000_000_000, 1e6), 2);
+        assert_eq!(likwid_iterations(6_000_000_000, 0.0), 2);
     }
 }

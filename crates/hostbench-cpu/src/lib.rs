@@ -480,19 +480,33 @@ fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) 
             hostbench_core::reference::Better::Higher,
         )
     });
+    // OPENBLAS_CORETYPE overrides DYNAMIC_ARCH's choice for the whole process (some machines set
+    // it for old OpenBLAS builds that crash on new CPUs): the command and the note name it.
+    let forced = std::env::var("OPENBLAS_CORETYPE")
+        .ok()
+        .filter(|c| !c.trim().is_empty());
     let command = format!(
-        "OpenBLAS dgesv_ (libopenblas.so.0, loaded at run time) on the same system: n={} \
+        "{}OpenBLAS dgesv_ (libopenblas.so.0, loaded at run time) on the same system: n={} \
          seed={}, openblas_set_num_threads({}), HPL operation count, residual checked",
-        cfg.n, cfg.seed, cfg.threads
+        forced.as_ref().map_or(String::new(), |c| format!(
+            "OPENBLAS_CORETYPE={c} (from the environment) "
+        )),
+        cfg.n,
+        cfg.seed,
+        cfg.threads
     );
-    hostbench_core::reference::attach(
-        rec,
-        outcome,
-        &command,
+    let mut why = String::from(
         "OpenBLAS runs after hostbench in the same process on the same system; its GEMM is \
          tuned per CPU model (DYNAMIC_ARCH picks one at load), and a small n is dominated by the \
          panel factorisation, where the two implementations differ most",
     );
+    if let Some(c) = &forced {
+        why = format!(
+            "OPENBLAS_CORETYPE={c} is set in the environment, so OpenBLAS ran its {c} kernels \
+             whatever this CPU is (unset it for OpenBLAS's own choice); {why}"
+        );
+    }
+    hostbench_core::reference::attach(rec, outcome, &command, &why);
 }
 
 /// Linpack's order for a time budget: the n whose solve takes about `seconds` at 85 % of the

@@ -50,10 +50,122 @@ unsafe impl Send for Region {}
 // SAFETY: see above; shared access only hands out `&[u8]`.
 unsafe impl Sync for Region {}
 
+/// A mapping kept after its region was dropped, while a [`Reuse`] guard is alive.
+struct Spare {
+    base: NonNull<u8>,
+    map_len: usize,
+    ptr: NonNull<u8>,
+    /// Usable bytes from `ptr` to the end of the mapping.
+    cap: usize,
+    pages: Pages,
+}
+
+// SAFETY: a spare is an unused mapping owned by the pool alone.
+unsafe impl Send for Spare {}
+
+/// Live [`Reuse`] guards, and the spare mappings they keep.
+static SPARES: std::sync::Mutex<(usize, Vec<Spare>)> = std::sync::Mutex::new((0, Vec::new()));
+
+fn spares() -> std::sync::MutexGuard<'static, (usize, Vec<Spare>)> {
+    SPARES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn unmap(base: NonNull<u8>, map_len: usize) {
+    #[cfg(unix)]
+    // SAFETY: base/map_len are exactly what mmap returned, and nothing uses the mapping any more.
+    unsafe {
+        libc::munmap(base.as_ptr().cast(), map_len);
+    }
+    #[cfg(not(unix))]
+    let _ = (base, map_len);
+}
+
+/// While a guard is alive, a dropped region's mapping is kept, and the next region of the same
+/// page kind that fits in it gets it back, zeroed, instead of a fresh mapping.
+///
+/// Why: a fresh mapping is faulted in and zeroed by the kernel page by page, and under a
+/// hypervisor each first touch can also cost the host a fault. A memory phase that sizes its
+/// sets from a large last-level cache maps tens of GiB one case after another (a 480 MiB LLC
+/// gives 2–6 GiB a case), and most of that phase was then system time. Zeroing a mapping that is
+/// already in place is one streaming pass.
+///
+/// Only for one-NUMA-node hosts: a reused page stays on the node where it was first touched, so
+/// where first touch decides placement the caller must not take a guard.
+pub struct Reuse(());
+
+impl Reuse {
+    pub fn start() -> Self {
+        spares().0 += 1;
+        Reuse(())
+    }
+}
+
+impl Drop for Reuse {
+    fn drop(&mut self) {
+        let freed = {
+            let mut s = spares();
+            s.0 -= 1;
+            if s.0 == 0 {
+                std::mem::take(&mut s.1)
+            } else {
+                Vec::new()
+            }
+        };
+        for sp in freed {
+            unmap(sp.base, sp.map_len);
+        }
+    }
+}
+
+/// The smallest kept mapping of `pages` that holds `len` bytes, as a zeroed region; on a miss the
+/// kept mappings too small for `len` are given back, so the pool never holds memory that a
+/// larger request then has to find beside it.
+fn reuse(len: usize, pages: Pages) -> Option<Region> {
+    let (hit, freed) = {
+        let mut s = spares();
+        if s.0 == 0 {
+            return None;
+        }
+        let best =
+            s.1.iter()
+                .enumerate()
+                .filter(|(_, sp)| sp.pages == pages && sp.cap >= len)
+                .min_by_key(|(_, sp)| sp.cap)
+                .map(|(i, _)| i);
+        match best {
+            Some(i) => (Some(s.1.swap_remove(i)), Vec::new()),
+            None => {
+                let (small, keep) = std::mem::take(&mut s.1)
+                    .into_iter()
+                    .partition(|sp| sp.cap < len);
+                s.1 = keep;
+                (None, small)
+            }
+        }
+    };
+    for sp in freed {
+        unmap(sp.base, sp.map_len);
+    }
+    let sp = hit?;
+    // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap >= len), which only we own.
+    unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
+    Some(Region {
+        base: sp.base,
+        map_len: sp.map_len,
+        ptr: sp.ptr,
+        len,
+        pages,
+    })
+}
+
 impl Region {
-    /// Map `len` bytes (at least one) without touching them.
+    /// Map `len` bytes (at least one) without touching them; under a [`Reuse`] guard, a kept
+    /// mapping that fits, zeroed.
     pub fn new(len: usize, pages: Pages) -> Result<Self, BenchError> {
         let len = len.max(1);
+        if let Some(r) = reuse(len, pages) {
+            return Ok(r);
+        }
         let map_len = len
             .checked_add(ALIGN)
             .ok_or_else(|| BenchError::invalid(format!("region of {len} bytes is too large")))?;
@@ -271,11 +383,20 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        #[cfg(unix)]
-        // SAFETY: base/map_len are exactly what mmap returned; nothing borrows the region any more.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.map_len);
+        let mut s = spares();
+        if s.0 > 0 {
+            let used = self.ptr.as_ptr() as usize - self.base.as_ptr() as usize;
+            s.1.push(Spare {
+                base: self.base,
+                map_len: self.map_len,
+                ptr: self.ptr,
+                cap: self.map_len - used,
+                pages: self.pages,
+            });
+            return;
         }
+        drop(s);
+        unmap(self.base, self.map_len);
     }
 }
 
@@ -320,6 +441,32 @@ mod tests {
         assert_eq!(r.as_f64().len(), (3 * 4096 + 5) / 8);
         r.as_f64_mut()[7] = 2.5;
         assert_eq!(r.as_f64()[7], 2.5);
+    }
+
+    #[test]
+    fn a_guard_hands_back_kept_mappings_zeroed_and_of_the_same_kind() {
+        // The pool is global: sizes no other test of this crate maps, so a region another test
+        // drops meanwhile cannot be the one handed back.
+        let _g = Reuse::start();
+        let mut a = Region::new((3 << 20) + 12345, Pages::Small).unwrap();
+        a.as_mut_slice().fill(7);
+        let addr = a.as_ptr() as usize;
+        drop(a);
+        // Another page kind does not get it.
+        let h = Region::new(4096, Pages::Huge).unwrap();
+        assert_ne!(h.as_ptr() as usize, addr);
+        // A smaller region of the same kind does, zeroed, with its own length.
+        let b = Region::new(3 << 20, Pages::Small).unwrap();
+        assert_eq!(b.as_ptr() as usize, addr);
+        assert_eq!(b.len(), 3 << 20);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+        assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+        drop(b);
+        // A larger one cannot: it gets a fresh mapping, and the too-small spare is given back.
+        let c = Region::new(9 << 20, Pages::Small).unwrap();
+        assert_ne!(c.as_ptr() as usize, addr);
+        assert!(spares().1.iter().all(|sp| sp.cap >= 9 << 20));
+        drop((c, h));
     }
 
     #[test]

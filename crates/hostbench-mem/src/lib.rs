@@ -351,6 +351,11 @@ pub fn run_mem(
         n.cells(&hostbench_core::host::numa_topology())?;
     }
     runner.plan(bw_points.len() + sweep_points.len());
+    // Bandwidth, the sweep and latency map a DRAM-sized set case after case: on one NUMA node
+    // (where first touch decides nothing) they reuse each other's mappings instead of faulting
+    // fresh ones in. Given back before loaded latency, which sizes itself from free memory.
+    let reuse = (hostbench_core::host::numa_topology().len() <= 1)
+        .then(hostbench_core::buffer::Reuse::start);
     // The headline likwid-bench stands beside: triad at the most threads.
     let headline = bw_points
         .iter()
@@ -383,6 +388,7 @@ pub fn run_mem(
     if let Some(l) = &cfg.latency {
         latency::run_latency(runner, l, host)?;
     }
+    drop(reuse);
     if let Some(l) = &cfg.loaded {
         match loaded_unsupported {
             Some(e) => skip_section(runner, loaded::BENCHMARK, &e)?,

@@ -55,9 +55,14 @@ struct Spare {
     base: NonNull<u8>,
     map_len: usize,
     ptr: NonNull<u8>,
-    /// Usable bytes from `ptr` to the end of the mapping.
-    cap: usize,
     pages: Pages,
+}
+
+impl Spare {
+    /// Usable bytes from `ptr` to the end of the mapping.
+    fn cap(&self) -> usize {
+        self.map_len - (self.ptr.as_ptr() as usize - self.base.as_ptr() as usize)
+    }
 }
 
 // SAFETY: a spare is an unused mapping owned by the pool alone.
@@ -129,15 +134,15 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
         let best =
             s.1.iter()
                 .enumerate()
-                .filter(|(_, sp)| sp.pages == pages && sp.cap >= len)
-                .min_by_key(|(_, sp)| sp.cap)
+                .filter(|(_, sp)| sp.pages == pages && sp.cap() >= len)
+                .min_by_key(|(_, sp)| sp.cap())
                 .map(|(i, _)| i);
         match best {
             Some(i) => (Some(s.1.swap_remove(i)), Vec::new()),
             None => {
                 let (small, keep) = std::mem::take(&mut s.1)
                     .into_iter()
-                    .partition(|sp| sp.cap < len);
+                    .partition(|sp| sp.cap() < len);
                 s.1 = keep;
                 (None, small)
             }
@@ -147,7 +152,7 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
         unmap(sp.base, sp.map_len);
     }
     let sp = hit?;
-    // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap >= len), which only we own.
+    // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap() >= len), which only we own.
     unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
     Some(Region {
         base: sp.base,
@@ -385,12 +390,10 @@ impl Drop for Region {
     fn drop(&mut self) {
         let mut s = spares();
         if s.0 > 0 {
-            let used = self.ptr.as_ptr() as usize - self.base.as_ptr() as usize;
             s.1.push(Spare {
                 base: self.base,
                 map_len: self.map_len,
                 ptr: self.ptr,
-                cap: self.map_len - used,
                 pages: self.pages,
             });
             return;
@@ -465,7 +468,7 @@ mod tests {
         // A larger one cannot: it gets a fresh mapping, and the too-small spare is given back.
         let c = Region::new(9 << 20, Pages::Small).unwrap();
         assert_ne!(c.as_ptr() as usize, addr);
-        assert!(spares().1.iter().all(|sp| sp.cap >= 9 << 20));
+        assert!(spares().1.iter().all(|sp| sp.cap() >= 9 << 20));
         drop((c, h));
     }
 

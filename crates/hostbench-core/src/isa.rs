@@ -110,6 +110,14 @@ pub fn amx_bf16() -> bool {
     false
 }
 
+/// AMX fp16 tile multiplies (`tdpfp16ps`, Granite Rapids and later), CPUID.(7,1):EAX bit 21.
+pub fn amx_fp16() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return amx_tile() && cpuid(7, 1).eax & (1 << 21) != 0;
+    #[allow(unreachable_code)]
+    false
+}
+
 #[cfg(target_arch = "x86_64")]
 fn amx_leaf_bit(bit: u32) -> bool {
     cpuid(0, 0).eax >= 7 && cpuid(7, 0).edx & (1 << bit) != 0
@@ -148,6 +156,31 @@ pub fn cpuid(leaf: u32, subleaf: u32) -> core::arch::x86_64::CpuidResult {
 pub fn neon() -> bool {
     #[cfg(target_arch = "aarch64")]
     return std::arch::is_aarch64_feature_detected!("neon");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// Advanced SIMD int8 dot products (`sdot`/`udot`, FEAT_DotProd: Cortex-A76, Neoverse N1 and
+/// later).
+pub fn neon_dotprod() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    return std::arch::is_aarch64_feature_detected!("dotprod");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// Advanced SIMD int8 matrix multiplies (`smmla` and kin, FEAT_I8MM: Neoverse V1, N2 and later).
+pub fn i8mm() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    return std::arch::is_aarch64_feature_detected!("i8mm");
+    #[allow(unreachable_code)]
+    false
+}
+
+/// Advanced SIMD bfloat16 dot products and matrix multiplies (`bfdot`, `bfmmla`, FEAT_BF16).
+pub fn arm_bf16() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    return std::arch::is_aarch64_feature_detected!("bf16");
     #[allow(unreachable_code)]
     false
 }

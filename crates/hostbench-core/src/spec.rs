@@ -57,6 +57,8 @@ pub struct CpuSpec {
     pub dot_pipes: Option<f64>,
     /// AMX tile multiplies per cycle per core (1/16 on Sapphire Rapids).
     pub tile_per_cycle: Option<f64>,
+    /// Arm matrix multiply-accumulate instructions (`smmla`, `bfmmla`) per cycle per core.
+    pub mmla_pipes: Option<f64>,
     /// Size of one last-level cache instance in bytes, where the hypervisor reports another (a
     /// VM often shows one small L3 for a host with many): memory working sets follow it.
     pub llc_bytes: Option<u64>,
@@ -126,6 +128,7 @@ impl Spec {
             ("cpu.scalar_int_pipes", self.cpu.scalar_int_pipes),
             ("cpu.dot_pipes", self.cpu.dot_pipes),
             ("cpu.tile_per_cycle", self.cpu.tile_per_cycle),
+            ("cpu.mmla_pipes", self.cpu.mmla_pipes),
             ("memory.dimm_mts", self.memory.dimm_mts),
             ("memory.bandwidth_bps", self.memory.bandwidth_bps),
             ("disk.read_bps", self.disk.read_bps),

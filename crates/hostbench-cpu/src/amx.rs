@@ -1,5 +1,6 @@
 //! AMX tile multiplies (Sapphire Rapids and later Xeons): `tdpbssd` (int8) and `tdpbf16ps` (bf16)
-//! into up to six independent accumulator tiles.
+//! into up to six independent accumulator tiles, and `tdpfp16ps` (fp16, AMX-FP16: Granite Rapids
+//! and later) the same way.
 //!
 //! Why this shape: one tile multiply is 16 × 16 results, each a dot product of 64 i8 (or 32 bf16)
 //! pairs, which the TMUL unit takes 16 cycles to issue; its latency is several times that, so a
@@ -18,8 +19,8 @@
 //! skip with that reason.
 //!
 //! Validation: all-ones sources, so each instruction adds exactly 64 (int8, wrapping i32) or 32
-//! (bf16 into f32, exact while below 2^24) to every element of its accumulator; every element of
-//! every accumulator is compared with that closed form after each call.
+//! (bf16 or fp16 into f32, exact while below 2^24) to every element of its accumulator; every
+//! element of every accumulator is compared with that closed form after each call.
 
 use hostbench_core::BenchError;
 
@@ -29,11 +30,12 @@ use crate::kernels::KernelCall;
 /// Accumulator-tile counts worth trying.
 pub const CHAINS: &[usize] = &[1, 2, 4, 6];
 
-/// Blocks per validated call: bf16 accumulators gain 32 per instruction and must stay below 2^24
-/// to be exact (2^16 blocks × 4 × 32 = 2^23); int8 wraps exactly in i32 whatever the count.
+/// Blocks per validated call: bf16 and fp16 accumulators gain 32 per instruction and must stay
+/// below 2^24 to be exact (2^16 blocks × 4 × 32 = 2^23); int8 wraps exactly in i32 whatever the
+/// count.
 pub fn max_blocks(dtype: Dtype) -> u64 {
     match dtype {
-        Dtype::BF16 => 1 << 16,
+        Dtype::BF16 | Dtype::F16 => 1 << 16,
         _ => crate::kernels::MAX_BLOCKS_PER_CALL,
     }
 }
@@ -51,7 +53,8 @@ pub fn kernel(dtype: Dtype, chains: usize) -> Result<KernelCall, BenchError> {
 /// Ask Linux for the tile-data state, once per process; the refusal, if any, is the reason every
 /// AMX case is skipped.
 pub fn permission() -> Result<(), BenchError> {
-    #[cfg(target_os = "linux")]
+    // arch_prctl exists on x86 only: AMX is an x86 unit.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
     {
         use std::sync::OnceLock;
         static GRANTED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -153,6 +156,18 @@ mod x86 {
         Int8,
         /// `tdpbf16ps`: bf16 × bf16 → f32, 32 products per result.
         Bf16,
+        /// `tdpfp16ps` (AMX-FP16): fp16 × fp16 → f32, 32 products per result.
+        Fp16,
+    }
+
+    impl Op {
+        fn name(self) -> &'static str {
+            match self {
+                Op::Int8 => "i8",
+                Op::Bf16 => "bf16",
+                Op::Fp16 => "f16",
+            }
+        }
     }
 
     /// Run `blocks × UNROLL` rounds of one multiply into each of `C` accumulators loaded from
@@ -188,6 +203,9 @@ mod x86 {
                             Op::Bf16 => {
                                 per_tile!(j, "tdpbf16ps ", ", tmm6, tmm7", options(nomem, nostack))
                             }
+                            Op::Fp16 => {
+                                per_tile!(j, "tdpfp16ps ", ", tmm6, tmm7", options(nomem, nostack))
+                            }
                         }
                     }
                 }
@@ -221,7 +239,7 @@ mod x86 {
                 let e = i32::from_index(j).advanced(n * 64);
                 (e as u32, format!("{e}"))
             }
-            Op::Bf16 => {
+            Op::Bf16 | Op::Fp16 => {
                 let e = f32::from_index(j).advanced(n * 32);
                 (e.to_bits(), format!("{e}"))
             }
@@ -231,11 +249,11 @@ mod x86 {
             Some((i, w)) => {
                 let got = match op {
                     Op::Int8 => format!("{}", w as i32),
-                    Op::Bf16 => format!("{}", f32::from_bits(w)),
+                    Op::Bf16 | Op::Fp16 => format!("{}", f32::from_bits(w)),
                 };
                 Err(BenchError::Validation(format!(
                     "amx {} kernel: tile {j} element {i} ended at {got}, expected {shown} after {n} multiplies",
-                    if op == Op::Int8 { "i8" } else { "bf16" },
+                    op.name(),
                 )))
             }
         }
@@ -243,10 +261,12 @@ mod x86 {
 
     pub(super) fn kernel(dtype: Dtype, chains: usize) -> Result<KernelCall, BenchError> {
         permission()?;
-        // Sources of ones: s8 1 in every byte, or bf16 1.0 (0x3f80) in every half-word.
+        // Sources of ones: s8 1 in every byte, or bf16 1.0 (0x3f80) or fp16 1.0 (0x3c00) in every
+        // half-word.
         let (op, ones) = match dtype {
             Dtype::I8 => (Op::Int8, 0x0101_0101),
             Dtype::BF16 => (Op::Bf16, 0x3f80_3f80),
+            Dtype::F16 => (Op::Fp16, 0x3c00_3c00),
             other => return Err(BenchError::invalid(format!("amx has no {other} kernel"))),
         };
         let raw: RawTiles = match chains {
@@ -265,7 +285,7 @@ mod x86 {
             let mut acc: Vec<TileMem> = (0..chains)
                 .map(|j| match op {
                     Op::Int8 => filled(i32::from_index(j) as u32),
-                    Op::Bf16 => filled(f32::from_index(j).to_bits()),
+                    Op::Bf16 | Op::Fp16 => filled(f32::from_index(j).to_bits()),
                 })
                 .collect();
             // SAFETY: `Kernel::new` builds this only after `Isa::supports` confirmed AMX and the
@@ -342,12 +362,17 @@ mod x86 {
         use super::*;
 
         fn amx(dtype: Dtype) -> bool {
-            crate::isa::Isa::Amx.supports(dtype).is_ok() && permission().is_ok()
+            let isa = if dtype == Dtype::F16 {
+                crate::isa::Isa::AmxFp16
+            } else {
+                crate::isa::Isa::Amx
+            };
+            isa.supports(dtype).is_ok() && permission().is_ok()
         }
 
         #[test]
         fn tile_kernels_validate_at_every_accumulator_count() {
-            for dtype in [Dtype::I8, Dtype::BF16] {
+            for dtype in [Dtype::I8, Dtype::BF16, Dtype::F16] {
                 if !amx(dtype) {
                     eprintln!("skipped: AMX {dtype} not usable on this host");
                     continue;

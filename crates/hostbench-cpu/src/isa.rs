@@ -59,6 +59,10 @@ hostbench_core::named_enum! {
         Avx512Bf16 = "avx512-bf16" | "avx512bf16",
         Avx512Fp16 = "avx512-fp16" | "avx512fp16",
         Amx = "amx",
+        AmxFp16 = "amx-fp16" | "amxfp16",
+        NeonDotprod = "neon-dotprod" | "dotprod" | "asimd-dotprod",
+        I8mm = "i8mm" | "neon-i8mm",
+        ArmBf16 = "neon-bf16" | "bf16",
     }
 }
 
@@ -68,20 +72,22 @@ impl Isa {
     pub fn width_bits(self) -> usize {
         match self {
             Self::Scalar => 64,
-            Self::Sse2 | Self::Neon => 128,
+            Self::Sse2 | Self::Neon | Self::NeonDotprod | Self::I8mm | Self::ArmBf16 => 128,
             Self::Avx2Fma | Self::AvxVnni => 256,
             Self::Avx512 | Self::Avx512Vnni | Self::Avx512Bf16 | Self::Avx512Fp16 => 512,
-            Self::Amx => 8192,
+            Self::Amx | Self::AmxFp16 => 8192,
         }
     }
 
     /// Elements of `dtype` one instruction works on: lanes for the vector ISAs, input elements
     /// (each in one multiply-accumulate) for the dot products, and multiply-accumulates for a
-    /// tile multiply (16 × 16 results of 64 i8 or 32 bf16 products each).
+    /// tile multiply (16 × 16 results of 64 i8 or 32 bf16 products each) or an Arm matrix
+    /// multiply (2 × 2 results of 8 i8 products for `smmla`, of 4 bf16 products for `bfmmla`).
     pub fn lanes(self, dtype: Dtype) -> usize {
         match self {
             Self::Scalar => 1,
-            Self::Amx => 16 * 16 * (64 / dtype.bytes()),
+            Self::Amx | Self::AmxFp16 => 16 * 16 * (64 / dtype.bytes()),
+            Self::I8mm | Self::ArmBf16 => 2 * 2 * (16 / dtype.bytes() / 2),
             _ => self.width_bits() / 8 / dtype.bytes(),
         }
     }
@@ -91,7 +97,15 @@ impl Isa {
     pub fn is_unit(self) -> bool {
         matches!(
             self,
-            Self::AvxVnni | Self::Avx512Vnni | Self::Avx512Bf16 | Self::Avx512Fp16 | Self::Amx
+            Self::AvxVnni
+                | Self::Avx512Vnni
+                | Self::Avx512Bf16
+                | Self::Avx512Fp16
+                | Self::Amx
+                | Self::AmxFp16
+                | Self::NeonDotprod
+                | Self::I8mm
+                | Self::ArmBf16
         )
     }
 
@@ -102,6 +116,9 @@ impl Isa {
             Self::Avx512Bf16 => dtype == Dtype::BF16,
             Self::Avx512Fp16 => dtype == Dtype::F16,
             Self::Amx => matches!(dtype, Dtype::I8 | Dtype::BF16),
+            Self::AmxFp16 => dtype == Dtype::F16,
+            Self::NeonDotprod | Self::I8mm => dtype == Dtype::I8,
+            Self::ArmBf16 => dtype == Dtype::BF16,
             _ => !matches!(dtype, Dtype::F16 | Dtype::BF16),
         }
     }
@@ -129,6 +146,10 @@ impl Isa {
             Self::Avx512Bf16 => has::avx512bf16(),
             Self::Avx512Fp16 => has::avx512fp16(),
             Self::Amx => has::amx_int8() || has::amx_bf16(),
+            Self::AmxFp16 => has::amx_fp16(),
+            Self::NeonDotprod => has::neon_dotprod(),
+            Self::I8mm => has::i8mm(),
+            Self::ArmBf16 => has::arm_bf16(),
         }
     }
 
@@ -177,6 +198,10 @@ impl Isa {
             Self::Avx512Bf16,
             Self::Avx512Fp16,
             Self::Amx,
+            Self::AmxFp16,
+            Self::NeonDotprod,
+            Self::I8mm,
+            Self::ArmBf16,
         ]
     }
 
@@ -235,6 +260,12 @@ mod tests {
         // One tile multiply: 16 x 16 results of 64 i8 (or 32 bf16) products each.
         assert_eq!(Isa::Amx.lanes(Dtype::I8), 16384);
         assert_eq!(Isa::Amx.lanes(Dtype::BF16), 8192);
+        assert_eq!(Isa::AmxFp16.lanes(Dtype::F16), 8192);
+        // Arm: `sdot` takes 16 s8 pairs; `smmla` makes 2 x 2 results of 8 products, `bfmmla`
+        // 2 x 2 results of 4.
+        assert_eq!(Isa::NeonDotprod.lanes(Dtype::I8), 16);
+        assert_eq!(Isa::I8mm.lanes(Dtype::I8), 32);
+        assert_eq!(Isa::ArmBf16.lanes(Dtype::BF16), 16);
     }
 
     #[test]
@@ -242,6 +273,13 @@ mod tests {
         assert_eq!(Isa::Amx.dtypes(), vec![Dtype::I8, Dtype::BF16]);
         assert_eq!(Isa::Avx512Vnni.dtypes(), vec![Dtype::I16, Dtype::I8]);
         assert_eq!(Isa::Avx512Fp16.dtypes(), vec![Dtype::F16]);
+        assert_eq!(Isa::AmxFp16.dtypes(), vec![Dtype::F16]);
+        assert_eq!(Isa::NeonDotprod.dtypes(), vec![Dtype::I8]);
+        assert_eq!(Isa::I8mm.dtypes(), vec![Dtype::I8]);
+        assert_eq!(Isa::ArmBf16.dtypes(), vec![Dtype::BF16]);
+        // `--isa bf16` names Arm's bf16 unit (FEAT_BF16), as Linux's HWCAP does.
+        assert_eq!(Isa::parse("bf16").unwrap(), Isa::ArmBf16);
+        assert_eq!(Isa::ArmBf16.name(), "neon-bf16");
         assert!(!Isa::Avx512.has_kernel(Dtype::BF16));
         let e = Isa::Amx.supports(Dtype::F64).unwrap_err();
         assert!(matches!(e, BenchError::InvalidInput(_)), "{e}");

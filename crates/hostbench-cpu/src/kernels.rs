@@ -58,12 +58,15 @@ pub enum OpKind {
     /// AMX tile multiply: 16 × 16 results, each a dot product of 64 i8 or 32 bf16 pairs; every
     /// multiply-accumulate counts 2 operations.
     Tile,
+    /// Arm matrix multiply-accumulate (`smmla`, `bfmmla`): 2 × 2 results in one 128-bit register,
+    /// each a dot product of 8 i8 or 4 bf16 pairs; every multiply-accumulate counts 2 operations.
+    MatMul,
 }
 
 impl OpKind {
     pub fn ops_per_lane(self) -> f64 {
         match self {
-            Self::Fma | Self::Dot | Self::Tile => 2.0,
+            Self::Fma | Self::Dot | Self::Tile | Self::MatMul => 2.0,
             Self::MulAdd | Self::VecIntAdd | Self::ScalarIntAdd => 1.0,
         }
     }
@@ -76,6 +79,7 @@ impl OpKind {
             Self::ScalarIntAdd => "scalar int add",
             Self::Dot => "dot product",
             Self::Tile => "tile multiply",
+            Self::MatMul => "matrix multiply",
         }
     }
 }
@@ -719,6 +723,42 @@ mod arm {
         "add {acc:w}, {acc:w}, {a:w} // {m:w}",
         "add {acc:w}, {acc:w}, {a:w} // {m:w}"
     );
+
+    // Dot-product and matrix units. Both sources are splats of the kernel's operand (all-ones
+    // elements), so each instruction advances every accumulator lane by a known amount.
+    // `sdot`: each i32 lane gains the sum of 4 s8 products.
+    kernel!(
+        dot_i8,
+        "neon,dotprod",
+        int32x4_t,
+        i32,
+        4,
+        vreg,
+        "sdot {acc:v}.4s, {m:v}.16b, {a:v}.16b",
+        "sdot {acc:v}.4s, {m:v}.16b, {a:v}.16b"
+    );
+    // `smmla`: a 2 × 8 by 8 × 2 s8 matrix product into 2 × 2 i32 lanes, 8 products each.
+    kernel!(
+        mmla_i8,
+        "neon,i8mm",
+        int32x4_t,
+        i32,
+        4,
+        vreg,
+        "smmla {acc:v}.4s, {m:v}.16b, {a:v}.16b",
+        "smmla {acc:v}.4s, {m:v}.16b, {a:v}.16b"
+    );
+    // `bfmmla`: a 2 × 4 by 4 × 2 bf16 matrix product into 2 × 2 f32 lanes, 4 products each.
+    kernel!(
+        mmla_bf16,
+        "neon,bf16",
+        float32x4_t,
+        f32,
+        4,
+        vreg,
+        "bfmmla {acc:v}.4s, {m:v}.8h, {a:v}.8h",
+        "bfmmla {acc:v}.4s, {m:v}.8h, {a:v}.8h"
+    );
 }
 
 /// One validated call of a kernel: run that many blocks, then check every chain's result.
@@ -774,10 +814,16 @@ impl Kernel {
 pub fn chain_candidates(isa: Isa, dtype: Dtype) -> &'static [usize] {
     match isa {
         // Accumulator tiles: eight tile registers hold at most six besides the two sources.
-        Isa::Amx => crate::amx::CHAINS,
-        Isa::Avx512 | Isa::Neon | Isa::Avx512Vnni | Isa::Avx512Bf16 | Isa::Avx512Fp16 => {
-            &[4, 8, 12, 16, 20, 24]
-        }
+        Isa::Amx | Isa::AmxFp16 => crate::amx::CHAINS,
+        // 32 vector registers on AVX-512 and AArch64.
+        Isa::Avx512
+        | Isa::Neon
+        | Isa::Avx512Vnni
+        | Isa::Avx512Bf16
+        | Isa::Avx512Fp16
+        | Isa::NeonDotprod
+        | Isa::I8mm
+        | Isa::ArmBf16 => &[4, 8, 12, 16, 20, 24],
         Isa::Scalar if !dtype.is_float() && cfg!(target_arch = "x86_64") => &[2, 4, 6, 8],
         Isa::Scalar if !dtype.is_float() => &[2, 4, 6, 8, 12],
         _ => &[2, 4, 6, 8, 10, 12],
@@ -787,8 +833,9 @@ pub fn chain_candidates(isa: Isa, dtype: Dtype) -> &'static [usize] {
 /// What one instruction of this kernel is.
 pub fn op_kind(isa: Isa, dtype: Dtype) -> OpKind {
     match isa {
-        Isa::Amx => return OpKind::Tile,
-        Isa::AvxVnni | Isa::Avx512Vnni | Isa::Avx512Bf16 => return OpKind::Dot,
+        Isa::Amx | Isa::AmxFp16 => return OpKind::Tile,
+        Isa::AvxVnni | Isa::Avx512Vnni | Isa::Avx512Bf16 | Isa::NeonDotprod => return OpKind::Dot,
+        Isa::I8mm | Isa::ArmBf16 => return OpKind::MatMul,
         _ => {}
     }
     match (isa, dtype.is_float()) {
@@ -858,7 +905,7 @@ fn wrap<T: Elem>(
 /// Blocks one validated call may run: fewer where the chain values would leave the exact range.
 fn max_blocks(isa: Isa, dtype: Dtype) -> u64 {
     match isa {
-        Isa::Amx => crate::amx::max_blocks(dtype),
+        Isa::Amx | Isa::AmxFp16 => crate::amx::max_blocks(dtype),
         _ => MAX_BLOCKS_PER_CALL,
     }
 }
@@ -948,7 +995,7 @@ impl Kernel {
             (Isa::Avx512Fp16, Dtype::F16) => {
                 make!(x86::fp16_fma, F16, F16::one(), 1, 32, Some(F16_LEG))
             }
-            (Isa::Amx, _) => crate::amx::kernel(dtype, chains)?,
+            (Isa::Amx | Isa::AmxFp16, _) => crate::amx::kernel(dtype, chains)?,
             (other, _) => {
                 return Err(BenchError::unsupported(format!(
                     "no {dtype} kernel for {other} on x86-64"
@@ -969,6 +1016,14 @@ impl Kernel {
             (Isa::Scalar, Dtype::I32) => make!(arm::scalar_i32, i32),
             (Isa::Scalar, Dtype::I16) => make!(arm::scalar_i16, i16),
             (Isa::Scalar, Dtype::I8) => make!(arm::scalar_i8, i8),
+            // s8 x s8 products of ones: four summed into each i32 lane by `sdot`, eight by
+            // `smmla`.
+            (Isa::NeonDotprod, Dtype::I8) => make!(arm::dot_i8, i32, 0x0101_0101, 4, 4),
+            (Isa::I8mm, Dtype::I8) => make!(arm::mmla_i8, i32, 0x0101_0101, 8, 4),
+            // bf16 ones (0x3f80), four products summed into each f32 lane.
+            (Isa::ArmBf16, Dtype::BF16) => {
+                make!(arm::mmla_bf16, f32, f32::from_bits(0x3f80_3f80), 4, 4)
+            }
             (other, _) => return Err(BenchError::unsupported(format!("{other} on AArch64"))),
         };
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -1085,6 +1140,34 @@ mod tests {
         assert!(err.contains("expected"), "{err}");
         let ok = Step { gain: 4, ..step };
         wrap::<i32>(raw, Isa::Avx512Vnni, Dtype::I8, 4, ok)(10).unwrap();
+    }
+
+    /// The same on AArch64: `sdot` of all-ones bytes adds 4 to each lane, `smmla` 8; a check
+    /// that expects one more fails.
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn an_arm_unit_kernel_that_skips_work_fails() {
+        let cases: [(Isa, RawKernel<i32>, u64); 2] = [
+            (Isa::NeonDotprod, arm::dot_i8::<4>, 4),
+            (Isa::I8mm, arm::mmla_i8::<4>, 8),
+        ];
+        for (isa, raw, gain) in cases {
+            if isa.supports(Dtype::I8).is_err() {
+                eprintln!("skipped: no {isa} on this host");
+                continue;
+            }
+            let step = |gain| Step {
+                operand: 0x0101_0101,
+                gain,
+                acc_lanes: 4,
+                leg: None,
+            };
+            let err = wrap::<i32>(raw, isa, Dtype::I8, 4, step(gain + 1))(10)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("expected"), "{isa}: {err}");
+            wrap::<i32>(raw, isa, Dtype::I8, 4, step(gain))(10).unwrap();
+        }
     }
 
     /// Half-precision chains turn at the top of the exact range and come back down, and the

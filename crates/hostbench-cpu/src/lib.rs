@@ -108,8 +108,9 @@ impl CpuConfig {
         if pairs.is_empty() {
             let names = |v: Vec<String>| v.join(", ");
             return Err(BenchError::invalid(format!(
-                "no kernel for dtype {} on ISA {} (f16 runs on avx512-fp16, bf16 on avx512-bf16 \
-                 and amx, the VNNI units run i8 and i16)",
+                "no kernel for dtype {} on ISA {} (f16 runs on avx512-fp16 and amx-fp16, bf16 on \
+                 avx512-bf16, amx and neon-bf16, the VNNI units run i8 and i16, neon-dotprod and \
+                 i8mm run i8)",
                 names(self.dtypes.iter().map(ToString::to_string).collect()),
                 names(isas.iter().map(ToString::to_string).collect()),
             )));
@@ -620,6 +621,60 @@ mod tests {
         let t = default_threads();
         assert_eq!(*t.last().unwrap(), affinity::allowed_cpus().len().max(1));
         assert_eq!(t[0], 1);
+    }
+
+    /// `auto` runs the widest general ISA and every dot-product or matrix unit this CPU has, each
+    /// unit on its own dtypes only, and every unit's record carries a peak with its basis. (In CI
+    /// this also runs for AArch64 under emulation, where the Arm units exist.)
+    #[test]
+    fn auto_runs_every_unit_here_on_its_own_dtypes() {
+        let mut runner = Runner::new(RunnerConfig::quiet(1), Host::default());
+        let cfg = CpuConfig {
+            dtypes: Dtype::ALL.to_vec(),
+            isas: IsaChoice::Best,
+            threads: vec![1],
+            scaling: Scaling::Strong,
+            ops: Some(1e6),
+            duration: Duration::from_millis(10),
+            reference: ReferenceScope::Off,
+        };
+        run_compute(&mut runner, &cfg, &Host::default(), &Spec::default()).unwrap();
+        let res = runner.finish().unwrap();
+        // AMX may be refused by the kernel (skipped with the reason); nothing else may skip.
+        assert!(
+            res.skipped.iter().all(|s| s.reason.contains("AMX")),
+            "{:?}",
+            res.skipped
+        );
+        let general = res
+            .records
+            .iter()
+            .filter(|r| r.param("isa").as_deref() == Some(Isa::best().name()))
+            .count();
+        assert_eq!(general, Isa::best().dtypes().len());
+        for unit in Isa::units() {
+            let ran: Vec<_> = res
+                .records
+                .iter()
+                .filter(|r| r.param("isa").as_deref() == Some(unit.name()))
+                .collect();
+            let skipped = res
+                .skipped
+                .iter()
+                .filter(|s| s.params.get("isa").and_then(|v| v.as_str()) == Some(unit.name()))
+                .count();
+            // Each of the unit's dtypes: measured, or skipped with the reason.
+            assert_eq!(ran.len() + skipped, unit.dtypes().len(), "{unit}");
+            for r in ran {
+                let dtype = Dtype::parse(&r.param("dtype").unwrap()).unwrap();
+                assert!(unit.has_kernel(dtype), "{unit} ran {dtype}");
+                assert!(r.value > 0.0);
+                if hostbench_core::clock::supported() {
+                    let basis = &r.peak.as_ref().expect("peak").basis;
+                    assert!(basis.contains("/cycle"), "{basis}");
+                }
+            }
+        }
     }
 
     #[test]

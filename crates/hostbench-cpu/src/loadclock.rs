@@ -27,6 +27,7 @@ use crate::isa::Isa;
 use crate::kernels::OpKind;
 
 /// Adds per block of every loaded chain: 16 groups of 8 adds and 6 vector instructions.
+#[cfg(target_arch = "x86_64")]
 const ADDS_PER_BLOCK: u64 = 128;
 
 /// The instruction class a clock is read under.
@@ -51,7 +52,7 @@ impl Load {
             _ if isa == Isa::Scalar || !cfg!(target_arch = "x86_64") => Load::Scalar,
             OpKind::Tile => Load::Tile,
             // Dot products run on the FMA units, and count as heavy for the licence as FMAs do.
-            OpKind::Fma | OpKind::MulAdd | OpKind::Dot => Load::Float(bits),
+            OpKind::Fma | OpKind::MulAdd | OpKind::Dot | OpKind::MatMul => Load::Float(bits),
             OpKind::VecIntAdd => Load::Int(bits),
         }
     }

@@ -82,7 +82,14 @@ pub fn table(microarch: &str, isa: Isa, kind: OpKind) -> Option<Documented> {
         // AMX (Intel's optimization manual, "Intel AMX"): the TMUL issues one 16 × 16 × 64 int8 or
         // 16 × 16 × 32 bf16 tile multiply every 16 cycles, i.e. 1024 int8 or 512 bf16
         // multiply-accumulates per cycle per core.
-        Tile if golden_cove_or_later => Fixed(1.0 / 16.0),
+        // AMX-FP16's `tdpfp16ps` (Granite Rapids) has no documented rate: inferred.
+        Tile if golden_cove_or_later && isa == Isa::Amx => Fixed(1.0 / 16.0),
+        // Arm's `sdot` and `smmla` issue on every 128-bit vector pipe (LLVM's Neoverse scheduling
+        // models, written from Arm's Software Optimization Guides: "ASIMD dot product", "ASIMD
+        // matrix multiply-accumulate"). `bfmmla` is left to inference: only that model gives its
+        // rate, with no second source. Neoverse N1's `sdot` has no entry of its own there.
+        Dot | MatMul if isa != Isa::ArmBf16 && is(&["Neoverse N2", "Neoverse N3"]) => Fixed(2.0),
+        Dot | MatMul if isa != Isa::ArmBf16 && neoverse_4x128 => Fixed(4.0),
         // Zen 4 runs 512-bit FMAs as two 256-bit halves: one per cycle.
         Fma if ua == "Zen 4" => Fixed(if wide { 1.0 } else { 2.0 }),
         Fma if ua == "Zen 5" && wide => ZEN5_FMA512,
@@ -170,6 +177,7 @@ pub fn pipes(
         OpKind::ScalarIntAdd => spec.scalar_int_pipes,
         OpKind::Dot => spec.dot_pipes,
         OpKind::Tile => spec.tile_per_cycle,
+        OpKind::MatMul => spec.mmla_pipes,
     };
     if let Some(p) = from_spec {
         return Some(Pipes {
@@ -260,7 +268,7 @@ pub fn cpu_peak(
     // multiply's multiply-accumulates.
     let lane_word = match kind {
         OpKind::Dot => "products",
-        OpKind::Tile => "MACs",
+        OpKind::Tile | OpKind::MatMul => "MACs",
         _ if lanes == 1 => "lane",
         _ => "lanes",
     };
@@ -396,6 +404,51 @@ mod tests {
     }
 
     #[test]
+    fn arm_dot_and_matrix_units_issue_on_every_vector_pipe() {
+        use Documented::Fixed;
+        for (ua, n) in [
+            ("Neoverse N2", 2.0),
+            ("Neoverse N3", 2.0),
+            ("Neoverse V1", 4.0),
+            ("Neoverse V2", 4.0),
+            ("Neoverse V3", 4.0),
+        ] {
+            assert_eq!(
+                table(ua, Isa::NeonDotprod, OpKind::Dot),
+                Some(Fixed(n)),
+                "{ua}"
+            );
+            assert_eq!(table(ua, Isa::I8mm, OpKind::MatMul), Some(Fixed(n)), "{ua}");
+            // `bfmmla` has one source only: inferred.
+            assert_eq!(table(ua, Isa::ArmBf16, OpKind::MatMul), None, "{ua}");
+        }
+        assert_eq!(table("Neoverse N1", Isa::NeonDotprod, OpKind::Dot), None);
+        // `smmla`: 2 x 2 results of 8 products = 32 MACs, 64 OP per instruction.
+        let p = Pipes {
+            per_cycle: 4.0,
+            source: "t".into(),
+        };
+        assert_eq!(
+            ops_per_cycle(Isa::I8mm, Dtype::I8, OpKind::MatMul, &p),
+            256.0
+        );
+        assert_eq!(
+            ops_per_cycle(Isa::NeonDotprod, Dtype::I8, OpKind::Dot, &p),
+            128.0
+        );
+        let spec = CpuSpec {
+            mmla_pipes: Some(3.0),
+            ..CpuSpec::default()
+        };
+        let host = Host::default();
+        let from_spec = pipes(&host, &spec, Isa::I8mm, OpKind::MatMul, Some(1.0)).unwrap();
+        assert_eq!(
+            (from_spec.per_cycle, from_spec.source.as_str()),
+            (3.0, "spec file")
+        );
+    }
+
+    #[test]
     fn amx_is_documented_on_sapphire_rapids_and_later() {
         use Documented::Fixed;
         for ua in ["Sapphire Rapids", "Emerald Rapids", "Granite Rapids"] {
@@ -411,6 +464,8 @@ mod tests {
             );
         }
         assert_eq!(table("Ice Lake-SP", Isa::Amx, OpKind::Tile), None);
+        // AMX-FP16 has no documented rate: inferred, never borrowed from int8/bf16.
+        assert_eq!(table("Granite Rapids", Isa::AmxFp16, OpKind::Tile), None);
         // 1024 int8 multiply-accumulates per cycle: 2048 OP/cycle.
         let p = Pipes {
             per_cycle: 1.0 / 16.0,

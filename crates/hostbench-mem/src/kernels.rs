@@ -51,10 +51,8 @@ impl Isa {
 
     /// Whether non-temporal stores exist for this ISA here.
     pub fn has_nontemporal(self) -> bool {
-        match self {
-            Self::Scalar => cfg!(target_arch = "x86_64"),
-            _ => true,
-        }
+        // Scalar has them on x86-64 only (`movnti`); every vector ISA has them.
+        !matches!(self, Self::Scalar) || cfg!(target_arch = "x86_64")
     }
 
     /// The kernel entry points for this ISA; `Unsupported` when the CPU lacks it.

@@ -35,6 +35,9 @@ fn info_json_has_inventory_and_peaks() {
             "avx512-bf16" => &["bf16"],
             "avx512-fp16" => &["f16"],
             "amx" => &["i8", "bf16"],
+            "amx-fp16" => &["f16"],
+            "neon-dotprod" | "i8mm" => &["i8"],
+            "neon-bf16" => &["bf16"],
             _ => return None,
         })
     };
@@ -304,12 +307,16 @@ fn cpu_units_run_where_present_and_are_refused_where_absent() {
         .filter_map(Value::as_str)
         .collect();
     // (unit, the CPUID feature `info` lists for it, its dtypes); AVX-VNNI is not in that list.
-    let units: [(&str, Option<&str>, &[&str]); 5] = [
+    let units: [(&str, Option<&str>, &[&str]); 9] = [
         ("avx512-vnni", Some("avx512vnni"), &["i16", "i8"]),
         ("avx512-bf16", Some("avx512bf16"), &["bf16"]),
         ("avx512-fp16", Some("avx512fp16"), &["f16"]),
         ("amx", Some("amx"), &["i8", "bf16"]),
+        ("amx-fp16", Some("amx-fp16"), &["f16"]),
         ("avx-vnni", None, &["i16", "i8"]),
+        ("neon-dotprod", Some("dotprod"), &["i8"]),
+        ("i8mm", Some("i8mm"), &["i8"]),
+        ("neon-bf16", Some("bf16"), &["bf16"]),
     ];
     for (isa, feature, dtypes) in units {
         let out = hostbench()

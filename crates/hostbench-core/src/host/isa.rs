@@ -23,6 +23,7 @@ pub(super) fn live_isa() -> Vec<String> {
             ("avx512bf16", is_x86_feature_detected!("avx512bf16")),
             ("avx512fp16", is_x86_feature_detected!("avx512fp16")),
             ("amx", crate::isa::amx_tile()),
+            ("amx-fp16", crate::isa::amx_fp16()),
         ];
         isa.extend(checks.iter().filter(|(_, on)| *on).map(|(name, _)| *name));
     }
@@ -62,6 +63,7 @@ mod tests {
             "avx512bf16",
             "avx512fp16",
             "amx",
+            "amx-fp16",
             "neon",
             "fp16",
             "dotprod",

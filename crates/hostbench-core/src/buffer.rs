@@ -86,7 +86,9 @@ fn unmap(base: NonNull<u8>, map_len: usize) {
 }
 
 /// While a guard is alive, a dropped region's mapping is kept, and the next region of the same
-/// page kind that fits in it gets it back, zeroed, instead of a fresh mapping.
+/// page kind that fits in it gets it back, zeroed, instead of a fresh mapping; where none fits,
+/// the largest is grown in place (`mremap`), so a sweep whose sizes grow faults in only what
+/// each new size adds.
 ///
 /// Why: a fresh mapping is faulted in and zeroed by the kernel page by page, and under a
 /// hypervisor each first touch can also cost the host a fault. A memory phase that sizes its
@@ -122,45 +124,136 @@ impl Drop for Reuse {
     }
 }
 
-/// The smallest kept mapping of `pages` that holds `len` bytes, as a zeroed region; on a miss the
-/// kept mappings too small for `len` are given back, so the pool never holds memory that a
-/// larger request then has to find beside it.
+/// The smallest kept mapping of `pages` that holds `len` bytes, as a zeroed region. On a miss the
+/// largest kept mapping of that kind is grown to `len` instead (a sweep's sizes grow point by
+/// point, and the pages already faulted in come along), and the other kept mappings too small
+/// for `len` are given back, so the pool never holds memory that a larger request then has to
+/// find beside it.
 fn reuse(len: usize, pages: Pages) -> Option<Region> {
-    let (hit, freed) = {
+    let (picked, freed) = {
         let mut s = spares();
         if s.0 == 0 {
             return None;
         }
-        let best =
+        let fits =
             s.1.iter()
                 .enumerate()
                 .filter(|(_, sp)| sp.pages == pages && sp.cap() >= len)
                 .min_by_key(|(_, sp)| sp.cap())
                 .map(|(i, _)| i);
-        match best {
-            Some(i) => (Some(s.1.swap_remove(i)), Vec::new()),
-            None => {
+        let grow =
+            s.1.iter()
+                .enumerate()
+                .filter(|(_, sp)| sp.pages == pages)
+                .max_by_key(|(_, sp)| sp.cap())
+                .map(|(i, _)| i);
+        match (fits, grow) {
+            (Some(i), _) => (Some(s.1.swap_remove(i)), Vec::new()),
+            (None, grow) => {
+                let picked = grow.map(|i| s.1.swap_remove(i));
                 let (small, keep) = std::mem::take(&mut s.1)
                     .into_iter()
                     .partition(|sp| sp.cap() < len);
                 s.1 = keep;
-                (None, small)
+                (picked, small)
             }
         }
     };
     for sp in freed {
         unmap(sp.base, sp.map_len);
     }
-    let sp = hit?;
+    let mut sp = picked?;
+    if sp.cap() < len {
+        sp = grow(sp, len)?;
+    }
     // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap() >= len), which only we own.
     unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
-    Some(Region {
+    let region = Region {
         base: sp.base,
         map_len: sp.map_len,
         ptr: sp.ptr,
         len,
         pages,
+    };
+    region.advise();
+    Some(region)
+}
+
+/// Grow a kept mapping to hold `len` bytes from a 2 MiB boundary, keeping the pages it has
+/// (`mremap`); `None`, with the mapping given back, where that fails.
+///
+/// Why a reservation: `mremap` may move the mapping, and at an arbitrary new address the usable
+/// part would no longer start on a 2 MiB boundary, which splits every huge page in it. So an
+/// address range is reserved first, the mapping is moved to the place in it where its usable
+/// part is aligned again (huge pages then move whole), and the rest of the reservation is
+/// unmapped.
+#[cfg(target_os = "linux")]
+fn grow(sp: Spare, len: usize) -> Option<Spare> {
+    let offset = sp.ptr.as_ptr() as usize - sp.base.as_ptr() as usize;
+    // Whole 2 MiB units, so every address computed below is page-aligned on any page size.
+    let new_map_len = len.checked_add(2 * ALIGN - 1)? / ALIGN * ALIGN;
+    let resv_len = new_map_len + ALIGN;
+    // SAFETY: an inaccessible anonymous reservation with no address hint; checked below.
+    let resv = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            resv_len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if resv == libc::MAP_FAILED {
+        unmap(sp.base, sp.map_len);
+        return None;
+    }
+    let resv = resv as usize;
+    // The first 2 MiB boundary at or after resv + offset; the mapping starts `offset` before it,
+    // so it lies inside the reservation: dest_base < resv + ALIGN and new_map_len + ALIGN fits.
+    let dest_ptr = (resv + offset).next_multiple_of(ALIGN);
+    let dest_base = dest_ptr - offset;
+    // SAFETY: the source is our own mapping, unused by anyone; the destination lies inside the
+    // reservation just made, which MREMAP_FIXED replaces.
+    let moved = unsafe {
+        libc::mremap(
+            sp.base.as_ptr().cast(),
+            sp.map_len,
+            new_map_len,
+            libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+            dest_base as *mut libc::c_void,
+        )
+    };
+    let end = dest_base + new_map_len;
+    let (head, tail) = (dest_base - resv, resv + resv_len - end);
+    // SAFETY (both): the parts of our reservation before and after the destination, whole pages.
+    unsafe {
+        if head > 0 {
+            libc::munmap(resv as *mut libc::c_void, head);
+        }
+        if tail > 0 {
+            libc::munmap(end as *mut libc::c_void, tail);
+        }
+    }
+    if moved == libc::MAP_FAILED {
+        // The destination is still reserved (PROT_NONE); the source is untouched.
+        // SAFETY: that part of our reservation, unused.
+        unsafe { libc::munmap(dest_base as *mut libc::c_void, new_map_len) };
+        unmap(sp.base, sp.map_len);
+        return None;
+    }
+    Some(Spare {
+        base: NonNull::new(dest_base as *mut u8)?,
+        map_len: new_map_len,
+        ptr: NonNull::new(dest_ptr as *mut u8)?,
+        pages: sp.pages,
     })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn grow(sp: Spare, _len: usize) -> Option<Spare> {
+    unmap(sp.base, sp.map_len);
+    None
 }
 
 impl Region {
@@ -224,10 +317,12 @@ impl Region {
             Pages::Small => libc::MADV_NOHUGEPAGE,
             Pages::Huge => libc::MADV_HUGEPAGE,
         };
-        // SAFETY: the range lies inside our own mapping. A refusal (THP compiled out) only means
-        // the request is not honoured, which `huge_bytes` reports.
+        // The whole mapping, alignment slack included, so that it stays one VMA: `mremap` (see
+        // `grow`) cannot move a mapping that advice has split into parts.
+        // SAFETY: exactly our own mapping. A refusal (THP compiled out) only means the request is
+        // not honoured, which `huge_bytes` reports.
         unsafe {
-            libc::madvise(self.ptr.as_ptr().cast(), self.len, advice);
+            libc::madvise(self.base.as_ptr().cast(), self.map_len, advice);
         }
     }
 
@@ -465,11 +560,54 @@ mod tests {
         assert!(b.as_slice().iter().all(|&x| x == 0));
         assert_eq!(b.as_ptr() as usize % ALIGN, 0);
         drop(b);
-        // A larger one cannot: it gets a fresh mapping, and the too-small spare is given back.
-        let c = Region::new(9 << 20, Pages::Small).unwrap();
-        assert_ne!(c.as_ptr() as usize, addr);
+        // A larger one grows the spare: zeroed, aligned, its own length, and nothing smaller is
+        // left in the pool.
+        let mut c = Region::new(9 << 20, Pages::Small).unwrap();
+        assert_eq!(c.len(), 9 << 20);
+        assert_eq!(c.as_ptr() as usize % ALIGN, 0);
+        assert!(c.as_slice().iter().all(|&x| x == 0));
         assert!(spares().1.iter().all(|sp| sp.cap() >= 9 << 20));
+        c.as_mut_slice().fill(3);
         drop((c, h));
+    }
+
+    /// Growing keeps the pages already faulted in: making and touching the larger region faults
+    /// in only the part the smaller one did not have (counted for this thread by getrusage).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_grown_mapping_keeps_its_pages() {
+        fn minor_faults() -> i64 {
+            // SAFETY: getrusage writes one rusage struct, which we provide.
+            unsafe {
+                let mut u: libc::rusage = std::mem::zeroed();
+                libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+                u.ru_minflt
+            }
+        }
+        let _g = Reuse::start();
+        // Sizes no other test maps (see above); small pages, so a fault is one base page.
+        let (small, large) = ((24 << 20) + 4096 * 3, (32 << 20) + 4096 * 5);
+        let mut a = Region::new(small, Pages::Small).unwrap();
+        a.touch();
+        drop(a);
+        // Mapping it and writing every page: what a benchmark's first touch does.
+        let before = minor_faults();
+        let mut b = Region::new(large, Pages::Small).unwrap();
+        b.touch();
+        let faults = minor_faults() - before;
+        b.as_mut_slice().fill(0);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+        assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+        // A fresh mapping faults in all of `large` on first touch; the grown one only the 8 MiB
+        // it gained (plus a little slack for the test's own allocations).
+        // SAFETY: sysconf only reads a constant.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let fresh = (large / page) as i64;
+        let gained = ((large - small) / page) as i64;
+        assert!(
+            faults < gained + 256,
+            "{faults} faults; fresh {fresh}, gained {gained}"
+        );
     }
 
     #[test]

@@ -191,8 +191,14 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
 fn grow(sp: Spare, len: usize) -> Option<Spare> {
     let offset = sp.ptr.as_ptr() as usize - sp.base.as_ptr() as usize;
     // Whole 2 MiB units, so every address computed below is page-aligned on any page size.
-    let new_map_len = len.checked_add(2 * ALIGN - 1)? / ALIGN * ALIGN;
-    let resv_len = new_map_len + ALIGN;
+    let lens = len
+        .checked_add(2 * ALIGN - 1)
+        .map(|l| l / ALIGN * ALIGN)
+        .and_then(|m| Some((m, m.checked_add(ALIGN)?)));
+    let Some((new_map_len, resv_len)) = lens else {
+        unmap(sp.base, sp.map_len);
+        return None;
+    };
     // SAFETY: an inaccessible anonymous reservation with no address hint; checked below.
     let resv = unsafe {
         libc::mmap(
@@ -210,9 +216,11 @@ fn grow(sp: Spare, len: usize) -> Option<Spare> {
     }
     let resv = resv as usize;
     // The first 2 MiB boundary at or after resv + offset; the mapping starts `offset` before it,
-    // so it lies inside the reservation: dest_base < resv + ALIGN and new_map_len + ALIGN fits.
+    // so it lies inside the reservation: resv <= dest_base < resv + ALIGN, and the reservation
+    // is new_map_len + ALIGN long (mmap placed all of it, so no sum below can overflow).
     let dest_ptr = (resv + offset).next_multiple_of(ALIGN);
     let dest_base = dest_ptr - offset;
+    let end = dest_base + new_map_len;
     // SAFETY: the source is our own mapping, unused by anyone; the destination lies inside the
     // reservation just made, which MREMAP_FIXED replaces.
     let moved = unsafe {
@@ -224,9 +232,9 @@ fn grow(sp: Spare, len: usize) -> Option<Spare> {
             dest_base as *mut libc::c_void,
         )
     };
-    let end = dest_base + new_map_len;
     let (head, tail) = (dest_base - resv, resv + resv_len - end);
-    // SAFETY (both): the parts of our reservation before and after the destination, whole pages.
+    // SAFETY (both): the parts of our reservation before and after the destination, whole pages,
+    // which mremap never touches, whether it succeeded or not.
     unsafe {
         if head > 0 {
             libc::munmap(resv as *mut libc::c_void, head);
@@ -236,18 +244,29 @@ fn grow(sp: Spare, len: usize) -> Option<Spare> {
         }
     }
     if moved == libc::MAP_FAILED {
-        // The destination is still reserved (PROT_NONE); the source is untouched.
-        // SAFETY: that part of our reservation, unused.
-        unsafe { libc::munmap(dest_base as *mut libc::c_void, new_map_len) };
+        // The source is untouched. The destination is left alone: still our inaccessible
+        // reservation on recent kernels, but older ones unmap it before failing, and another
+        // thread may have mapped something there since.
         unmap(sp.base, sp.map_len);
         return None;
     }
-    Some(Spare {
-        base: NonNull::new(dest_base as *mut u8)?,
-        map_len: new_map_len,
-        ptr: NonNull::new(dest_ptr as *mut u8)?,
-        pages: sp.pages,
-    })
+    match (
+        NonNull::new(dest_base as *mut u8),
+        NonNull::new(dest_ptr as *mut u8),
+    ) {
+        (Some(base), Some(ptr)) => Some(Spare {
+            base,
+            map_len: new_map_len,
+            ptr,
+            pages: sp.pages,
+        }),
+        _ => {
+            // SAFETY: the mapping mremap just made, ours alone (unreachable: mmap never places
+            // a reservation at address 0).
+            unsafe { libc::munmap(dest_base as *mut libc::c_void, new_map_len) };
+            None
+        }
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -528,8 +547,17 @@ pub fn anon_huge_bytes_in(smaps: &str, start: u64, end: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// The pool is global, and while one test holds a guard every region any test drops or maps
+    /// goes through it: the tests that map regions take turns.
+    static POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn pool_turn() -> std::sync::MutexGuard<'static, ()> {
+        POOL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn regions_are_aligned_zeroed_and_writable() {
+        let _turn = pool_turn();
         let mut r = Region::new(3 * 4096 + 5, Pages::Small).unwrap();
         assert_eq!(r.as_ptr() as usize % ALIGN, 0);
         assert!(r.as_slice().iter().all(|&b| b == 0));
@@ -543,8 +571,7 @@ mod tests {
 
     #[test]
     fn a_guard_hands_back_kept_mappings_zeroed_and_of_the_same_kind() {
-        // The pool is global: sizes no other test of this crate maps, so a region another test
-        // drops meanwhile cannot be the one handed back.
+        let _turn = pool_turn();
         let _g = Reuse::start();
         let mut a = Region::new((3 << 20) + 12345, Pages::Small).unwrap();
         a.as_mut_slice().fill(7);
@@ -576,6 +603,7 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_grown_mapping_keeps_its_pages() {
+        let _turn = pool_turn();
         fn minor_faults() -> i64 {
             // SAFETY: getrusage writes one rusage struct, which we provide.
             unsafe {
@@ -585,7 +613,7 @@ mod tests {
             }
         }
         let _g = Reuse::start();
-        // Sizes no other test maps (see above); small pages, so a fault is one base page.
+        // Small pages, so a fault is one base page.
         let (small, large) = ((24 << 20) + 4096 * 3, (32 << 20) + 4096 * 5);
         let mut a = Region::new(small, Pages::Small).unwrap();
         a.touch();
@@ -610,6 +638,27 @@ mod tests {
         );
     }
 
+    /// A kept mapping that cannot be grown (advice split it into parts, which `mremap` refuses)
+    /// is given back, and the request gets a fresh, zeroed mapping.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_failed_growth_falls_back_to_a_fresh_mapping() {
+        let _turn = pool_turn();
+        let _g = Reuse::start();
+        let mut a = Region::new(4 << 20, Pages::Small).unwrap();
+        a.as_mut_slice().fill(9);
+        // SAFETY: the first page of our own region; other advice splits the mapping in two.
+        let split = unsafe { libc::madvise(a.as_mut_ptr().cast(), 4096, libc::MADV_HUGEPAGE) };
+        assert_eq!(split, 0);
+        drop(a);
+        let mut b = Region::new(12 << 20, Pages::Small).unwrap();
+        assert_eq!(b.len(), 12 << 20);
+        assert_eq!(b.as_ptr() as usize % ALIGN, 0);
+        assert!(b.as_slice().iter().all(|&x| x == 0));
+        b.as_mut_slice().fill(1);
+        assert!(spares().1.is_empty());
+    }
+
     #[test]
     fn smaps_overlap_is_summed_and_clamped() {
         let smaps = "\
@@ -632,6 +681,7 @@ AnonHugePages:      2048 kB
 
     #[test]
     fn binding_to_node_0_keeps_pages_there_and_a_missing_node_fails() {
+        let _turn = pool_turn();
         let mut r = Region::new(8 << 20, Pages::Small).unwrap();
         match r.bind_node(0) {
             Ok(()) => {
@@ -650,6 +700,7 @@ AnonHugePages:      2048 kB
 
     #[test]
     fn huge_page_request_is_reported_not_assumed() {
+        let _turn = pool_turn();
         let mut r = Region::new(8 << 20, Pages::Huge).unwrap();
         r.touch();
         // Whether THP was granted depends on the machine; the answer must stay within the region.

@@ -906,6 +906,9 @@ fn wrap<T: Elem>(
 fn max_blocks(isa: Isa, dtype: Dtype) -> u64 {
     match isa {
         Isa::Amx | Isa::AmxFp16 => crate::amx::max_blocks(dtype),
+        // `bfmmla` adds 4 to each f32 lane: 2^19 blocks x 4 x 4 = 2^23 keeps a chain below 2^24,
+        // where f32 stops being exact (and `bfmmla`'s round-to-odd would show it).
+        Isa::ArmBf16 => MAX_BLOCKS_PER_CALL / 2,
         _ => MAX_BLOCKS_PER_CALL,
     }
 }
@@ -1180,6 +1183,27 @@ mod tests {
         }
         let k = Kernel::new(Isa::Avx512Fp16, Dtype::F16, 8).unwrap();
         k.run(2 * F16_LEG + F16_LEG / 2).unwrap();
+    }
+
+    /// A float unit's chains stay exact over the longest call it is given: the per-call cap
+    /// keeps every f32 (or turning f16) accumulator inside its exact integer range.
+    #[test]
+    fn float_units_stay_exact_over_a_full_call() {
+        let mut ran = 0;
+        for &isa in Isa::all().iter().filter(|i| i.is_unit()) {
+            for dtype in isa.dtypes().into_iter().filter(|d| d.is_float()) {
+                if isa.supports(dtype).is_err() {
+                    eprintln!("skipped {isa} {dtype}: not on this host");
+                    continue;
+                }
+                // The most chains: the highest start value.
+                let chains = *chain_candidates(isa, dtype).last().unwrap();
+                let k = Kernel::new(isa, dtype, chains).unwrap();
+                k.run(k.max_blocks).unwrap();
+                ran += 1;
+            }
+        }
+        eprintln!("{ran} float units ran a full call");
     }
 
     #[test]

@@ -23,7 +23,8 @@ use crate::isa::{Dtype, Isa};
 
 /// Each loop iteration runs every chain this many times (amortises the loop's own instructions).
 pub const UNROLL: u64 = 4;
-/// Blocks per kernel call: keeps f32 chain values below 2^24, where they stop being exact.
+/// Blocks per kernel call at most (fewer where a chain would leave its type's exact range, see
+/// `Step::max_blocks`): a validated call every few milliseconds.
 pub const MAX_BLOCKS_PER_CALL: u64 = 1 << 20;
 /// Blocks a half-precision chain climbs before it turns and descends: from -2048 (plus the chain's
 /// index) to at most +2048, binary16's exact range for integers, and back. Turning inside the
@@ -86,6 +87,10 @@ impl OpKind {
 
 /// Element types the kernels run on, with the closed form a chain must reach.
 pub trait Elem: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
+    /// Integers below this bound are exact in the type (2^24 for f32); `None` where a chain
+    /// never leaves its exact range however long it climbs (integers wrap exactly, half
+    /// precision turns).
+    const EXACT_BELOW: Option<u64> = None;
     fn from_index(j: usize) -> Self;
     fn one() -> Self;
     fn zero() -> Self;
@@ -96,6 +101,7 @@ pub trait Elem: Copy + PartialEq + std::fmt::Debug + Send + Sync + 'static {
 macro_rules! float_elem {
     ($t:ty) => {
         impl Elem for $t {
+            const EXACT_BELOW: Option<u64> = Some(1 << <$t>::MANTISSA_DIGITS);
             fn from_index(j: usize) -> Self {
                 j as $t
             }
@@ -902,14 +908,16 @@ fn wrap<T: Elem>(
     })
 }
 
-/// Blocks one validated call may run: fewer where the chain values would leave the exact range.
-fn max_blocks(isa: Isa, dtype: Dtype) -> u64 {
-    match isa {
-        Isa::Amx | Isa::AmxFp16 => crate::amx::max_blocks(dtype),
-        // `bfmmla` adds 4 to each f32 lane: 2^19 blocks x 4 x 4 = 2^23 keeps a chain below 2^24,
-        // where f32 stops being exact (and `bfmmla`'s round-to-odd would show it).
-        Isa::ArmBf16 => MAX_BLOCKS_PER_CALL / 2,
-        _ => MAX_BLOCKS_PER_CALL,
+impl<T: Elem> Step<T> {
+    /// Blocks one validated call may run: where the accumulator type is exact only below a
+    /// bound, a chain (starting below 32) climbs at most half of it in one call. For f32 that is
+    /// 2^23: 2^20 blocks of single steps, 2^19 of `bfmmla`'s 4 per lane (beyond 2^24 its
+    /// round-to-odd shows).
+    fn max_blocks(&self) -> u64 {
+        match T::EXACT_BELOW {
+            Some(bound) => MAX_BLOCKS_PER_CALL.min(bound / 2 / (UNROLL * self.gain)),
+            None => MAX_BLOCKS_PER_CALL,
+        }
     }
 }
 
@@ -956,11 +964,11 @@ impl Kernel {
                     acc_lanes: $acc_lanes,
                     leg: $leg,
                 };
-                wrap::<$t>(raw, isa, dtype, chains, step)
+                (step.max_blocks(), wrap::<$t>(raw, isa, dtype, chains, step))
             }};
         }
         #[cfg(target_arch = "x86_64")]
-        let call = match (isa, dtype) {
+        let (max_blocks, call) = match (isa, dtype) {
             (Isa::Avx2Fma, Dtype::F64) => make!(x86::avx2_f64, f64),
             (Isa::Avx2Fma, Dtype::F32) => make!(x86::avx2_f32, f32),
             (Isa::Avx2Fma, Dtype::I64) => make!(x86::avx2_i64, i64),
@@ -998,7 +1006,10 @@ impl Kernel {
             (Isa::Avx512Fp16, Dtype::F16) => {
                 make!(x86::fp16_fma, F16, F16::one(), 1, 32, Some(F16_LEG))
             }
-            (Isa::Amx | Isa::AmxFp16, _) => crate::amx::kernel(dtype, chains)?,
+            (Isa::Amx | Isa::AmxFp16, _) => (
+                crate::amx::max_blocks(dtype),
+                crate::amx::kernel(dtype, chains)?,
+            ),
             (other, _) => {
                 return Err(BenchError::unsupported(format!(
                     "no {dtype} kernel for {other} on x86-64"
@@ -1006,7 +1017,7 @@ impl Kernel {
             }
         };
         #[cfg(target_arch = "aarch64")]
-        let call = match (isa, dtype) {
+        let (max_blocks, call) = match (isa, dtype) {
             (Isa::Neon, Dtype::F64) => make!(arm::neon_f64, f64),
             (Isa::Neon, Dtype::F32) => make!(arm::neon_f32, f32),
             (Isa::Neon, Dtype::I64) => make!(arm::neon_i64, i64),
@@ -1030,7 +1041,7 @@ impl Kernel {
             (other, _) => return Err(BenchError::unsupported(format!("{other} on AArch64"))),
         };
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-        let call: KernelCall = {
+        let (max_blocks, call): (u64, KernelCall) = {
             let _ = lanes;
             return Err(BenchError::unsupported(
                 "no CPU kernels for this architecture",
@@ -1042,7 +1053,7 @@ impl Kernel {
             chains,
             lanes,
             kind: op_kind(isa, dtype),
-            max_blocks: max_blocks(isa, dtype),
+            max_blocks,
             call,
         })
     }
@@ -1183,6 +1194,35 @@ mod tests {
         }
         let k = Kernel::new(Isa::Avx512Fp16, Dtype::F16, 8).unwrap();
         k.run(2 * F16_LEG + F16_LEG / 2).unwrap();
+    }
+
+    /// The per-call cap follows the accumulator type and the gain: f32 chains climb at most 2^23
+    /// a call, integers and f64 take the general cap.
+    #[test]
+    fn calls_are_capped_where_a_chain_would_leave_its_exact_range() {
+        let step = |gain| Step {
+            operand: 1.0f32,
+            gain,
+            acc_lanes: 4,
+            leg: None,
+        };
+        assert_eq!(step(1).max_blocks(), MAX_BLOCKS_PER_CALL);
+        assert_eq!(step(2).max_blocks(), MAX_BLOCKS_PER_CALL);
+        assert_eq!(step(4).max_blocks(), MAX_BLOCKS_PER_CALL / 2);
+        let wide = Step {
+            operand: 1i32,
+            gain: 64,
+            acc_lanes: 1,
+            leg: None,
+        };
+        assert_eq!(wide.max_blocks(), MAX_BLOCKS_PER_CALL);
+        let dp = Step {
+            operand: 1.0f64,
+            gain: 1,
+            acc_lanes: 1,
+            leg: None,
+        };
+        assert_eq!(dp.max_blocks(), MAX_BLOCKS_PER_CALL);
     }
 
     /// A float unit's chains stay exact over the longest call it is given: the per-call cap

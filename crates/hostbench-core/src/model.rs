@@ -35,6 +35,10 @@ pub struct RunResult {
     /// the run partial.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_applicable: Vec<NotApplicable>,
+    /// What a run found and chose not to measure, and why (the OpenCL view of a GPU that CUDA
+    /// measures): neither run nor skipped, so it does not make the run partial either.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
 }
 
 /// One phase of a run (a subsystem) and its wall time in seconds.
@@ -51,6 +55,15 @@ pub struct NotApplicable {
     pub reason: String,
 }
 
+/// A part of a subsystem a run chose not to measure: `what` (e.g. "opencl 1: NVIDIA H200") and
+/// why, with the command that would measure it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LeftOut {
+    pub subsystem: String,
+    pub what: String,
+    pub reason: String,
+}
+
 impl RunResult {
     pub fn new(host: Host) -> Self {
         Self {
@@ -64,6 +77,7 @@ impl RunResult {
             invocation: None,
             phases: Vec::new(),
             not_applicable: Vec::new(),
+            left_out: Vec::new(),
         }
     }
 }

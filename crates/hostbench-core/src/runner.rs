@@ -403,6 +403,23 @@ impl Runner {
         self.save_partial()
     }
 
+    /// Record a part of a subsystem this run chose not to measure (not a skip: the run stays
+    /// complete), and say so above the progress bar.
+    pub fn left_out(
+        &mut self,
+        subsystem: &str,
+        what: &str,
+        reason: &str,
+    ) -> Result<(), BenchError> {
+        self.note(&format!("left out {what}: {reason}"));
+        self.result.left_out.push(crate::model::LeftOut {
+            subsystem: subsystem.to_string(),
+            what: what.to_string(),
+            reason: reason.to_string(),
+        });
+        self.save_partial()
+    }
+
     /// Measure, let `finish` attach peaks and extras, and commit; an unsupported or failing case
     /// is recorded as skipped and the run continues. Only bad input stops the run.
     pub fn run_case(

@@ -45,6 +45,27 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// A device with nothing measured about it yet, for tests of what depends only on who it is.
+    #[cfg(test)]
+    pub(crate) fn named(backend: Backend, index: usize, name: &str, kind: &str) -> Self {
+        Self {
+            backend,
+            index,
+            name: name.into(),
+            vendor: String::new(),
+            kind: kind.into(),
+            version: String::new(),
+            compute_units: 1,
+            clock_hz: None,
+            global_mem_bytes: 0,
+            max_alloc_bytes: 0,
+            dtypes: vec![],
+            missing: vec![],
+            mem_peak: Err(String::new()),
+            facts: Default::default(),
+        }
+    }
+
     pub fn peak(&self, dtype: Dtype) -> Option<&PeakOr> {
         self.dtypes
             .iter()

@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 use hostbench_core::model::{Metric, Record};
+use hostbench_core::reference::{self, Better};
 use hostbench_core::{BenchError, Case, Runner, Sample};
 use serde_json::{json, Value};
 
@@ -15,6 +16,7 @@ use crate::config::{Dtype, GpuConfig, MemKernel};
 use crate::device::{list_devices, select, DeviceInfo, PeakOr};
 use crate::reference::{Peer, Test};
 use crate::session::{open, reps_for, Session, Timed};
+use crate::Backend;
 
 fn base_case(bench: &str, metric: Metric, unit: &str, info: &DeviceInfo) -> Case {
     Case::new(bench, metric, unit)
@@ -79,12 +81,19 @@ pub fn run_gpu(
     Ok(())
 }
 
-/// `hostbench run`'s GPU section: every device the configured backends find, or one skipped entry
+/// `hostbench run`'s GPU section: each GPU once (see `each_gpu_once`), or one skipped entry
 /// saying why there is none (the run goes on).
 pub fn run_available(runner: &mut Runner, cfg: &GpuConfig) -> Result<(), BenchError> {
     let listing = list_devices(&cfg.backends);
     match select(&listing, cfg) {
-        Ok(devices) => run_gpu(runner, cfg, &devices),
+        Ok(devices) => {
+            let (keep, left_out) = each_gpu_once(devices);
+            for (d, why) in left_out {
+                let what = format!("{} {} ({})", d.backend.name(), d.index, d.name);
+                runner.left_out("gpu", &what, &why)?;
+            }
+            run_gpu(runner, cfg, &keep)
+        }
         Err(BenchError::Unsupported(why)) => {
             let names: Vec<&str> = cfg.backends.iter().map(|b| b.name()).collect();
             let case = Case::new("gpu", Metric::Throughput, "").param("backend", names.join(","));
@@ -92,6 +101,46 @@ pub fn run_available(runner: &mut Runner, cfg: &GpuConfig) -> Result<(), BenchEr
         }
         Err(e) => Err(e),
     }
+}
+
+/// What `hostbench run` measures of `devices`: each GPU once, and the host CPU's OpenCL device
+/// only where there is no GPU. An NVIDIA GPU appears twice, as a CUDA device and through
+/// NVIDIA's OpenCL driver, and measuring both doubles the phase for the same figures (on an H200
+/// they agreed within 5 %): the OpenCL view of a GPU that CUDA also lists is left out, paired by
+/// name in listing order. A CPU OpenCL device (PoCL) is the CPU the cpu phase measures; beside a
+/// GPU it only lengthens the run. Each device left out comes with why and how to measure it.
+pub fn each_gpu_once(devices: Vec<DeviceInfo>) -> (Vec<DeviceInfo>, Vec<(DeviceInfo, String)>) {
+    let any_gpu = devices.iter().any(|d| d.kind == "gpu");
+    let mut cuda: Vec<(String, usize)> = devices
+        .iter()
+        .filter(|d| d.backend == Backend::Cuda)
+        .map(|d| (d.name.clone(), d.index))
+        .collect();
+    let (mut keep, mut left_out) = (Vec::new(), Vec::new());
+    for d in devices {
+        let again = format!(
+            "`hostbench gpu --backend {} --device {}` measures it",
+            d.backend.name(),
+            d.index
+        );
+        if d.backend == Backend::OpenCl && d.kind == "gpu" {
+            if let Some(i) = cuda.iter().position(|(name, _)| *name == d.name) {
+                let (_, twin) = cuda.remove(i);
+                let why = format!(
+                    "the same GPU as cuda {twin}, measured through CUDA; {again} through OpenCL"
+                );
+                left_out.push((d, why));
+                continue;
+            }
+        }
+        if any_gpu && d.kind == "cpu" {
+            let why = format!("the host CPU's OpenCL device, left out beside a GPU (the cpu phase measures this CPU); {again}");
+            left_out.push((d, why));
+            continue;
+        }
+        keep.push(d);
+    }
+    (keep, left_out)
 }
 
 /// The clpeak tests this device's cases want: its global bandwidth beside the read kernel at the
@@ -132,6 +181,9 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
         for &k in &m.kernels {
             for &b in &m.blocks {
                 let like_clpeak = k == MemKernel::Read && Some(b) == largest;
+                let beside = (k == MemKernel::Copy && cfg.reference.wants(Some(b) == largest))
+                    .then(|| driver_copy(runner, cfg, s, b))
+                    .flatten();
                 let case = base_case("gpu.bandwidth", Metric::Throughput, "B/s", &info)
                     .param("kind", k.name())
                     .param("block_bytes", b);
@@ -146,6 +198,12 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
                     small_block_note(rec, b);
                     if like_clpeak {
                         peer.attach(rec, Test::GlobalBandwidth);
+                    }
+                    if let Some((outcome, cmd)) = beside {
+                        let r = outcome.and_then(|(tool, version, values)| {
+                            reference::reference(&tool, version, &values, rec.value, Better::Higher)
+                        });
+                        reference::attach(rec, r, &cmd, DRIVER_COPY_APART);
                     }
                 })?;
             }
@@ -175,6 +233,61 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
         run_launch(runner, cfg, s, &info)?;
     }
     Ok(())
+}
+
+/// Why the copy kernel and the driver's copy may differ beyond the parity band.
+const DRIVER_COPY_APART: &str = "the driver's copy of a small block is one call with its own \
+     overhead, and of a large one may use the copy engines or a kernel tuned per GPU; hostbench's \
+     is one grid-stride kernel of 16-byte vectors";
+
+/// The backend's own device-to-device copy of `block`, measured as the copy kernel is (one
+/// warm-up, then the runner's repeat count of batches of the same length, each validated):
+/// `(tool, version, bytes moved per second per sample)` and the command, or `None` where the
+/// backend has no such copy. Counted as the copy kernel is, read + write.
+type DriverCopy = (Result<(String, String, Vec<f64>), BenchError>, String);
+
+fn driver_copy(
+    runner: &Runner,
+    cfg: &GpuConfig,
+    s: &mut dyn Session,
+    block: u64,
+) -> Option<DriverCopy> {
+    let repeat = runner.config().repeat.max(1);
+    let mut t = match s.driver_copy(block)? {
+        Ok(t) => t,
+        Err(e) => return Some((Err(e), String::new())),
+    };
+    let facts = t.facts();
+    let fact = |k: &str| {
+        facts
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.as_str())
+            .unwrap_or("unknown")
+            .to_string()
+    };
+    let (tool, version) = (fact("tool"), fact("version"));
+    let measured = (|| {
+        let reps = reps_for(t.as_mut(), cfg.duration, 1 << 20)?;
+        let mut values = Vec::with_capacity(repeat);
+        for n in 0..=repeat {
+            t.prepare(n as u64)?;
+            let secs = t.run(reps)?;
+            t.validate()?;
+            if n > 0 {
+                values.push(2.0 * t.work() * reps as f64 / secs);
+            }
+        }
+        Ok((reps, values))
+    })();
+    let cmd = match &measured {
+        Ok((reps, _)) => format!(
+            "{tool}(dst, src, {block}) x {reps} per sample on one stream, host clock around the \
+             batch and the stream's synchronisation (in process, as the copy kernel)"
+        ),
+        Err(_) => format!("{tool}(dst, src, {block})"),
+    };
+    Some((measured.map(|(_, v)| (tool, version, v)), cmd))
 }
 
 fn small_block_note(rec: &mut Record, block: u64) {
@@ -248,6 +361,13 @@ fn run_compute(
     let mut best: Option<(u32, f64)> = None;
     let mut errors = Vec::new();
     let probe = cfg.duration / 4;
+    // CUDA threads are scalar (SIMT): the OpenCL vector widths do not apply there, so a profile's
+    // width list (quick's 4 and 16) must not leave a CUDA device with nothing to run.
+    let widths = if info.backend == Backend::Cuda {
+        &[1][..]
+    } else {
+        widths
+    };
     for &w in widths {
         let r = (|| -> Result<f64, BenchError> {
             let mut t = s.compute(dtype, w)?;
@@ -332,4 +452,193 @@ fn run_launch(
             );
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hostbench_core::subsystem::ReferenceScope;
+
+    fn device(backend: Backend, index: usize, name: &str, kind: &str) -> DeviceInfo {
+        DeviceInfo::named(backend, index, name, kind)
+    }
+
+    fn names(d: &[DeviceInfo]) -> Vec<String> {
+        d.iter()
+            .map(|d| format!("{} {}", d.backend.name(), d.index))
+            .collect()
+    }
+
+    #[test]
+    fn a_run_measures_each_gpu_once() {
+        // What the H200 host listed: PoCL, NVIDIA's OpenCL view of the GPU, and CUDA's.
+        let (keep, out) = each_gpu_once(vec![
+            device(
+                Backend::OpenCl,
+                0,
+                "cpu-skylake-avx512-Intel(R) Xeon(R)",
+                "cpu",
+            ),
+            device(Backend::OpenCl, 1, "NVIDIA H200", "gpu"),
+            device(Backend::Cuda, 0, "NVIDIA H200", "gpu"),
+        ]);
+        assert_eq!(names(&keep), ["cuda 0"]);
+        let why: Vec<&str> = out.iter().map(|(_, w)| w.as_str()).collect();
+        assert!(why[0].contains("cpu phase") && why[0].contains("--backend opencl --device 0"));
+        assert!(why[1].contains("same GPU as cuda 0") && why[1].contains("--device 1"));
+
+        // Two GPUs of one model pair off in order; a GPU only OpenCL sees stays.
+        let (keep, out) = each_gpu_once(vec![
+            device(Backend::OpenCl, 0, "NVIDIA A100", "gpu"),
+            device(Backend::OpenCl, 1, "NVIDIA A100", "gpu"),
+            device(Backend::OpenCl, 2, "AMD Radeon", "gpu"),
+            device(Backend::Cuda, 0, "NVIDIA A100", "gpu"),
+            device(Backend::Cuda, 1, "NVIDIA A100", "gpu"),
+        ]);
+        assert_eq!(names(&keep), ["opencl 2", "cuda 0", "cuda 1"]);
+        assert!(out[0].1.contains("cuda 0") && out[1].1.contains("cuda 1"));
+
+        // No GPU: the CPU's OpenCL device is what there is, and it runs.
+        let (keep, out) = each_gpu_once(vec![device(Backend::OpenCl, 0, "pthread", "cpu")]);
+        assert_eq!((names(&keep), out.len()), (vec!["opencl 0".to_string()], 0));
+    }
+
+    /// A device whose operations take a fixed simulated time: `secs_per_byte` for its kernels,
+    /// twice that for its driver's copy (so the copy kernel is 2 × the driver's).
+    struct Fake {
+        info: DeviceInfo,
+        driver: bool,
+    }
+
+    struct FakeOp {
+        bytes: f64,
+        secs_per_byte: f64,
+        tool: bool,
+    }
+
+    impl Timed for FakeOp {
+        fn run(&mut self, reps: u64) -> Result<f64, BenchError> {
+            Ok(reps as f64 * self.bytes * self.secs_per_byte)
+        }
+        fn validate(&mut self) -> Result<(), BenchError> {
+            Ok(())
+        }
+        fn work(&self) -> f64 {
+            self.bytes
+        }
+        fn facts(&self) -> Vec<(String, Value)> {
+            if self.tool {
+                vec![
+                    ("tool".into(), json!("fakeMemcpy")),
+                    ("version".into(), json!("driver 1.0")),
+                ]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    impl Session for Fake {
+        fn info(&self) -> &DeviceInfo {
+            &self.info
+        }
+        fn compute(&mut self, _: Dtype, _: u32) -> Result<Box<dyn Timed + '_>, BenchError> {
+            Err(BenchError::unsupported("no compute"))
+        }
+        fn memory(&mut self, _: MemKernel, block: u64) -> Result<Box<dyn Timed + '_>, BenchError> {
+            Ok(Box::new(FakeOp {
+                bytes: block as f64,
+                secs_per_byte: 1e-9,
+                tool: false,
+            }))
+        }
+        fn transfer(
+            &mut self,
+            _: crate::Direction,
+            _: crate::HostMemory,
+            _: u64,
+        ) -> Result<Box<dyn Timed + '_>, BenchError> {
+            Err(BenchError::unsupported("no transfers"))
+        }
+        fn launch(&mut self) -> Result<Box<dyn Timed + '_>, BenchError> {
+            Err(BenchError::unsupported("no launch"))
+        }
+        fn driver_copy(&mut self, block: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
+            self.driver.then(|| {
+                Ok(Box::new(FakeOp {
+                    bytes: block as f64,
+                    secs_per_byte: 2e-9,
+                    tool: true,
+                }) as Box<dyn Timed>)
+            })
+        }
+    }
+
+    fn copy_refs(driver: bool, scope: ReferenceScope) -> Vec<(String, u64, Option<f64>, bool)> {
+        let cfg = GpuConfig {
+            compute: None,
+            transfer: None,
+            launch: false,
+            memory: Some(crate::config::MemoryConfig {
+                kernels: vec![MemKernel::Read, MemKernel::Copy],
+                blocks: vec![1 << 10, 1 << 20],
+            }),
+            duration: std::time::Duration::from_millis(1),
+            reference: scope,
+            ..GpuConfig::default()
+        };
+        let mut runner = Runner::new(
+            hostbench_core::RunnerConfig::quiet(2),
+            hostbench_core::model::Host::default(),
+        );
+        let mut s = Fake {
+            info: device(Backend::Cuda, 0, "fake", "gpu"),
+            driver,
+        };
+        run_device(&mut runner, &cfg, &mut s).unwrap();
+        let run = runner.finish().unwrap();
+        run.records
+            .iter()
+            .map(|r| {
+                (
+                    r.params["kind"].as_str().unwrap().to_string(),
+                    r.params["block_bytes"].as_u64().unwrap(),
+                    r.reference.as_ref().map(|x| x.ratio),
+                    r.reference
+                        .as_ref()
+                        .is_some_and(|x| x.tool == "fakeMemcpy" && x.version == "driver 1.0"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_driver_copy_stands_beside_the_copy_kernel() {
+        // Every copy case gets the driver's copy, measured the same way and counted read +
+        // write as the kernel is: the kernel is simulated twice as fast, so the ratio is 2.
+        let all = copy_refs(true, ReferenceScope::All);
+        assert_eq!(all.len(), 4);
+        for (kind, _, ratio, named) in &all {
+            if kind == "copy" {
+                assert!((ratio.unwrap() - 2.0).abs() < 1e-9 && *named, "{all:?}");
+            } else {
+                assert_eq!(*ratio, None, "{all:?}");
+            }
+        }
+        // The headline scope (a run's default): the largest copy block only.
+        let headline = copy_refs(true, ReferenceScope::Headline);
+        let with: Vec<(String, u64)> = headline
+            .iter()
+            .filter(|r| r.2.is_some())
+            .map(|r| (r.0.clone(), r.1))
+            .collect();
+        assert_eq!(with, [("copy".to_string(), 1 << 20)]);
+        // Off, or a backend without a copy of its own: nothing beside it.
+        assert!(copy_refs(true, ReferenceScope::Off)
+            .iter()
+            .all(|r| r.2.is_none()));
+        assert!(copy_refs(false, ReferenceScope::All)
+            .iter()
+            .all(|r| r.2.is_none()));
+    }
 }

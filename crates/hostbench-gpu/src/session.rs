@@ -42,6 +42,12 @@ pub trait Session {
         block: u64,
     ) -> Result<Box<dyn Timed + '_>, BenchError>;
     fn launch(&mut self) -> Result<Box<dyn Timed + '_>, BenchError>;
+    /// The backend's own device-to-device copy of `block` bytes, validated like the copy
+    /// kernel: the reference beside it (CUDA: `cuMemcpyDtoDAsync`, what `cudaMemcpy` calls).
+    /// `None` where the backend's reference is an outside tool instead (OpenCL: clpeak).
+    fn driver_copy(&mut self, _block: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
+        None
+    }
 }
 
 /// Open a device of either backend.

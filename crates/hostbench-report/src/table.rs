@@ -60,6 +60,8 @@ pub struct Report<'a> {
     pub skipped: &'a [Skipped],
     /// Subsystems the host does not have (no GPU), with the reason.
     pub not_applicable: &'a [hostbench_core::model::NotApplicable],
+    /// What the run chose not to measure, with the reason.
+    pub left_out: &'a [hostbench_core::model::LeftOut],
 }
 
 /// One subsystem (`cpu`, `mem`, …).
@@ -460,6 +462,7 @@ impl<'a> Report<'a> {
             bases,
             skipped: &run.skipped,
             not_applicable: &run.not_applicable,
+            left_out: &run.left_out,
         }
     }
 }

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use hostbench_core::model::RunResult;
 
 use super::{
-    group_heading, host_line, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE,
+    group_heading, host_line, left_out_line, not_applicable_line, skipped_line, Exporter, LEFT_OUT,
+    NOT_APPLICABLE,
 };
 use crate::chart;
 use crate::error::ReportError;
@@ -249,6 +250,13 @@ fn render(
         writeln!(o, "<h2>{NOT_APPLICABLE}</h2>\n<ul class=\"notes\">")?;
         for n in rep.not_applicable {
             writeln!(o, "<li>{}</li>", esc(&not_applicable_line(n)))?;
+        }
+        writeln!(o, "</ul>")?;
+    }
+    if !rep.left_out.is_empty() {
+        writeln!(o, "<h2>{LEFT_OUT}</h2>\n<ul class=\"notes\">")?;
+        for l in rep.left_out {
+            writeln!(o, "<li>{}</li>", esc(&left_out_line(l)))?;
         }
         writeln!(o, "</ul>")?;
     }

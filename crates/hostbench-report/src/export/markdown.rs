@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use hostbench_core::model::RunResult;
 
 use super::{
-    group_heading, host_line, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE,
+    group_heading, host_line, left_out_line, not_applicable_line, skipped_line, Exporter, LEFT_OUT,
+    NOT_APPLICABLE,
 };
 use crate::error::ReportError;
 use crate::table::{Report, HEADER};
@@ -77,6 +78,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         writeln!(out, "\n## {NOT_APPLICABLE}\n")?;
         for n in rep.not_applicable {
             writeln!(out, "- {}", cell(&not_applicable_line(n)))?;
+        }
+    }
+    if !rep.left_out.is_empty() {
+        writeln!(out, "\n## {LEFT_OUT}\n")?;
+        for l in rep.left_out {
+            writeln!(out, "- {}", cell(&left_out_line(l)))?;
         }
     }
     if !rep.skipped.is_empty() {

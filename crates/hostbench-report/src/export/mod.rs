@@ -148,6 +148,14 @@ pub(crate) fn not_applicable_line(n: &hostbench_core::model::NotApplicable) -> S
 /// The heading of the list of subsystems a host does not have.
 pub(crate) const NOT_APPLICABLE: &str = "Not on this host";
 
+/// `gpu opencl 1 (NVIDIA H200): the same GPU as cuda 0, …`.
+pub(crate) fn left_out_line(l: &hostbench_core::model::LeftOut) -> String {
+    format!("{} {}: {}", l.subsystem, l.what, l.reason)
+}
+
+/// The heading of the list of what a run chose not to measure.
+pub(crate) const LEFT_OUT: &str = "Left out";
+
 /// `cpu.flops isa=avx512 threads=1 (unsupported): reason`.
 pub(crate) fn skipped_line(s: &hostbench_core::model::Skipped) -> String {
     let params: Vec<String> = s

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use hostbench_core::model::{Metric, Record, RunResult};
 
-use super::{aligned, not_applicable_line, Exporter, NOT_APPLICABLE};
+use super::{aligned, left_out_line, not_applicable_line, Exporter, LEFT_OUT, NOT_APPLICABLE};
 use crate::error::ReportError;
 use crate::table::{
     concurrency_key, idle_of, is_under_load, label_part, param_text, test_name, LOAD_KEY,
@@ -350,6 +350,9 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     }
     for n in &run.not_applicable {
         writeln!(out, "{NOT_APPLICABLE}: {}", not_applicable_line(n))?;
+    }
+    for l in &run.left_out {
+        writeln!(out, "{LEFT_OUT}: {}", left_out_line(l))?;
     }
     if !run.skipped.is_empty() {
         writeln!(

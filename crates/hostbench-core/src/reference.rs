@@ -197,6 +197,20 @@ pub fn likwid_figure(report: &str, key: &str) -> Option<f64> {
         .map(|m| m * 1e6)
 }
 
+/// How long a likwid-bench run given `-i` should stream: likwid-bench's own minimum run time.
+/// Without `-i` it finds an iteration count itself by running ever longer trials, which took most
+/// of each run (13 of 18 s for a 6 GiB triad, 4.7 of 6.5 s for a peakflops kernel).
+pub const LIKWID_RUN_S: f64 = 1.0;
+
+/// The seconds a likwid-bench report says its measured run took (`Time:  1.84e+00 sec`).
+pub fn likwid_seconds(report: &str) -> Option<f64> {
+    report
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Time:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+}
+
 /// likwid-bench `args` run `runs` times; each run's `key` figure in base units (a run that prints
 /// none fails, naming the kernel).
 pub fn likwid_runs(args: &[String], runs: usize, key: &str) -> Result<Vec<f64>, BenchError> {

@@ -252,17 +252,10 @@ pub fn run_compute(
 /// Run likwid-bench beside the record just measured; a missing tool or kernel is a warning on
 /// the record, never a failed case.
 fn attach_reference(rec: &mut Record, dtype: Dtype, isa: Isa, threads: usize, runs: usize) {
-    let command = reference::likwid_kernel(dtype, isa)
-        .map(|k| {
-            format!(
-                "likwid-bench {}",
-                reference::likwid_args(k, threads).join(" ")
-            )
-        })
-        .unwrap_or_default();
+    let (outcome, command) = reference::likwid_reference(dtype, isa, threads, runs, rec.value);
     hostbench_core::reference::attach(
         rec,
-        reference::likwid_reference(dtype, isa, threads, runs, rec.value),
+        outcome,
         &command,
         "likwid-bench runs after hostbench, at the clock of its own moment: under turbo, a \
          frequency licence or a busy neighbour the two runs see different clocks (hostbench's \

@@ -6,7 +6,7 @@
 //! has a likwid kernel: block-wise and random orders, scale, add and the classic rw do not.
 
 use hostbench_core::model::Reference;
-use hostbench_core::reference::{self as tools, Better};
+use hostbench_core::reference::{self as tools, Better, LIKWID_RUN_S};
 use hostbench_core::BenchError;
 
 use crate::bandwidth::{Block, Kernel, Point, Store};
@@ -35,9 +35,6 @@ pub fn likwid_kernel(p: &Point) -> Option<String> {
     };
     Some(format!("{base}{}{isa}", if nt { "_mem" } else { "" }))
 }
-
-/// Seconds of streaming one likwid-bench run is given: likwid-bench's own minimum run time.
-const LIKWID_RUN_S: f64 = 1.0;
 
 /// likwid-bench's `-i` (iterations per thread; each covers the thread's share of every array
 /// once) for about [`LIKWID_RUN_S`] of streaming at `ours` B/s. Without `-i` likwid-bench finds

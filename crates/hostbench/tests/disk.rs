@@ -132,6 +132,40 @@ fn every_pattern_and_engine_runs_on_a_small_file() {
 }
 
 #[test]
+fn a_warm_up_sample_runs_a_quarter_of_a_sample() {
+    // A warm-up only brings the device to its steady state (fio's ramp_time); it is never
+    // measured, so it is cut at a quarter of the sample length. With 800 ms samples it stops at
+    // 200 ms, far below the 800 ms a full-length warm-up would take.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = run_ok(
+        "disk --op randread --block 4k --iodepth 1 --size 8MiB --duration 800ms --repeat 1 \
+         --warmup 2 --json - --dir",
+        &[dir.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 3, "{doc}");
+    for r in records {
+        let warm = r["extra"]["warmup_seconds"]
+            .as_f64()
+            .expect("warmup_seconds");
+        assert!(
+            (0.3..0.8).contains(&warm),
+            "two warm-ups of 200 ms each: {warm} s\n{r}"
+        );
+    }
+    // No warm-up asked for: none taken, none reported.
+    let out = run_ok(
+        "disk --op randread --block 4k --iodepth 1 --size 8MiB --duration 100ms --repeat 1 \
+         --warmup 0 --json - --dir",
+        &[dir.path().as_os_str()],
+    );
+    for r in json_of(&out)["records"].as_array().expect("records") {
+        assert!(r["extra"].get("warmup_seconds").is_none(), "{r}");
+    }
+}
+
+#[test]
 fn tmpfs_is_labelled_memory_not_storage() {
     let Some(fs) = Tmpfs::mount("64m", "") else {
         return;

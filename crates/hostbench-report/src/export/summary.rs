@@ -35,7 +35,7 @@ const WHAT_KEYS: [&str; 9] = [
 const SIZE_KEYS: [&str; 2] = ["working_set_bytes", "block_bytes"];
 /// The parameters a summary line names beside the figure: where it was reached, in few words.
 /// The rest (engine, file size, target, …) is in the report.
-const CONTEXT_KEYS: [&str; 14] = [
+const CONTEXT_KEYS: [&str; 15] = [
     "isa",
     "threads",
     "streams",
@@ -48,6 +48,8 @@ const CONTEXT_KEYS: [&str; 14] = [
     "direction",
     "pages",
     "n",
+    // `backend=cuda device=0`: a device number means nothing without its backend.
+    "backend",
     "device",
     "host_memory",
 ];

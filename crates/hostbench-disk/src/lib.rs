@@ -706,7 +706,8 @@ fn run_one(
             let all = hists.borrow();
             let warm = all.len().saturating_sub(rec.samples.len());
             let measured = &all[warm..];
-            // What the warm-ups took (fio's ramp_time): a quarter of a sample each, see above.
+            // What the warm-ups took (fio's ramp_time): a quarter of a sample each in duration
+            // mode (see above); in amount mode (--io-size) they move the full amount.
             let warmup_s: f64 = all[..warm].iter().map(|h| h.wall_s).sum();
             let iops: Vec<f64> = measured.iter().map(|h| h.ios as f64 / h.wall_s).collect();
             let p50s: Vec<f64> = measured

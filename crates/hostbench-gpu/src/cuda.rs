@@ -347,17 +347,25 @@ enum Check {
 
 impl Timed for CuKernel<'_> {
     fn prepare(&mut self, sample: u64) -> Result<(), BenchError> {
-        match self.check {
-            Check::Written { .. } => self.args.set(
-                2,
-                Arg::U32((sample as u32).wrapping_mul(0x0101_0101) ^ 0xA5),
-            ),
-            Check::Copied { dst, bytes, .. } => {
-                // SAFETY: clears exactly the destination allocation.
-                unsafe { result::memset_d8_sync(self.bufs[dst].ptr, 0, bytes as usize) }
-                    .map_err(cu_err("cuMemsetD8"))?;
+        // Each sample must prove its own work: a fresh seed, or the output cleared, so a batch
+        // of launches that did nothing cannot pass on the previous sample's results.
+        let clear = match self.check {
+            Check::Written { .. } => {
+                self.args.set(
+                    2,
+                    Arg::U32((sample as u32).wrapping_mul(0x0101_0101) ^ 0xA5),
+                );
+                None
             }
-            _ => {}
+            Check::Copied { dst, .. } => Some(dst),
+            Check::ReadSum { out, .. } => Some(out),
+            Check::Checksums(_) => Some(0),
+            Check::Nothing => None,
+        };
+        if let Some(i) = clear {
+            let b = &self.bufs[i];
+            // SAFETY: clears exactly that allocation.
+            unsafe { result::memset_d8_sync(b.ptr, 0, b.bytes) }.map_err(cu_err("cuMemsetD8"))?;
         }
         Ok(())
     }

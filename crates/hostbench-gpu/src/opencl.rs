@@ -371,6 +371,17 @@ impl ClSession {
         self.queue.finish().map_err(cl_err("clFinish"))
     }
 
+    /// Zero the first `bytes` of `b` and wait.
+    fn clear(&self, b: &mut Buffer<u8>, bytes: u64) -> Result<(), BenchError> {
+        // SAFETY: fills `bytes` of the device buffer with a one-byte pattern; no host memory.
+        unsafe {
+            self.queue
+                .enqueue_fill_buffer(b, &[0u8], 0, bytes as usize, &[])
+        }
+        .map_err(cl_err("clEnqueueFillBuffer"))?;
+        self.finish()
+    }
+
     fn is_cpu(&self) -> bool {
         self.info.kind == "cpu"
     }
@@ -423,6 +434,11 @@ struct ClCompute<'a> {
 }
 
 impl Timed for ClCompute<'_> {
+    /// The checksums are cleared, so each sample proves its own launches (see `ClMemory`).
+    fn prepare(&mut self, _sample: u64) -> Result<(), BenchError> {
+        self.s.clear(&mut self.out, self.global * 4)
+    }
+
     fn run(&mut self, reps: u64) -> Result<f64, BenchError> {
         time_batch(
             reps,
@@ -485,16 +501,17 @@ impl Timed for ClMemory<'_> {
                     .dst
                     .as_mut()
                     .ok_or_else(|| BenchError::Failed("no dst".into()))?;
-                // SAFETY: fills the whole buffer with a one-byte pattern; no host memory is involved.
-                unsafe {
-                    self.s
-                        .queue
-                        .enqueue_fill_buffer(dst, &[0u8], 0, self.block as usize, &[])
-                }
-                .map_err(cl_err("clEnqueueFillBuffer"))?;
-                self.s.finish()
+                self.s.clear(dst, self.block)
             }
-            MemKernel::Read => Ok(()),
+            // The per-work-item sums are cleared, so a sample whose launches did nothing cannot
+            // pass on the previous sample's sums.
+            MemKernel::Read => {
+                let out = self
+                    .out
+                    .as_mut()
+                    .ok_or_else(|| BenchError::Failed("no out".into()))?;
+                self.s.clear(out, self.global * 4)
+            }
         }
     }
 

@@ -203,8 +203,9 @@ fn half2_ptx(chains: u32) -> String {
 /// The 32-bit kernels move 16-byte vectors, four per thread per loop turn with all four loads
 /// issued before any is used, then the last vectors one at a time and the last (n mod 4) words
 /// singly. Why: a GPU thread issues in order and stalls at the first use of a load, so a loop of
-/// one 4-byte load per turn keeps 4 bytes per thread in flight — about 8 MiB over a whole H100,
-/// a third of what its HBM needs to stream (bandwidth × latency). Four 16-byte loads keep 64.
+/// one 4-byte load per turn keeps 4 bytes per thread in flight: about 1 MiB over a whole H100
+/// (2048 resident threads × 132 SMs), where its HBM needs some 2–3 MB in flight to stream
+/// (bandwidth × latency). Four 16-byte loads keep 64 bytes per thread, about 17 MiB.
 /// The element order is unchanged (word e holds the same value, the read sums the same words),
 /// so the host checks stay as they are.
 pub fn memory_ptx(elem: usize) -> String {
@@ -615,8 +616,9 @@ mod tests {
     #[test]
     fn ptxas_accepts_every_kernel() {
         let Some(ptxas) = ptxas() else {
+            // scripts/test fetches the x86-64 wheel; elsewhere a missing ptxas is only said.
             assert!(
-                std::env::var_os("CI").is_none(),
+                std::env::var_os("CI").is_none() || !cfg!(target_arch = "x86_64"),
                 "CI needs ptxas (HOSTBENCH_PTXAS): scripts/test installs it"
             );
             eprintln!("ptxas not found: skipped (set HOSTBENCH_PTXAS)");

@@ -838,6 +838,20 @@ fn result_documents_validate_against_the_published_schema() {
         .output()
         .expect("run");
     check(&json_of(&out), "all skipped");
+    // What a run left out (a GPU's OpenCL twin), as `hostbench run` writes it; a malformed entry
+    // is refused.
+    let mut left = cpu.clone();
+    left["left_out"] = serde_json::json!([{
+        "subsystem": "gpu",
+        "what": "opencl 1 (NVIDIA H200)",
+        "reason": "the same GPU as cuda 0, measured through CUDA"
+    }]);
+    check(&left, "left out");
+    left["left_out"][0]
+        .as_object_mut()
+        .expect("entry")
+        .remove("reason");
+    assert!(!validator.is_valid(&left));
     // A document without its records, or with a wrong schema name, is not one.
     let mut broken = cpu.clone();
     broken.as_object_mut().expect("object").remove("records");

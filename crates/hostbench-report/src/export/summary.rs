@@ -372,6 +372,34 @@ mod tests {
     use crate::testdata::synthetic_run;
 
     #[test]
+    fn what_a_run_left_out_is_in_every_human_format() {
+        let mut run = synthetic_run();
+        run.left_out.push(hostbench_core::model::LeftOut {
+            subsystem: "gpu".into(),
+            what: "opencl 1 (NVIDIA H200)".into(),
+            reason: "the same GPU as cuda 0, measured through CUDA".into(),
+        });
+        let line = "gpu opencl 1 (NVIDIA H200): the same GPU as cuda 0, measured through CUDA";
+        let exporters: [&dyn Exporter; 4] = [
+            &SummaryExporter,
+            &super::super::TerminalExporter,
+            &super::super::MarkdownExporter,
+            &super::super::HtmlExporter,
+        ];
+        for e in exporters {
+            let text = e.render(&run).unwrap();
+            assert!(
+                text.contains(LEFT_OUT) && text.contains(line),
+                "{}: {text}",
+                e.file_name()
+            );
+        }
+        // Nothing left out: no such heading.
+        let text = SummaryExporter.render(&synthetic_run()).unwrap();
+        assert!(!text.contains(LEFT_OUT), "{text}");
+    }
+
+    #[test]
     fn one_line_per_benchmark_and_what_at_full_concurrency() {
         let run = synthetic_run();
         let text = SummaryExporter.render(&run).unwrap();

@@ -4,7 +4,10 @@ use std::fmt::Write as _;
 
 use hostbench_core::model::RunResult;
 
-use super::{group_heading, not_applicable_line, skipped_line, Exporter, NOT_APPLICABLE};
+use super::{
+    group_heading, left_out_line, not_applicable_line, skipped_line, Exporter, LEFT_OUT,
+    NOT_APPLICABLE,
+};
 use crate::error::ReportError;
 use crate::table::{Report, HEADER};
 
@@ -53,6 +56,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         writeln!(out, "\n{NOT_APPLICABLE}:")?;
         for n in rep.not_applicable {
             writeln!(out, "  {}", not_applicable_line(n))?;
+        }
+    }
+    if !rep.left_out.is_empty() {
+        writeln!(out, "\n{LEFT_OUT}:")?;
+        for l in rep.left_out {
+            writeln!(out, "  {}", left_out_line(l))?;
         }
     }
     if !rep.skipped.is_empty() {

@@ -106,6 +106,14 @@ impl Subsystem for Gpu {
             how: "--reference on gpu and run (OpenCL devices; once per device, every test the \
                   cases want; run's headline: global bandwidth); scripts/bench/gpu-vs-clpeak \
                   for interleaved rounds",
+        },
+        ReferenceTool {
+            name: "libcuda.so.1",
+            package: "libcuda1",
+            serves: "gpu.bandwidth copy on CUDA devices (cuMemcpyDtoDAsync, the driver's own \
+                     device-to-device copy, what cudaMemcpy calls)",
+            how: "--reference on gpu (every copy block) and run (the largest), in process \
+                  through the driver hostbench already loads",
         }]
     }
 }

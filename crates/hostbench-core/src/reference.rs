@@ -211,22 +211,29 @@ pub fn likwid_seconds(report: &str) -> Option<f64> {
         .filter(|s| *s > 0.0)
 }
 
+/// One likwid-bench run of `args`, the figure `read` finds in its report (`key` names it in the
+/// error when the report has none, with likwid-bench's first complaint).
+pub fn likwid_read(
+    args: &[String],
+    key: &str,
+    read: impl Fn(&str) -> Option<f64>,
+) -> Result<f64, BenchError> {
+    // A run lasts its one-second minimum plus start-up; a hang is cut off, not waited for.
+    let out = run(LIKWID, args, Duration::from_secs(60))?;
+    read(&out.stdout).ok_or_else(|| {
+        BenchError::Failed(format!(
+            "{LIKWID} {} gave no {key} line: {}",
+            args.join(" "),
+            out.stderr.lines().next().unwrap_or("no output")
+        ))
+    })
+}
+
 /// likwid-bench `args` run `runs` times; each run's `key` figure in base units (a run that prints
 /// none fails, naming the kernel).
 pub fn likwid_runs(args: &[String], runs: usize, key: &str) -> Result<Vec<f64>, BenchError> {
-    // A run lasts its one-second minimum plus start-up; a hang is cut off, not waited for.
-    let limit = Duration::from_secs(60);
     (0..runs.max(1))
-        .map(|_| {
-            let out = run(LIKWID, args, limit)?;
-            likwid_figure(&out.stdout, key).ok_or_else(|| {
-                BenchError::Failed(format!(
-                    "{LIKWID} {} gave no {key} line: {}",
-                    args.join(" "),
-                    out.stderr.lines().next().unwrap_or("no output")
-                ))
-            })
-        })
+        .map(|_| likwid_read(args, key, |r| likwid_figure(r, key)))
         .collect()
 }
 

@@ -52,14 +52,7 @@ const CALIBRATION_ITERATIONS: u64 = 100_000;
 fn likwid_iterations(args: &[String]) -> Result<u64, BenchError> {
     let mut probe = args.to_vec();
     probe.extend(["-i".into(), CALIBRATION_ITERATIONS.to_string()]);
-    let out = tools::run(tools::LIKWID, &probe, std::time::Duration::from_secs(60))?;
-    let secs = tools::likwid_seconds(&out.stdout).ok_or_else(|| {
-        BenchError::Failed(format!(
-            "likwid-bench {} gave no Time: line: {}",
-            probe.join(" "),
-            out.stderr.lines().next().unwrap_or("no output")
-        ))
-    })?;
+    let secs = tools::likwid_read(&probe, "Time:", tools::likwid_seconds)?;
     let scaled = CALIBRATION_ITERATIONS as f64 * tools::LIKWID_RUN_S / secs;
     Ok((scaled.ceil() as u64).clamp(2, 1 << 40))
 }

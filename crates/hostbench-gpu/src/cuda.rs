@@ -645,11 +645,7 @@ impl Session for CudaSession {
         kind: MemKernel,
         block_bytes: u64,
     ) -> Result<Box<dyn Timed + '_>, BenchError> {
-        let elem = if block_bytes.is_multiple_of(4) {
-            4usize
-        } else {
-            1
-        };
+        let elem = replay::element_bytes(block_bytes);
         let n = block_bytes / elem as u64;
         let src = ptx::memory_ptx(elem);
         let suffix = if elem == 4 { "u32" } else { "u8" };
@@ -764,7 +760,7 @@ impl Session for CudaSession {
     }
 
     fn driver_copy(&mut self, block: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
-        let elem = if block.is_multiple_of(4) { 4 } else { 1 };
+        let elem = replay::element_bytes(block);
         let made = (|| {
             let src = DevBuf::new(block)?;
             let mut staging = vec![0u8; block as usize];

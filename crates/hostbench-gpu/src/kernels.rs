@@ -144,7 +144,7 @@ pub struct MemLayout {
 impl MemLayout {
     /// The widest layout (≤ 16 lanes, ≤ `max_width`) that tiles `block` bytes exactly.
     pub fn for_block(block: u64, max_width: u32) -> Self {
-        let elem = if block.is_multiple_of(4) { 4 } else { 1 };
+        let elem = crate::replay::element_bytes(block);
         let elems = block / elem as u64;
         let width = [16u32, 8, 4, 2, 1]
             .into_iter()

@@ -654,9 +654,7 @@ mod tests {
                 );
             }
         }
-        if std::env::var_os("HB_KEEP_PTX").is_none() {
-            let _ = std::fs::remove_dir_all(&dir);
-        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

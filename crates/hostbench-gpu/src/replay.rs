@@ -139,6 +139,16 @@ pub fn pattern_u8(e: u64) -> u8 {
     (pattern_u32(e) >> 24) as u8
 }
 
+/// The element the memory kernels move for a block: 32-bit words where the block is whole words,
+/// else bytes.
+pub fn element_bytes(block: u64) -> usize {
+    if block.is_multiple_of(4) {
+        4
+    } else {
+        1
+    }
+}
+
 /// Fill a byte buffer with the read/copy source: 32-bit elements when `elem == 4`, else bytes.
 pub fn fill_source(buf: &mut [u8], elem: usize) {
     if elem == 4 {

@@ -63,6 +63,62 @@ impl Spare {
     fn cap(&self) -> usize {
         self.map_len - (self.ptr.as_ptr() as usize - self.base.as_ptr() as usize)
     }
+
+    fn end(&self) -> usize {
+        self.base.as_ptr() as usize + self.map_len
+    }
+
+    /// Cut the mapping after the first 2 MiB boundary at or past `len` usable bytes and return
+    /// the part beyond it as a spare of its own, where that part holds at least [`ALIGN`]. Both
+    /// parts stay page-aligned address ranges of the same mapping, each unmapped or grown on
+    /// its own (the kernel splits the VMA where needed) or joined again by [`keep`].
+    fn split_off(&mut self, len: usize) -> Option<Spare> {
+        let cut = (self.ptr.as_ptr() as usize)
+            .checked_add(len)?
+            .next_multiple_of(ALIGN);
+        if self.end().checked_sub(cut)? < ALIGN {
+            return None;
+        }
+        let rest = NonNull::new(cut as *mut u8)?;
+        let tail = Spare {
+            base: rest,
+            map_len: self.end() - cut,
+            ptr: rest,
+            pages: self.pages,
+        };
+        self.map_len = cut - self.base.as_ptr() as usize;
+        Some(tail)
+    }
+}
+
+/// Put a mapping back in the pool, joined with the kept mappings of its kind that adjoin it
+/// (parts [`Spare::split_off`] cut from one mapping, returning one by one), so that the next
+/// large region finds them whole again; unmapped instead when no guard is alive any more.
+fn keep(mut sp: Spare) {
+    let mut s = spares();
+    if s.0 == 0 {
+        drop(s);
+        unmap(sp.base, sp.map_len);
+        return;
+    }
+    while let Some(i) = s.1.iter().position(|o| {
+        o.pages == sp.pages
+            && (o.end() == sp.base.as_ptr() as usize || sp.end() == o.base.as_ptr() as usize)
+    }) {
+        let o = s.1.swap_remove(i);
+        if o.end() == sp.base.as_ptr() as usize {
+            // The neighbour below: its base and usable start (still 2 MiB-aligned) lead.
+            sp = Spare {
+                base: o.base,
+                map_len: o.map_len + sp.map_len,
+                ptr: o.ptr,
+                pages: sp.pages,
+            };
+        } else {
+            sp.map_len += o.map_len;
+        }
+    }
+    s.1.push(sp);
 }
 
 // SAFETY: a spare is an unused mapping owned by the pool alone.
@@ -88,7 +144,10 @@ fn unmap(base: NonNull<u8>, map_len: usize) {
 /// While a guard is alive, a dropped region's mapping is kept, and the next region of the same
 /// page kind that fits in it gets it back, zeroed, instead of a fresh mapping; where none fits,
 /// the largest is grown in place (`mremap`), so a sweep whose sizes grow faults in only what
-/// each new size adds.
+/// each new size adds. A region given a kept mapping much larger than itself takes only what it
+/// needs (up to a 2 MiB boundary); the rest stays kept for the next region, and neighbours that
+/// come back join again: a case of two threads then finds its two blocks in the one mapping a
+/// one-thread case of twice the block left, where it used to fault a second one in.
 ///
 /// Why: a fresh mapping is faulted in and zeroed by the kernel page by page, and under a
 /// hypervisor each first touch can also cost the host a fault. A memory phase that sizes its
@@ -104,6 +163,26 @@ impl Reuse {
     pub fn start() -> Self {
         spares().0 += 1;
         Reuse(())
+    }
+
+    /// Give back every kept mapping now; the guard stays alive and keeps what is dropped next.
+    /// Freed memory stays backed for a moment on a VM that reports free pages to its host, so
+    /// a process started at once (likwid-bench beside a case) gets pages that cost no host
+    /// fault, where a cold start paid about 1.5 s per GiB.
+    pub fn release(&self) {
+        let freed = std::mem::take(&mut spares().1);
+        for sp in freed {
+            unmap(sp.base, sp.map_len);
+        }
+    }
+
+    /// Map `len` bytes of `pages`, fault every page in, and keep the mapping for the regions
+    /// that follow: right after a release, the memory just freed comes back warm in one pass,
+    /// instead of being reported to the host and faulted back region by region.
+    pub fn prime(&self, len: usize, pages: Pages) -> Result<(), BenchError> {
+        let mut r = Region::new(len, pages)?;
+        r.touch();
+        Ok(())
     }
 }
 
@@ -126,9 +205,9 @@ impl Drop for Reuse {
 
 /// The smallest kept mapping of `pages` that holds `len` bytes, as a zeroed region. On a miss the
 /// largest kept mapping of that kind is grown to `len` instead (a sweep's sizes grow point by
-/// point, and the pages already faulted in come along), and the other kept mappings too small
-/// for `len` are given back, so the pool never holds memory that a larger request then has to
-/// find beside it.
+/// point, and the pages already faulted in come along), and the other kept mappings of that kind
+/// too small for `len` are given back, so the pool never holds memory that a larger request then
+/// has to find beside it. Mappings of the other kind stay: the latency curve takes turns.
 fn reuse(len: usize, pages: Pages) -> Option<Region> {
     let (picked, freed) = {
         let mut s = spares();
@@ -149,7 +228,7 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
                 let picked = largest.map(|i| s.1.swap_remove(i));
                 let (small, keep) = std::mem::take(&mut s.1)
                     .into_iter()
-                    .partition(|sp| sp.cap() < len);
+                    .partition(|sp| sp.pages == pages && sp.cap() < len);
                 s.1 = keep;
                 (picked, small)
             }
@@ -161,6 +240,8 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
     let mut sp = picked?;
     if sp.cap() < len {
         sp = grow(sp, len)?;
+    } else if let Some(rest) = sp.split_off(len) {
+        keep(rest);
     }
     // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap() >= len), which only we own.
     unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
@@ -498,18 +579,12 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
-        let mut s = spares();
-        if s.0 > 0 {
-            s.1.push(Spare {
-                base: self.base,
-                map_len: self.map_len,
-                ptr: self.ptr,
-                pages: self.pages,
-            });
-            return;
-        }
-        drop(s);
-        unmap(self.base, self.map_len);
+        keep(Spare {
+            base: self.base,
+            map_len: self.map_len,
+            ptr: self.ptr,
+            pages: self.pages,
+        });
     }
 }
 
@@ -549,6 +624,17 @@ mod tests {
 
     fn pool_turn() -> std::sync::MutexGuard<'static, ()> {
         POOL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Minor page faults of the calling thread so far.
+    #[cfg(target_os = "linux")]
+    fn minor_faults() -> i64 {
+        // SAFETY: getrusage writes one rusage struct, which we provide.
+        unsafe {
+            let mut u: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut u);
+            u.ru_minflt
+        }
     }
 
     #[test]
@@ -594,20 +680,87 @@ mod tests {
         drop((c, h));
     }
 
+    /// Two regions that together fit in one kept mapping both come out of it, and once both are
+    /// back, the whole mapping serves a region of its full size again: a two-thread case after
+    /// a one-thread case of twice the block faults nothing new in.
+    #[test]
+    fn a_kept_mapping_is_shared_by_smaller_regions_and_joined_again() {
+        let _turn = pool_turn();
+        let _g = Reuse::start();
+        let big = 16 << 20;
+        let mut a = Region::new(big, Pages::Small).unwrap();
+        a.as_mut_slice().fill(5);
+        let (lo, hi) = (a.as_ptr() as usize, a.as_ptr() as usize + big);
+        drop(a);
+        let b = Region::new((6 << 20) + 100, Pages::Small).unwrap();
+        let c = Region::new(6 << 20, Pages::Small).unwrap();
+        for r in [&b, &c] {
+            let p = r.as_ptr() as usize;
+            assert!(
+                p >= lo && p + r.len() <= hi,
+                "{p:#x} outside {lo:#x}..{hi:#x}"
+            );
+            assert_eq!(p % ALIGN, 0);
+            assert!(r.as_slice().iter().all(|&x| x == 0));
+        }
+        // The first took up to the 2 MiB boundary past its length, the second starts there.
+        assert_eq!(b.as_ptr() as usize, lo);
+        assert_eq!(c.as_ptr() as usize, lo + (8 << 20));
+        drop((b, c));
+        let d = Region::new(big, Pages::Small).unwrap();
+        assert_eq!(d.as_ptr() as usize, lo);
+        assert!(d.as_slice().iter().all(|&x| x == 0));
+        drop(d);
+        // Nothing is left in pieces: one kept mapping of this kind holds the whole range.
+        let kept: Vec<usize> = spares()
+            .1
+            .iter()
+            .filter(|sp| sp.pages == Pages::Small)
+            .map(Spare::cap)
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0] >= big);
+    }
+
+    /// A primed mapping is already faulted in: the regions carved from it fault nothing new; a
+    /// release gives everything back, and the next region is a fresh mapping.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_primed_mapping_serves_regions_without_faults_until_released() {
+        let _turn = pool_turn();
+        let g = Reuse::start();
+        let len = 16 << 20;
+        g.prime(len, Pages::Small).unwrap();
+        // The other kind's miss leaves it alone.
+        drop(Region::new(len + (4 << 20), Pages::Huge).unwrap());
+        assert!(spares()
+            .1
+            .iter()
+            .any(|sp| sp.pages == Pages::Small && sp.cap() >= len));
+        let before = minor_faults();
+        let mut a = Region::new(len / 2, Pages::Small).unwrap();
+        let mut b = Region::new(len / 4, Pages::Small).unwrap();
+        a.touch();
+        b.touch();
+        let faults = minor_faults() - before;
+        // SAFETY: sysconf only reads a constant.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64;
+        let fresh = (len as i64 * 3 / 4) / page;
+        assert!(
+            faults < 256,
+            "{faults} faults where a fresh mapping takes {fresh}"
+        );
+        drop((a, b));
+        g.release();
+        assert!(spares().1.is_empty());
+    }
+
     /// Growing keeps the pages already faulted in: making and touching the larger region faults
     /// in only the part the smaller one did not have (counted for this thread by getrusage).
     #[cfg(target_os = "linux")]
     #[test]
     fn a_grown_mapping_keeps_its_pages() {
         let _turn = pool_turn();
-        fn minor_faults() -> i64 {
-            // SAFETY: getrusage writes one rusage struct, which we provide.
-            unsafe {
-                let mut u: libc::rusage = std::mem::zeroed();
-                libc::getrusage(libc::RUSAGE_THREAD, &mut u);
-                u.ru_minflt
-            }
-        }
         let _g = Reuse::start();
         // Small pages, so a fault is one base page.
         let (small, large) = ((24 << 20) + 4096 * 3, (32 << 20) + 4096 * 5);

@@ -367,6 +367,24 @@ impl Runner {
         self.save_partial()
     }
 
+    /// Change the last committed record that `pick` accepts and rewrite the partial file; false
+    /// where none matches. For what is known only once later cases ran: which of several
+    /// records a reference tool belongs beside.
+    pub fn amend(
+        &mut self,
+        pick: impl Fn(&Record) -> bool,
+        change: impl FnOnce(&mut Record),
+    ) -> Result<bool, BenchError> {
+        match self.result.records.iter_mut().rev().find(|r| pick(r)) {
+            Some(r) => {
+                change(r);
+                self.save_partial()?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     /// Record that a case produced nothing, and why; the run goes on.
     pub fn skip(&mut self, case: &Case, err: &BenchError) -> Result<(), BenchError> {
         let kind = match err {

@@ -71,8 +71,29 @@ struct Place {
     platform_device: usize,
 }
 
+/// PoCL's CPU device starts one worker per online CPU whatever this process may run on, so under
+/// `taskset` or a Slurm allocation of 2 CPUs on a 16-core node its 16 workers shared 2 CPUs (the
+/// Emerald Rapids device machine listed "16 compute units" under `taskset -c 0,1`). Every other
+/// phase plans its threads from the affinity mask; PoCL is told the same through its worker
+/// count (`POCL_CPU_MAX_CU_COUNT` from PoCL 4, `POCL_MAX_PTHREAD_COUNT` before, as in Debian 12's
+/// 3.1), unless the user set either. Once, before the ICD loader loads PoCL, and so before
+/// PoCL's threads could read the environment; clpeak, run as a child, inherits it.
+fn pocl_follows_affinity() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        const VARS: [&str; 2] = ["POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT"];
+        if VARS.iter().all(|v| std::env::var_os(v).is_none()) {
+            let allowed = hostbench_core::affinity::allowed_cpus().len().max(1);
+            for v in VARS {
+                std::env::set_var(v, allowed.to_string());
+            }
+        }
+    });
+}
+
 /// Every OpenCL device, numbered in platform order.
 fn device_ids() -> Result<Vec<(Place, cl_device_id)>, BenchError> {
+    pocl_follows_affinity();
     let mut out = Vec::new();
     for (pi, p) in get_platforms()
         .map_err(cl_err("clGetPlatformIDs"))?
@@ -133,34 +154,9 @@ fn describe(index: usize, place: &Place, id: cl_device_id) -> Result<DeviceInfo,
         };
         get(CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV).zip(get(CL_DEVICE_COMPUTE_CAPABILITY_MINOR_NV))
     });
-    let native = |dt: Dtype| -> (u32, &'static str) {
-        match dt {
-            Dtype::F64 => (
-                d.native_vector_width_double().unwrap_or(0),
-                "CL_DEVICE_NATIVE_VECTOR_WIDTH_DOUBLE",
-            ),
-            Dtype::F32 => (
-                d.native_vector_width_float().unwrap_or(0),
-                "CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT",
-            ),
-            Dtype::F16 => (
-                d.native_vector_width_half().unwrap_or(0),
-                "CL_DEVICE_NATIVE_VECTOR_WIDTH_HALF",
-            ),
-            Dtype::I32 => (
-                d.native_vector_width_int().unwrap_or(0),
-                "CL_DEVICE_NATIVE_VECTOR_WIDTH_INT",
-            ),
-            Dtype::I8 => (
-                d.native_vector_width_char().unwrap_or(0),
-                "CL_DEVICE_NATIVE_VECTOR_WIDTH_CHAR",
-            ),
-        }
-    };
     let peak_for = |dt: Dtype| -> PeakOr {
         if kind == "cpu" {
-            let (w, attr) = native(dt);
-            return peak::opencl_cpu_peak(units, clock_hz, dt, w, attr);
+            return Err(peak::CPU_DEVICE_NO_PEAK.to_string());
         }
         let clock = clock_hz.ok_or("the device reports no clock")?;
         match nv_cc.flatten() {

@@ -715,6 +715,48 @@ fn measure(
     )
 }
 
+/// likwid-bench beside the fastest record of `points` already measured: the figure the summary
+/// shows for them (its rule: the highest throughput at the most threads), so a run that promises
+/// one peer run beside each headline runs one, where running it beside every candidate cost a
+/// DRAM-sized likwid-bench each (some 5 s at a large last-level cache).
+pub fn likwid_beside_fastest(
+    runner: &mut Runner,
+    points: &[&Point],
+    host: &Host,
+) -> Result<(), BenchError> {
+    let cases: Vec<(&Point, Case)> = points
+        .iter()
+        .filter_map(|p| Some((*p, p.case(&p.geometry().ok()?, host))))
+        .collect();
+    let fastest = runner
+        .result()
+        .records
+        .iter()
+        .filter_map(|r| {
+            let (p, c) = cases
+                .iter()
+                .find(|(_, c)| c.benchmark == r.benchmark && c.params == r.params)?;
+            Some((*p, c, r.value))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2));
+    let Some((point, case, _)) = fastest else {
+        return Ok(());
+    };
+    let Some(ws) = case
+        .params
+        .get("working_set_bytes")
+        .and_then(|v| v.as_u64())
+    else {
+        return Ok(());
+    };
+    let (benchmark, params) = (case.benchmark.clone(), case.params.clone());
+    runner.amend(
+        |r| r.benchmark == benchmark && r.params == params,
+        |rec| attach_likwid(rec, point, ws, point.threads, 1),
+    )?;
+    Ok(())
+}
+
 /// likwid-bench beside the record just measured; a point without a likwid kernel, or a missing
 /// tool, is a warning on the record, never a failed case.
 fn attach_likwid(rec: &mut Record, point: &Point, working_set: u64, threads: usize, runs: usize) {
@@ -776,6 +818,57 @@ mod tests {
             run_point(&mut r, p, t, &Host::default(), &Spec::default()).unwrap();
         }
         r.finish().unwrap()
+    }
+
+    /// The headline reference goes beside the fastest of the candidates once all have run, and
+    /// beside no other: likwid-bench's figure where it is installed, else the reason it is not.
+    #[test]
+    fn the_headline_reference_stands_beside_the_fastest_candidate_alone() {
+        let mut r = runner();
+        let mut points = Vec::new();
+        for store in [Store::Temporal, Store::NonTemporal] {
+            if store == Store::NonTemporal && !Isa::best().has_nontemporal() {
+                continue;
+            }
+            points.push(Point {
+                store,
+                ..point(Kernel::Triad, Pattern::Seq, Block::Whole, 3 << 20, 1)
+            });
+        }
+        for p in &points {
+            run_point(&mut r, p, &timing(), &Host::default(), &Spec::default()).unwrap();
+        }
+        // A record the candidates do not include, faster than both, is left alone.
+        let read = point(Kernel::Read, Pattern::Seq, Block::Whole, 1 << 20, 1);
+        run_point(&mut r, &read, &timing(), &Host::default(), &Spec::default()).unwrap();
+        let candidates: Vec<&Point> = points.iter().collect();
+        likwid_beside_fastest(&mut r, &candidates, &Host::default()).unwrap();
+        let res = r.finish().unwrap();
+        let triads: Vec<_> = res
+            .records
+            .iter()
+            .filter(|rec| rec.params["kernel"] == "triad")
+            .collect();
+        assert_eq!(triads.len(), points.len());
+        let fastest = triads
+            .iter()
+            .max_by(|a, b| a.value.total_cmp(&b.value))
+            .unwrap();
+        let beside = |rec: &Record| {
+            rec.reference.is_some()
+                || rec.extra.contains_key("reference_command")
+                || rec.warnings.iter().any(|w| w.contains("likwid-bench"))
+        };
+        for rec in &res.records {
+            assert_eq!(
+                beside(rec),
+                std::ptr::eq(rec, *fastest),
+                "{:?}: {:?} {:?}",
+                rec.params,
+                rec.reference,
+                rec.warnings
+            );
+        }
     }
 
     #[test]

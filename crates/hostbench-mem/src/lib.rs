@@ -308,6 +308,40 @@ fn precheck(check: Option<Result<(), BenchError>>) -> Result<Option<BenchError>,
     }
 }
 
+/// The largest region of each page kind the sweep and the latency curve will map, while they fit
+/// in the memory budget together (else the larger alone).
+fn largest_regions(cfg: &MemConfig, sweep_points: &[bandwidth::Point]) -> Vec<(usize, Pages)> {
+    let mut largest: Vec<(usize, Pages)> = Vec::new();
+    let mut note = |len: usize, pages: Pages| match largest.iter_mut().find(|(_, p)| *p == pages) {
+        Some(l) => l.0 = l.0.max(len),
+        None => largest.push((len, pages)),
+    };
+    if cfg.sweep.is_some() {
+        for p in sweep_points {
+            if let Ok(g) = p.geometry() {
+                note(g.array_bytes as usize, cfg.pages);
+            }
+        }
+    }
+    if let Some(l) = &cfg.latency {
+        if let Some(&ws) = l.working_sets.iter().max() {
+            for &pages in &l.pages {
+                if let Ok(len) = latency::region_len(ws, pages, 0) {
+                    note(len, pages);
+                }
+            }
+        }
+    }
+    largest.sort_by_key(|&(len, _)| std::cmp::Reverse(len));
+    let budget = memory_budget().map_or(u64::MAX, |(limit, _)| limit);
+    let mut total = 0u64;
+    largest.retain(|&(len, _)| {
+        total += len as u64;
+        total <= budget
+    });
+    largest
+}
+
 /// Record a whole latency section as skipped, with why.
 fn skip_section(runner: &mut Runner, benchmark: &str, why: &BenchError) -> Result<(), BenchError> {
     let case = hostbench_core::Case::new(benchmark, hostbench_core::model::Metric::Latency, "s");
@@ -356,24 +390,42 @@ pub fn run_mem(
     // fresh ones in. Given back before loaded latency, which sizes itself from free memory.
     let reuse = (hostbench_core::host::numa_topology().len() <= 1)
         .then(hostbench_core::buffer::Reuse::start);
-    // The headline likwid-bench stands beside: triad at the most threads.
+    // The headline likwid-bench stands beside: triad at the most threads, of its store kinds
+    // the fastest, known once they all ran.
     let headline = bw_points
         .iter()
         .filter(|p| p.kernel == bandwidth::Kernel::Triad && reference::likwid_kernel(p).is_some())
         .map(|p| p.threads)
         .max();
     for p in &bw_points {
-        let is_headline = p.kernel == bandwidth::Kernel::Triad && Some(p.threads) == headline;
         let t = Timing {
-            reference: match cfg.reference {
-                ReferenceScope::All => Some(runner.config().repeat),
-                // One peer run beside the headline: cheap, as `run` promises.
-                scope if scope.wants(is_headline) => Some(1),
-                _ => None,
-            },
+            reference: (cfg.reference == ReferenceScope::All).then(|| runner.config().repeat),
             ..timing
         };
         bandwidth::run_point(runner, p, &t, host, spec)?;
+    }
+    // Between the bandwidth cases and the sections after them, memory changes hands while it is
+    // warm: the kept mappings are given back just before likwid-bench starts (so it gets pages
+    // the host still backs), and right after it the sweep's and latency curve's largest regions
+    // are mapped and faulted in at once from what it freed. On a VM that reports free pages to
+    // its host, memory left free for a few seconds costs a host fault per page again: at a
+    // 480 MiB LLC, some 8 GiB of such faults were spread over likwid-bench and the growing 4k
+    // curve.
+    if let Some(pool) = &reuse {
+        pool.release();
+    }
+    if cfg.reference == ReferenceScope::Headline {
+        let candidates: Vec<&bandwidth::Point> = bw_points
+            .iter()
+            .filter(|p| p.kernel == bandwidth::Kernel::Triad && Some(p.threads) == headline)
+            .collect();
+        bandwidth::likwid_beside_fastest(runner, &candidates, host)?;
+    }
+    if let Some(pool) = &reuse {
+        for (len, pages) in largest_regions(cfg, &sweep_points) {
+            // Only a head start: where it fails, the regions are mapped as they come.
+            let _ = pool.prime(len, pages);
+        }
     }
     if let Some(s) = &cfg.sweep {
         let t = Timing {

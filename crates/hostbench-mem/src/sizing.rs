@@ -70,7 +70,12 @@ pub fn level_in(caches: &[Cache], cores: u32, total: u64, threads: usize) -> Str
 /// Working sets for a sweep from 4 KiB to at least `8 × LLC` and `min_top`: powers of two and the
 /// points half-way between them (×1.5), two per octave, the density at which a cache step shows.
 pub fn sweep_sizes(caches: &[Cache], min_top: u64) -> Vec<u64> {
-    let top = (8 * llc_total(caches)).max(min_top);
+    sweep_sizes_to(caches, 8, min_top)
+}
+
+/// [`sweep_sizes`] up to `llcs × LLC` (and at least `min_top`).
+pub fn sweep_sizes_to(caches: &[Cache], llcs: u64, min_top: u64) -> Vec<u64> {
+    let top = (llcs * llc_total(caches)).max(min_top);
     let mut v = Vec::new();
     let mut s = 4 * KIB;
     while s <= top {
@@ -165,5 +170,8 @@ mod tests {
         assert!(v.windows(2).all(|w| w[0] < w[1]));
         let v = sweep_sizes(&chiplet(), 0);
         assert_eq!(*v.last().unwrap(), 4 * GIB);
+        // A shorter reach ends at its own multiple, or at the floor where that is higher.
+        assert_eq!(*sweep_sizes_to(&chiplet(), 4, 0).last().unwrap(), 2 * GIB);
+        assert_eq!(*sweep_sizes_to(&small(), 4, GIB).last().unwrap(), GIB);
     }
 }

@@ -420,7 +420,7 @@ fn two_hosts_over_veth_with_a_token() {
 #[test]
 fn udp_search_is_the_default_and_records_its_curve() {
     let out = run_ok(
-        "net loopback --proto udp --streams 1 --throughput --duration 800ms --repeat 1 --warmup 0 --json -",
+        "net loopback --proto udp --streams 1 --throughput --duration 800ms --repeat 1 --warmup 2 --json -",
         &[],
     );
     let doc = json_of(&out);
@@ -434,6 +434,8 @@ fn udp_search_is_the_default_and_records_its_curve() {
     assert!(r["extra"]["lost_fraction"].as_f64().expect("loss") <= 0.001);
     let curve = r["extra"]["search_curve"].as_array().expect("curve");
     assert!(!curve.is_empty() && curve.len() <= 9, "{curve:?}");
+    // Each warm-up sample is one unpaced probe, not a whole search.
+    assert_eq!(r["extra"]["warmup_trials"], 2, "{}", r["extra"]);
     for t in curve {
         let loss = t["lost_fraction"].as_f64().expect("loss");
         assert_eq!(t["passed"], loss <= 0.001, "{t}");

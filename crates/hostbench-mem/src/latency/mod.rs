@@ -234,7 +234,7 @@ pub(crate) fn per_thread_bytes(ws: u64) -> u64 {
 
 /// Map a region length for `pages`: huge-page regions are rounded up to whole 2 MiB pages, so a
 /// small working set can still sit in one huge page instead of being refused one.
-fn region_len(ws: u64, pages: Pages, pad: usize) -> Result<usize, BenchError> {
+pub(crate) fn region_len(ws: u64, pages: Pages, pad: usize) -> Result<usize, BenchError> {
     let len = usize::try_from(ws)
         .ok()
         .and_then(|l| l.checked_add(pad))

@@ -104,8 +104,8 @@ impl Subsystem for Gpu {
                 "gpu.flops f32/f64, gpu.iops i32 (its compute tests), gpu.bandwidth read at the \
                      largest block (its global bandwidth)",
             how: "--reference on gpu and run (OpenCL devices; once per device, every test the \
-                  cases want; run's headline: global bandwidth); scripts/bench/gpu-vs-clpeak \
-                  for interleaved rounds",
+                  cases want; run's headline on a GPU: global bandwidth); \
+                  scripts/bench/gpu-vs-clpeak for interleaved rounds",
         },
         ReferenceTool {
             name: "libcuda.so.1",

@@ -55,7 +55,7 @@ pub mod openblas;
 mod sync;
 mod system;
 
-pub use system::{default_n, memory_needed, run, LinpackConfig, LinpackOutcome};
+pub use system::{default_n, memory_needed, run, LinpackConfig, LinpackOutcome, Prepared};
 
 /// Helpers shared by the submodules' tests.
 #[cfg(test)]

@@ -208,7 +208,7 @@ impl Drop for Reuse {
 /// point, and the pages already faulted in come along), and the other kept mappings of that kind
 /// too small for `len` are given back, so the pool never holds memory that a larger request then
 /// has to find beside it. Mappings of the other kind stay: the latency curve takes turns.
-fn reuse(len: usize, pages: Pages) -> Option<Region> {
+fn reuse(len: usize, pages: Pages, zero: bool) -> Option<Region> {
     let (picked, freed) = {
         let mut s = spares();
         if s.0 == 0 {
@@ -243,8 +243,10 @@ fn reuse(len: usize, pages: Pages) -> Option<Region> {
     } else if let Some(rest) = sp.split_off(len) {
         keep(rest);
     }
-    // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap() >= len), which only we own.
-    unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
+    if zero {
+        // SAFETY: ptr..ptr+len lies inside the spare's mapping (cap() >= len), which only we own.
+        unsafe { std::ptr::write_bytes(sp.ptr.as_ptr(), 0, len) };
+    }
     let region = Region {
         base: sp.base,
         map_len: sp.map_len,
@@ -356,8 +358,20 @@ impl Region {
     /// Map `len` bytes (at least one) without touching them; under a [`Reuse`] guard, a kept
     /// mapping that fits, zeroed.
     pub fn new(len: usize, pages: Pages) -> Result<Self, BenchError> {
+        Self::map(len, pages, true)
+    }
+
+    /// As [`Region::new`], for a caller that writes every byte before it reads any (a
+    /// benchmark's arrays, filled with their initial contents): a kept mapping comes back as the
+    /// region that last used it left it, not zeroed first. At a 480 MiB LLC the bandwidth cases
+    /// alone zeroed some 50 GiB that their own fill then wrote again, on one thread.
+    pub fn new_for_overwrite(len: usize, pages: Pages) -> Result<Self, BenchError> {
+        Self::map(len, pages, false)
+    }
+
+    fn map(len: usize, pages: Pages, zero: bool) -> Result<Self, BenchError> {
         let len = len.max(1);
-        if let Some(r) = reuse(len, pages) {
+        if let Some(r) = reuse(len, pages, zero) {
             return Ok(r);
         }
         let map_len = len
@@ -720,6 +734,26 @@ mod tests {
             .collect();
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert!(kept[0] >= big);
+    }
+
+    /// A region for overwriting skips the zeroing pass on reuse (the old bytes are still there);
+    /// a plain region never does.
+    #[test]
+    fn only_a_plain_region_is_zeroed_on_reuse() {
+        let _turn = pool_turn();
+        let _g = Reuse::start();
+        let mut a = Region::new(1 << 20, Pages::Small).unwrap();
+        a.as_mut_slice().fill(7);
+        drop(a);
+        let mut b = Region::new_for_overwrite(1 << 20, Pages::Small).unwrap();
+        assert!(b.as_slice().iter().all(|&x| x == 7));
+        b.as_mut_slice().fill(9);
+        drop(b);
+        let c = Region::new(1 << 20, Pages::Small).unwrap();
+        assert!(c.as_slice().iter().all(|&x| x == 0));
+        // A fresh mapping reads as zeros either way.
+        let d = Region::new_for_overwrite(1 << 20, Pages::Huge).unwrap();
+        assert!(d.as_slice().iter().all(|&x| x == 0));
     }
 
     /// A primed mapping is already faulted in: the regions carved from it fault nothing new; a

@@ -430,7 +430,9 @@ fn init_arrays(
     let (_, inits) = kernel.layout();
     let mut arrays = Vec::with_capacity(kernel.arrays());
     for (a, init) in (0..kernel.arrays()).map(|a| (a, inits.get(a).copied())) {
-        let mut r = Region::new(g.array_bytes as usize, pages)?;
+        // Every byte is written below (a fill, or the kernel's own writes after a touch)
+        // before any is read.
+        let mut r = Region::new_for_overwrite(g.array_bytes as usize, pages)?;
         if let Some(node) = node {
             r.bind_node(node)?;
         }

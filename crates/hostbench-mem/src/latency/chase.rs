@@ -66,7 +66,8 @@ impl ChainSet {
                 order.len()
             )));
         }
-        let mut region = Region::new(region_len(ws, pages, 0)?, pages)?;
+        // Only the link words are ever read, and `link` writes every line's.
+        let mut region = Region::new_for_overwrite(region_len(ws, pages, 0)?, pages)?;
         if let Some(node) = node {
             region.bind_node(node)?;
         }
@@ -126,27 +127,77 @@ impl ChainSet {
 /// Sattolo gives `next[line]`, and the walk order then has to be read off it by following the
 /// cycle, one dependent cache miss per line: on a multi-GiB set that pass alone took seconds per
 /// size, where the shuffle's misses are independent and overlap.
+///
+/// The swap partners come from the random stream alone, not from the data, so they are drawn a
+/// batch ahead and their elements prefetched: the swaps' cache misses then overlap instead of
+/// coming one after the other. The swaps themselves run in the same order as before, so the
+/// permutation is the same, element for element.
 fn walk_order(n: u32, seed: u64) -> Vec<u32> {
     let mut order: Vec<u32> = (0..n).collect();
     let mut rng = SplitMix64::new(seed);
-    for i in (2..n as usize).rev() {
-        // j uniform in [1, i]: position 0 keeps line 0.
-        let j = 1 + rng.below(i as u64) as usize;
-        order.swap(i, j);
+    let mut js = [0usize; BATCH];
+    let mut i = n as usize;
+    while i > 2 {
+        // Steps i-1 down to max(2, i - BATCH), as the plain loop takes them.
+        let lo = i.saturating_sub(BATCH).max(2);
+        for (slot, step) in js.iter_mut().zip((lo..i).rev()) {
+            // j uniform in [1, step]: position 0 keeps line 0.
+            *slot = 1 + rng.below(step as u64) as usize;
+            prefetch(&order, *slot);
+        }
+        for (&j, step) in js.iter().zip((lo..i).rev()) {
+            order.swap(step, j);
+        }
+        i = lo;
     }
     order
 }
 
+/// Swaps or writes issued ahead of time by [`walk_order`] and [`link`]: enough independent misses
+/// in flight to cover DRAM latency on one core.
+const BATCH: usize = 32;
+
+/// A hint that `v[i]` is about to be used (no effect where the target has no prefetch we use).
+#[inline(always)]
+fn prefetch<T>(v: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(e) = v.get(i) {
+        // SAFETY: a prefetch of an address inside a live slice; it never faults or writes.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(
+                (e as *const T).cast::<i8>(),
+                std::arch::x86_64::_MM_HINT_T0,
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (v, i);
+}
+
 /// Write the links: each line's first word gets the address of the next line in `order`. They
-/// are written in cycle order so that what stays cached afterwards is the end of the lap.
+/// are written in cycle order so that what stays cached afterwards is the end of the lap, each
+/// batch's lines prefetched before it is written.
 /// Returns the (exposed) address of line 0.
 fn link(region: &mut Region, order: &[u32]) -> usize {
     let base = region.as_mut_ptr().expose_provenance();
     let words = words_mut(region);
     let per_line = LINE as usize / std::mem::size_of::<usize>();
-    let successors = order.iter().skip(1).chain(order.first());
-    for (&line, &to) in order.iter().zip(successors) {
-        words[line as usize * per_line] = base + to as usize * LINE as usize;
+    let n = order.len();
+    let mut k = 0;
+    while k < n {
+        let end = (k + BATCH).min(n);
+        for &line in &order[k..end] {
+            prefetch(words, line as usize * per_line);
+        }
+        for idx in k..end {
+            let to = if idx + 1 == n {
+                order[0]
+            } else {
+                order[idx + 1]
+            };
+            words[order[idx] as usize * per_line] = base + to as usize * LINE as usize;
+        }
+        k = end;
     }
     base
 }
@@ -225,6 +276,26 @@ mod tests {
     use crate::latency::sweep::Walker;
     use crate::latency::MAX_CHAINS;
     use crate::sizing::KIB;
+
+    /// The batched shuffle draws the same permutation as the plain Fisher–Yates loop it
+    /// replaced, element for element.
+    #[test]
+    fn batched_walk_order_is_the_plain_shuffle() {
+        fn plain(n: u32, seed: u64) -> Vec<u32> {
+            let mut order: Vec<u32> = (0..n).collect();
+            let mut rng = SplitMix64::new(seed);
+            for i in (2..n as usize).rev() {
+                let j = 1 + rng.below(i as u64) as usize;
+                order.swap(i, j);
+            }
+            order
+        }
+        for n in [2u32, 3, 4, 31, 32, 33, 34, 64, 65, 1000, 65_537] {
+            for seed in [0, 1, 0x6C61_7465] {
+                assert_eq!(walk_order(n, seed), plain(n, seed), "n={n} seed={seed}");
+            }
+        }
+    }
 
     #[test]
     fn walk_order_is_one_cycle_through_every_line_from_line_0() {

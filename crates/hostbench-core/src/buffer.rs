@@ -142,7 +142,8 @@ fn unmap(base: NonNull<u8>, map_len: usize) {
 }
 
 /// While a guard is alive, a dropped region's mapping is kept, and the next region of the same
-/// page kind that fits in it gets it back, zeroed, instead of a fresh mapping; where none fits,
+/// page kind that fits in it gets it back (zeroed, unless asked for with
+/// [`Region::new_for_overwrite`]) instead of a fresh mapping; where none fits,
 /// the largest is grown in place (`mremap`), so a sweep whose sizes grow faults in only what
 /// each new size adds. A region given a kept mapping much larger than itself takes only what it
 /// needs (up to a 2 MiB boundary); the rest stays kept for the next region, and neighbours that
@@ -180,7 +181,8 @@ impl Reuse {
     /// that follow: right after a release, the memory just freed comes back warm in one pass,
     /// instead of being reported to the host and faulted back region by region.
     pub fn prime(&self, len: usize, pages: Pages) -> Result<(), BenchError> {
-        let mut r = Region::new(len, pages)?;
+        // The touch writes every page, so a kept mapping it is given needs no zeroing pass.
+        let mut r = Region::new_for_overwrite(len, pages)?;
         r.touch();
         Ok(())
     }
@@ -203,7 +205,7 @@ impl Drop for Reuse {
     }
 }
 
-/// The smallest kept mapping of `pages` that holds `len` bytes, as a zeroed region. On a miss the
+/// The smallest kept mapping of `pages` that holds `len` bytes, as a region (zeroed if `zero`). On a miss the
 /// largest kept mapping of that kind is grown to `len` instead (a sweep's sizes grow point by
 /// point, and the pages already faulted in come along), and the other kept mappings of that kind
 /// too small for `len` are given back, so the pool never holds memory that a larger request then

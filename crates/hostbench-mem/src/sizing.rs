@@ -68,20 +68,29 @@ pub fn level_in(caches: &[Cache], cores: u32, total: u64, threads: usize) -> Str
 }
 
 /// Working sets for a sweep from 4 KiB to at least `8 × LLC` and `min_top`: powers of two and the
-/// points half-way between them (×1.5), two per octave, the density at which a cache step shows.
+/// points half-way between them (×1.5), two per octave, the density at which a cache step shows,
+/// up to twice the LLC; past that, one per octave (see [`sweep_sizes_to`]).
 pub fn sweep_sizes(caches: &[Cache], min_top: u64) -> Vec<u64> {
     sweep_sizes_to(caches, 8, min_top)
 }
 
 /// [`sweep_sizes`] up to `llcs × LLC` (and at least `min_top`).
+///
+/// Past twice the LLC no cache step is left to find: the curve only approaches DRAM as the
+/// share of the set the LLC still holds falls (a half at 2 × LLC, an eighth at 8 ×), which
+/// powers of two show as well. Those are the sizes that cost: each point maps, touches and links
+/// or streams gigabytes, so on a 480 MiB LLC the 1.5 and 3 GiB half-octaves took about a
+/// quarter of the latency curve's time. With no cache known, every point keeps its half-octave.
 pub fn sweep_sizes_to(caches: &[Cache], llcs: u64, min_top: u64) -> Vec<u64> {
-    let top = (llcs * llc_total(caches)).max(min_top);
+    let llc = llc_total(caches);
+    let top = (llcs * llc).max(min_top);
+    let dense_to = if llc == 0 { top } else { 2 * llc };
     let mut v = Vec::new();
     let mut s = 4 * KIB;
     while s <= top {
         v.push(s);
         let mid = s + s / 2;
-        if mid <= top {
+        if mid <= top && mid <= dense_to {
             v.push(mid);
         }
         s *= 2;
@@ -173,5 +182,22 @@ mod tests {
         // A shorter reach ends at its own multiple, or at the floor where that is higher.
         assert_eq!(*sweep_sizes_to(&chiplet(), 4, 0).last().unwrap(), 2 * GIB);
         assert_eq!(*sweep_sizes_to(&small(), 4, GIB).last().unwrap(), GIB);
+    }
+
+    #[test]
+    fn past_twice_the_llc_the_sweep_keeps_one_point_per_octave() {
+        // 32 MiB LLC: half-octaves up to 64 MiB, then 128, 256 … 1 GiB.
+        let v = sweep_sizes(&small(), GIB);
+        assert!(v.contains(&(48 * MIB)) && v.contains(&(64 * MIB)));
+        let past: Vec<u64> = v.iter().copied().filter(|&s| s > 64 * MIB).collect();
+        assert_eq!(past, [128 * MIB, 256 * MIB, 512 * MIB, GIB]);
+        // 480 MiB LLC to 8 ×: 768 MiB is still a half-octave, then 1, 2 GiB and the 3.75 GiB top.
+        let big = [cache(3, "unified", 480 * MIB, 1)];
+        let v = sweep_sizes(&big, 256 * MIB);
+        let tail: Vec<u64> = v.iter().copied().filter(|&s| s >= 512 * MIB).collect();
+        assert_eq!(tail, [512 * MIB, 768 * MIB, GIB, 2 * GIB, 3840 * MIB]);
+        // No cache known: two per octave all the way.
+        let v = sweep_sizes(&[], 256 * MIB);
+        assert!(v.contains(&(192 * MIB)));
     }
 }

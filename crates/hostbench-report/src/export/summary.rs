@@ -7,7 +7,9 @@
 //! per value of its first "what" parameter (dtype, kernel, op, proto, kind), the records at the
 //! largest concurrency (threads or streams) are kept, and of those the best: the highest
 //! throughput, or for latency the figure at the largest working set or block (the DRAM point of a
-//! cache sweep is the memory's latency; the L1 point is not) and the lowest among those.
+//! cache sweep is the memory's latency; the L1 point is not) and the lowest among those. A
+//! throughput placed in the memory hierarchy (a `level`) is taken at the largest working set too:
+//! a memory bandwidth is the DRAM one, not the L1 peak of the cache sweep.
 //!
 //! A latency under load is a "what" of its own beside the idle one (`udp under load`), and its
 //! headline is the loaded end, said with the load and its multiple of the idle figure; a
@@ -33,6 +35,8 @@ const WHAT_KEYS: [&str; 9] = [
 ];
 /// The parameters that size a latency measurement (the largest is the headline).
 const SIZE_KEYS: [&str; 2] = ["working_set_bytes", "block_bytes"];
+/// The parameter that places a record in the memory hierarchy (`L1` … `DRAM`).
+const LEVEL_KEY: &str = "level";
 /// The parameters a summary line names beside the figure: where it was reached, in few words.
 /// The rest (engine, file size, target, …) is in the report.
 const CONTEXT_KEYS: [&str; 15] = [
@@ -126,19 +130,30 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
                         .total_cmp(&load_level(b).unwrap_or(0.0))
                 })
             } else if at_top.first()?.metric == Metric::Latency {
-                let size = |r: &Record| SIZE_KEYS.iter().map(|k| num(r, k)).fold(0.0, f64::max);
-                let largest = at_top.iter().map(|r| size(r)).fold(f64::MIN, f64::max);
-                at_top.retain(|r| size(r) == largest);
+                keep_largest(&mut at_top);
                 at_top
                     .into_iter()
                     .min_by(|a, b| a.value.total_cmp(&b.value))
             } else {
+                if at_top.iter().any(|r| r.params.contains_key(LEVEL_KEY)) {
+                    // A bandwidth across the memory hierarchy: the L1 point of a cache sweep is
+                    // the core's bandwidth to its L1, not the memory's; the largest working set
+                    // (DRAM, where the DIMMs' peak applies) is, as STREAM sizes it.
+                    keep_largest(&mut at_top);
+                }
                 at_top
                     .into_iter()
                     .max_by(|a, b| a.value.total_cmp(&b.value))
             }
         })
         .collect()
+}
+
+/// The records of the largest working set (or block) among `recs`.
+fn keep_largest(recs: &mut Vec<&Record>) {
+    let size = |r: &Record| SIZE_KEYS.iter().map(|k| num(r, k)).fold(0.0, f64::max);
+    let largest = recs.iter().map(|r| size(r)).fold(f64::MIN, f64::max);
+    recs.retain(|r| size(r) == largest);
 }
 
 /// One headline figure: its benchmark id, what it measured (the value of the benchmark's "what"
@@ -446,6 +461,43 @@ mod tests {
         let picked = headlines(&[&l1, &dram]);
         assert_eq!(picked.len(), 1);
         assert_eq!(picked[0].value, 90e-9);
+    }
+
+    #[test]
+    fn a_memory_bandwidth_headline_is_the_dram_figure_not_the_l1_peak() {
+        use crate::testdata::record;
+        let bw = |ws: u64, level: &str, v: f64| {
+            record(
+                "mem.bandwidth",
+                Metric::Throughput,
+                "B/s",
+                serde_json::json!({"kernel": "read", "working_set_bytes": ws, "threads": 2,
+                    "level": level}),
+                &[v],
+            )
+        };
+        let (l1, l3, dram) = (
+            bw(32 << 10, "L1", 900e9),
+            bw(64 << 20, "L3", 200e9),
+            bw(2 << 30, "DRAM", 47e9),
+        );
+        let picked = headlines(&[&l1, &l3, &dram]);
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].value, 47e9);
+        // A sweep that stays in the caches still has a headline: its largest set.
+        assert_eq!(headlines(&[&l1, &l3])[0].value, 200e9);
+        // Without a level (disk, network), the best block size is the headline.
+        let disk = |block: u64, v: f64| {
+            record(
+                "disk.throughput",
+                Metric::Throughput,
+                "B/s",
+                serde_json::json!({"op": "read", "block_bytes": block, "threads": 1}),
+                &[v],
+            )
+        };
+        let (small, large) = (disk(1 << 20, 3e9), disk(64 << 20, 2e9));
+        assert_eq!(headlines(&[&small, &large])[0].value, 3e9);
     }
 
     #[test]

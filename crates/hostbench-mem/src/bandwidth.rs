@@ -1071,7 +1071,10 @@ mod tests {
                     if matches!(init_of(kernel, a), Init::Touch) {
                         continue; // contents the kernel overwrites before reading
                     }
-                    assert!(o.as_slice() == s.as_slice(), "{kernel:?} thread {t} array {a}");
+                    assert!(
+                        o.as_slice() == s.as_slice(),
+                        "{kernel:?} thread {t} array {a}"
+                    );
                 }
             }
         }

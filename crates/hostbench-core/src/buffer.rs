@@ -647,7 +647,22 @@ mod pm_scan {
 #[cfg(target_os = "linux")]
 fn pagemap_huge_bytes(start: u64, end: u64) -> Option<u64> {
     use std::os::fd::AsRawFd;
-    let page = 4096u64;
+    // PAGEMAP_SCAN's number below is in the generic ioctl encoding; these architectures encode
+    // differently, and smaps answers there.
+    if cfg!(any(
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc64"
+    )) {
+        return None;
+    }
+    // The scan takes whole pages; a region starts on one (it is 2 MiB-aligned).
+    // SAFETY: sysconf has no preconditions.
+    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|&p| p > 0)?;
     let end = end.div_ceil(page) * page;
     let f = std::fs::File::open("/proc/self/pagemap").ok()?;
     let mut vec = [pm_scan::PageRegion::default(); 64];

@@ -1,8 +1,9 @@
 //! Bandwidth: one kernel over private per-thread arrays, block by block, timed by the runner.
 //!
 //! A case is (kernel, block order, block size, working set, threads, store flavour, ISA). Each
-//! thread gets its own arrays, mapped and first-touched on its pinned CPU, sized so all arrays of
-//! all threads add up to the working set. The arrays are cut into blocks of the block size, and a
+//! thread gets its own arrays, mapped and first-touched on its pinned CPU (on a one-node host,
+//! filled by every CPU: see `fill_cpus`), sized so all arrays of all threads add up to the
+//! working set. The arrays are cut into blocks of the block size, and a
 //! sample walks a number of blocks in sequential or permuted order, continuing where the previous
 //! sample stopped, so a small-block case still covers the whole working set over its samples and
 //! `--passes` can ask for the classic "N passes over 1 GiB".
@@ -505,7 +506,8 @@ fn init_arrays(
 /// The CPUs that fill a case's arrays together when the case itself runs on fewer: on a host
 /// with one NUMA node and no placement asked for, where the CPU that first touches a page
 /// decides nothing. A one-thread case on two CPUs then fills its gigabytes twice as fast (the
-/// fill of a triad's 5.6 GiB on one thread took 2 s of a 4 s case on a 2-vCPU Sapphire Rapids).
+/// fill of a triad's 5.6 GiB on one thread took 2 s of a 4 s case on two CPUs of a Sapphire
+/// Rapids VM).
 /// `None`: each thread fills its own arrays.
 fn fill_cpus(host: &Host, place: &Placement, threads: usize) -> Option<Vec<usize>> {
     if host.numa_nodes > 1 || place.cpus.is_some() || place.mem_node.is_some() {

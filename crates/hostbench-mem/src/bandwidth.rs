@@ -506,9 +506,8 @@ fn init_arrays(
 /// The CPUs that fill a case's arrays together when the case itself runs on fewer: on a host
 /// with one NUMA node and no placement asked for, where the CPU that first touches a page
 /// decides nothing. A one-thread case on two CPUs then fills its gigabytes twice as fast (the
-/// fill of a triad's 5.6 GiB on one thread took 2 s of a 4 s case on two CPUs of a Sapphire
-/// Rapids VM).
-/// `None`: each thread fills its own arrays.
+/// fill of a triad's 5.6 GiB on one thread was some 2 s of a 3.4–4.2 s case on two CPUs of a
+/// Sapphire Rapids VM). `None`: each thread fills its own arrays.
 fn fill_cpus(host: &Host, place: &Placement, threads: usize) -> Option<Vec<usize>> {
     if host.numa_nodes > 1 || place.cpus.is_some() || place.mem_node.is_some() {
         return None;

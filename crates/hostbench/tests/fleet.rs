@@ -175,6 +175,28 @@ fn status(dir: &Path, rel: &str) -> Value {
     json(&dir.join(rel))
 }
 
+/// What a pair's run left out and what its client and server said, for a failed assertion: a
+/// pair that exits 3 (a case skipped) counts as measured, so its record can be missing.
+fn pair_story(dir: &Path, from: &str, to: &str) -> String {
+    let net = dir.join("net");
+    let run = std::fs::read(net.join(format!("{from}--{to}.json")))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .unwrap_or_default();
+    let log = |side: &str| {
+        std::fs::read_to_string(net.join(format!("{from}--{to}.{side}.log"))).unwrap_or_default()
+    };
+    let skipped = match &run["skipped"] {
+        Value::Null => "none".to_string(),
+        v => v.to_string(),
+    };
+    format!(
+        "{from}->{to}: skipped {skipped}\nclient log:\n{}\nserver log:\n{}",
+        log("client"),
+        log("server")
+    )
+}
+
 fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !done() {
@@ -379,11 +401,13 @@ fn fleet_on_a_three_node_slurm_cluster() {
         assert_eq!(
             cell(from, to, "throughput"),
             Some(tput[from]),
-            "{from}->{to}"
+            "{}",
+            pair_story(&dir_a, from, to)
         );
         assert!(
             cell(from, to, "rtt").is_some_and(|v| v > 0.0),
-            "{from}->{to}"
+            "{}",
+            pair_story(&dir_a, from, to)
         );
     }
     let net = doc["figures"]

@@ -600,7 +600,7 @@ impl Region {
             use std::io::BufRead;
             let f = std::fs::File::open("/proc/self/smaps").ok()?;
             let lines = std::io::BufReader::new(f).lines().map_while(Result::ok);
-            Some(anon_huge_bytes_in_lines(lines, start, end))
+            Some(anon_huge_bytes_in(lines, start, end))
         })
     }
 }
@@ -659,10 +659,7 @@ fn pagemap_huge_bytes(start: u64, end: u64) -> Option<u64> {
         return None;
     }
     // The scan takes whole pages; a region starts on one (it is 2 MiB-aligned).
-    // SAFETY: sysconf has no preconditions.
-    let page = u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
-        .ok()
-        .filter(|&p| p > 0)?;
+    let page = base_page_bytes() as u64;
     let end = end.div_ceil(page) * page;
     let f = std::fs::File::open("/proc/self/pagemap").ok()?;
     let mut vec = [pm_scan::PageRegion::default(); 64];
@@ -709,6 +706,17 @@ fn pagemap_huge_bytes(_start: u64, _end: u64) -> Option<u64> {
     None
 }
 
+/// The base page size (4 KiB on x86-64; 4, 16 or 64 KiB on Arm64).
+#[cfg(target_os = "linux")]
+fn base_page_bytes() -> usize {
+    // SAFETY: sysconf only reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(page)
+        .ok()
+        .filter(|&p| p > 0)
+        .unwrap_or(4096)
+}
+
 impl Drop for Region {
     fn drop(&mut self) {
         keep(Spare {
@@ -721,19 +729,11 @@ impl Drop for Region {
 }
 
 /// Sum `AnonHugePages` over the smaps mappings that overlap `[start, end)`, counting only the
-/// overlapping share of a mapping that extends beyond the range (the alignment slack).
-pub fn anon_huge_bytes_in(smaps: &str, start: u64, end: u64) -> u64 {
-    anon_huge_bytes_in_lines(smaps.lines(), start, end)
-}
-
-/// [`anon_huge_bytes_in`] over smaps' lines as they come. smaps lists mappings in address order,
-/// so the first mapping that starts at or past `end` ends the read: the kernel then never walks
-/// the page tables of the mappings after it.
-fn anon_huge_bytes_in_lines<L: AsRef<str>>(
-    lines: impl Iterator<Item = L>,
-    start: u64,
-    end: u64,
-) -> u64 {
+/// overlapping share of a mapping that extends beyond the range (the alignment slack), from
+/// smaps' lines as they come. smaps lists mappings in address order, so the first mapping that
+/// starts at or past `end` ends the read: the kernel then never walks the page tables of the
+/// mappings after it.
+fn anon_huge_bytes_in<L: AsRef<str>>(lines: impl Iterator<Item = L>, start: u64, end: u64) -> u64 {
     let mut total = 0u64;
     let mut current: Option<(u64, u64)> = None;
     for line in lines {
@@ -910,9 +910,7 @@ mod tests {
         a.touch();
         b.touch();
         let faults = minor_faults() - before;
-        // SAFETY: sysconf only reads a constant.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as i64;
-        let fresh = (len as i64 * 3 / 4) / page;
+        let fresh = (len * 3 / 4 / base_page_bytes()) as i64;
         assert!(
             faults < 256,
             "{faults} faults where a fresh mapping takes {fresh}"
@@ -946,8 +944,7 @@ mod tests {
         let faults = mapped + minor_faults() - before;
         // A fresh mapping faults in all of `large` on first touch; the grown one only the 8 MiB
         // it gained (plus a little slack for the test's own allocations).
-        // SAFETY: sysconf only reads a constant.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+        let page = base_page_bytes();
         let fresh = (large / page) as i64;
         let gained = ((large - small) / page) as i64;
         assert!(
@@ -992,12 +989,12 @@ AnonHugePages:      2048 kB
 AnonHugePages:      2048 kB
 ";
         // The range covers the first anonymous mapping and half of the second.
-        let got = anon_huge_bytes_in(smaps, 0x7f00_0000_0000, 0x7f00_0050_0000);
+        let got = anon_huge_bytes_in(smaps.lines(), 0x7f00_0000_0000, 0x7f00_0050_0000);
         assert_eq!(got, 4096 * 1024 + 1024 * 1024);
-        assert_eq!(anon_huge_bytes_in(smaps, 0x1000, 0x2000), 0);
+        assert_eq!(anon_huge_bytes_in(smaps.lines(), 0x1000, 0x2000), 0);
         // Read as a stream, smaps is left once a mapping starts past the range.
         let never = std::iter::once_with(|| -> &str { panic!("read past the region") });
-        let got = anon_huge_bytes_in_lines(
+        let got = anon_huge_bytes_in(
             smaps.lines().chain(never),
             0x7f00_0000_0000,
             0x7f00_0050_0000,
@@ -1017,7 +1014,7 @@ AnonHugePages:      2048 kB
             let start = r.as_ptr() as u64;
             let end = start + r.len() as u64;
             let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-            let want = anon_huge_bytes_in(&smaps, start, end);
+            let want = anon_huge_bytes_in(smaps.lines(), start, end);
             // Kernels before 6.7 have no PAGEMAP_SCAN; `huge_bytes` then reads smaps.
             if let Some(got) = pagemap_huge_bytes(start, end) {
                 assert_eq!(got, want);

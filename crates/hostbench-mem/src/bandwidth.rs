@@ -508,12 +508,14 @@ fn init_arrays(
 /// decides nothing. A one-thread case on two CPUs then fills its gigabytes twice as fast (the
 /// fill of a triad's 5.6 GiB on one thread was some 2 s of a 3.4–4.2 s case on two CPUs of a
 /// Sapphire Rapids VM). `None`: each thread fills its own arrays.
-fn fill_cpus(host: &Host, place: &Placement, threads: usize) -> Option<Vec<usize>> {
-    if host.numa_nodes > 1 || place.cpus.is_some() || place.mem_node.is_some() {
-        return None;
-    }
-    let order = affinity::placement_order();
-    (order.len() > threads).then_some(order)
+fn fill_cpus<'a>(
+    host: &Host,
+    place: &Placement,
+    threads: usize,
+    order: &'a [usize],
+) -> Option<&'a [usize]> {
+    let placed = host.numa_nodes > 1 || place.cpus.is_some() || place.mem_node.is_some();
+    (!placed && order.len() > threads).then_some(order)
 }
 
 /// The share of an array one CPU fills at a time in [`init_in_parallel`]: a whole number of huge
@@ -641,7 +643,7 @@ fn measure(
 
     // Map and first-touch on the pinned threads that will use the arrays, or map there and fill
     // on every CPU where that places the pages no differently.
-    let fill_on = fill_cpus(host, place, threads);
+    let fill_on = fill_cpus(host, place, threads, &order);
     let setup = parallel::run_pinned(
         threads,
         &order,
@@ -658,7 +660,7 @@ fn measure(
         |_| (),
     )
     .and_then(|mut s| {
-        if let Some(cpus) = &fill_on {
+        if let Some(cpus) = fill_on {
             init_in_parallel(kernel, &mut s.results, &ops, cpus, FILL_PIECE)?;
         }
         Ok(s.results)

@@ -182,22 +182,15 @@ fn link(region: &mut Region, order: &[u32]) -> usize {
     let base = region.as_mut_ptr().expose_provenance();
     let words = words_mut(region);
     let per_line = LINE as usize / std::mem::size_of::<usize>();
-    let n = order.len();
-    let mut k = 0;
-    while k < n {
-        let end = (k + BATCH).min(n);
-        for &line in &order[k..end] {
+    for (c, batch) in order.chunks(BATCH).enumerate() {
+        for &line in batch {
             prefetch(words, line as usize * per_line);
         }
-        for idx in k..end {
-            let to = if idx + 1 == n {
-                order[0]
-            } else {
-                order[idx + 1]
-            };
-            words[order[idx] as usize * per_line] = base + to as usize * LINE as usize;
+        for (idx, &line) in (c * BATCH..).zip(batch) {
+            // The last line links back to the first: one cycle.
+            let to = order.get(idx + 1).copied().unwrap_or(order[0]);
+            words[line as usize * per_line] = base + to as usize * LINE as usize;
         }
-        k = end;
     }
     base
 }

@@ -252,6 +252,38 @@ impl Record {
         self.peak = peak;
     }
 
+    /// A rate that no document fixes, only this host's own one-thread run (a unit with no
+    /// documented throughput: Zen 4's VNNI and BF16, AMX-FP16, Arm's `bfmmla`…). It is not a
+    /// theoretical limit: `peak` and `efficiency` stay null, the rate is kept with its basis in
+    /// `extra.inferred_peak`, and the record's value over it is `extra.scaling_efficiency`:
+    /// how well the threads scale from one, which cannot come out low the way a distance from
+    /// the hardware's limit can, and is named for what it is.
+    pub fn set_inferred_peak(&mut self, inferred: Peak) {
+        self.set_peak(None);
+        if inferred.value > 0.0 && self.value > 0.0 {
+            let scaling = match self.metric {
+                Metric::Throughput => self.value / inferred.value,
+                Metric::Latency => inferred.value / self.value,
+            };
+            self.extra
+                .insert("scaling_efficiency".into(), Value::from(scaling));
+        }
+        self.extra.insert(
+            "inferred_peak".into(),
+            serde_json::json!({"value": inferred.value, "basis": inferred.basis}),
+        );
+    }
+
+    /// The scaling figure of a record whose only limit is inferred ([`Record::set_inferred_peak`]).
+    pub fn scaling_efficiency(&self) -> Option<f64> {
+        self.extra.get("scaling_efficiency").and_then(Value::as_f64)
+    }
+
+    /// Whether the record's limit was inferred from its own host's run rather than documented.
+    pub fn has_inferred_peak(&self) -> bool {
+        self.extra.contains_key("inferred_peak")
+    }
+
     /// A parameter as a display string (strings unquoted).
     pub fn param(&self, key: &str) -> Option<String> {
         self.params.get(key).map(|v| match v {

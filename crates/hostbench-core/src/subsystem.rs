@@ -133,9 +133,14 @@ pub struct ReferenceTool {
     pub package: &'static str,
     /// The benchmark ids it stands beside, with its kernels or modes.
     pub serves: &'static str,
-    /// How hostbench runs it: the flag that puts its figure into the records, or the script that
-    /// compares side by side where the binary does not run it yet.
-    pub how: &'static str,
+    /// The case of a `hostbench run` it stands beside by default (the subsystem's headline, the
+    /// case whose `ReferenceScope::wants(true)` call runs it); empty where a run never runs it.
+    /// Which commands take `--reference` and which profiles run the headline are not written
+    /// here: `hostbench peers` reads them from the CLI definition and the run's own scope rule,
+    /// so its "run by" lines follow the code.
+    pub in_run: &'static str,
+    /// Anything else that runs it (a side-by-side script, an in-process call); empty if none.
+    pub also: &'static str,
 }
 
 /// One measuring subsystem (see the module header).

@@ -307,7 +307,13 @@ fn finish_record(
     let peak = peak::cpu_peak(
         cores_used, clock, &source, k.isa, k.dtype, k.kind, &pipes, &rec.unit,
     );
-    rec.set_peak(Some(peak));
+    if pipes.inferred() {
+        // No document fixes this unit's rate: the "peak" is the 1-thread run times the cores,
+        // and a percentage of it is scaling, not headroom (DESIGN §3: never a guess as fact).
+        rec.set_inferred_peak(peak);
+    } else {
+        rec.set_peak(Some(peak));
+    }
 }
 
 /// One row of `hostbench info`'s peak table.
@@ -364,12 +370,19 @@ pub fn theoretical_peaks(host: &Host, spec: &Spec) -> Vec<PeakRow> {
                     None,
                     "instruction throughput neither documented nor measurable here".to_string(),
                 ),
-                (Some((hz, source)), Some(p), Ok(())) => (
-                    Some(peak::cpu_peak(
-                        cores, hz, &source, isa, dtype, kind, &p, unit,
-                    )),
-                    String::new(),
-                ),
+                (Some((hz, source)), Some(p), Ok(())) => {
+                    let peak = peak::cpu_peak(cores, hz, &source, isa, dtype, kind, &p, unit);
+                    if p.inferred() {
+                        let note = format!(
+                            "no documented peak (the 1-thread rate x {cores} cores would be {}: \
+                             scaling, not a limit)",
+                            hostbench_core::units::format_value(peak.value, unit)
+                        );
+                        (None, note)
+                    } else {
+                        (Some(peak), String::new())
+                    }
+                }
             };
             PeakRow {
                 dtype: dtype.name().into(),
@@ -447,9 +460,15 @@ pub fn run_linpack(
                 "label".into(),
                 json!("HPL-style (blocked LU with partial pivoting, look-ahead, AVX-512/AVX2 GEMM), not HPL"),
             );
-            if let Some((peak, clock)) = fp64_peak(host, spec, threads, cores_used, &order) {
+            if let Some((peak, clock, inferred)) =
+                fp64_peak(host, spec, threads, cores_used, &order)
+            {
                 rec.extra.insert("clock_hz".into(), json!(clock));
-                rec.set_peak(Some(peak));
+                if inferred {
+                    rec.set_inferred_peak(peak);
+                } else {
+                    rec.set_peak(Some(peak));
+                }
             }
             // The one linpack case is the headline: one OpenBLAS solve beside it in `run`, as
             // many as hostbench's samples with --reference.
@@ -518,7 +537,7 @@ pub fn linpack_budget_n(host: &Host, spec: &Spec, seconds: f64) -> Option<usize>
     let threads = affinity::allowed_cpus().len().max(1);
     let order = affinity::placement_order();
     let cores_used = threads.min(physical_cores(spec, &order));
-    let (peak, _) = fp64_peak(host, spec, threads, cores_used, &order)?;
+    let (peak, _, _) = fp64_peak(host, spec, threads, cores_used, &order)?;
     let cap = linpack::default_n(hostbench_core::host::available_memory_bytes());
     Some(budget_n(peak.value, seconds, cap))
 }
@@ -532,14 +551,15 @@ fn budget_n(peak: f64, seconds: f64, cap: usize) -> usize {
 }
 
 /// All-core fp64 peak on the widest ISA, with the clock measured while `threads` threads run
-/// the FMA kernel (the clock a dense solve actually gets).
+/// the FMA kernel (the clock a dense solve actually gets), and whether its FMA rate was only
+/// inferred from a 1-thread run (no document fixes it for this CPU).
 fn fp64_peak(
     host: &Host,
     spec: &Spec,
     threads: usize,
     cores_used: usize,
     order: &[usize],
-) -> Option<(hostbench_core::Peak, f64)> {
+) -> Option<(hostbench_core::Peak, f64, bool)> {
     let isa = Isa::best();
     let tuned = engine::tune(isa, Dtype::F64, order).ok()?;
     let k = &tuned.kernel;
@@ -566,6 +586,7 @@ fn fp64_peak(
             "FLOP/s",
         ),
         clock,
+        pipes.inferred(),
     ))
 }
 
@@ -669,7 +690,12 @@ mod tests {
                 assert!(unit.has_kernel(dtype), "{unit} ran {dtype}");
                 assert!(r.value > 0.0);
                 if hostbench_core::clock::supported() {
-                    let basis = &r.peak.as_ref().expect("peak").basis;
+                    // A documented peak, or (Host::default() names no microarchitecture) the
+                    // rate inferred from the 1-thread run, kept beside a null peak.
+                    let basis = match &r.peak {
+                        Some(p) => p.basis.clone(),
+                        None => r.extra["inferred_peak"]["basis"].to_string(),
+                    };
                     assert!(basis.contains("/cycle"), "{basis}");
                 }
             }
@@ -699,10 +725,12 @@ mod tests {
         assert!(r.extra.contains_key("chains"));
         assert_eq!(res.records[2].benchmark, "cpu.iops");
         if hostbench_core::clock::supported() {
-            // Unknown microarchitecture: the pipe count is inferred and said to be.
-            let p = r.peak.as_ref().expect("peak");
-            assert!(p.basis.contains("inferred"), "{}", p.basis);
-            assert!(r.efficiency.is_some());
+            // Unknown microarchitecture: the pipe count is inferred and said to be, so there
+            // is no peak and no efficiency, only the inferred rate and the scaling over it.
+            assert!(r.peak.is_none() && r.efficiency.is_none(), "{:?}", r.peak);
+            let basis = r.extra["inferred_peak"]["basis"].as_str().expect("basis");
+            assert!(basis.contains("inferred"), "{basis}");
+            assert!(r.scaling_efficiency().expect("scaling") > 0.0);
         }
     }
 }

@@ -22,6 +22,17 @@ pub struct Pipes {
     pub source: String,
 }
 
+/// How the source of a rate inferred from the 1-thread run begins.
+const INFERRED: &str = "inferred from the 1-thread run";
+
+impl Pipes {
+    /// Whether no document (spec file or table) fixes the rate: it was inferred from this host's
+    /// own 1-thread run, so a peak built on it measures scaling, not closeness to the hardware.
+    pub fn inferred(&self) -> bool {
+        self.source.starts_with(INFERRED)
+    }
+}
+
 /// A documented instruction throughput: one number for the core, or one per SKU family where
 /// the part decides (Xeon Scalable 1st–3rd gen have one or two 512-bit FMA units by SKU).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -225,9 +236,7 @@ pub fn pipes(
         } else {
             1.0 / (1.0 / m).round()
         },
-        source: format!(
-            "inferred from the 1-thread run ({m:.3}/cycle); no table entry for this CPU"
-        ),
+        source: format!("{INFERRED} ({m:.3}/cycle); no table entry for this CPU"),
     })
 }
 

@@ -97,7 +97,8 @@ impl Subsystem for Cpu {
             name: "likwid-bench",
             package: "likwid",
             serves: "cpu.flops f64/f32 (peakflops, peakflops_sp, _sse, _avx, _avx_fma, _avx512, _avx512_fma kernels)",
-            how: "hostbench cpu --reference",
+            in_run: "the f64 case on the widest ISA it has, at the most threads",
+            also: "scripts/bench/cpu-vs-likwid for interleaved rounds",
         }]
     }
 }
@@ -168,7 +169,8 @@ impl Subsystem for Linpack {
             name: "libopenblas.so.0",
             package: "libopenblas0",
             serves: "cpu.linpack (LAPACK dgesv: dgetrf + dgetrs on the same system, n and threads)",
-            how: "hostbench linpack --reference (the library loaded at run time)",
+            in_run: "the linpack solve (same n and threads)",
+            also: "loaded at run time (dlopen), no link-time dependency",
         }]
     }
 }

@@ -99,7 +99,8 @@ impl Subsystem for Disk {
             name: "fio",
             package: "fio",
             serves: "disk.throughput, disk.iops, disk.latency (same op, block, iodepth, engine, O_DIRECT)",
-            how: "scripts/bench/disk-vs-fio (side by side; not yet run by the binary)",
+            in_run: "the first case (SEQ1M Q8T1 read in the standard profile), on the same file",
+            also: "scripts/bench/disk-vs-fio for interleaved rounds",
         }]
     }
 }

@@ -103,17 +103,18 @@ impl Subsystem for Gpu {
             serves:
                 "gpu.flops f32/f64, gpu.iops i32 (its compute tests), gpu.bandwidth read at the \
                      largest block (its global bandwidth)",
-            how: "--reference on gpu and run (OpenCL devices; once per device, every test the \
-                  cases want; run's headline on a GPU: global bandwidth); \
-                  scripts/bench/gpu-vs-clpeak for interleaved rounds",
+            in_run: "the read kernel's largest block on an OpenCL GPU (global bandwidth; not \
+                     on a CPU OpenCL device, whose headline is cache-resident)",
+            also: "once per device, every test the cases want; scripts/bench/gpu-vs-clpeak for \
+                   interleaved rounds",
         },
         ReferenceTool {
             name: "libcuda.so.1",
             package: "libcuda1",
             serves: "gpu.bandwidth copy on CUDA devices (cuMemcpyDtoDAsync, the driver's own \
                      device-to-device copy, what cudaMemcpy calls)",
-            how: "--reference on gpu (every copy block) and run (the largest), in process \
-                  through the driver hostbench already loads",
+            in_run: "the copy kernel's largest block on a CUDA device",
+            also: "in process, through the driver hostbench already loads",
         }]
     }
 }

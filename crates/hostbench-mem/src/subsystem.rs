@@ -219,7 +219,8 @@ impl Subsystem for Mem {
             name: "likwid-bench",
             package: "likwid",
             serves: "mem.bandwidth read/write/copy/triad (load, store, copy, stream kernels; _mem for non-temporal stores)",
-            how: "hostbench mem --reference",
+            in_run: "the DRAM triad of the fastest store kind",
+            also: "scripts/bench/mem-vs-reference for interleaved rounds",
         }]
     }
 }

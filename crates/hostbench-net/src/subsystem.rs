@@ -115,16 +115,16 @@ impl Subsystem for Net {
                 name: "iperf3",
                 package: "iperf3",
                 serves: "net.throughput tcp/udp (same block, streams, direction, rate)",
-                how: "net loopback --reference; net client HOST --reference-port P against \
-                      `iperf3 -s -p P` there",
+                in_run: "the first TCP throughput case",
+                also: "net client HOST --reference-port P against `iperf3 -s -p P` there",
             },
             ReferenceTool {
                 name: "sockperf",
                 package: "sockperf",
                 serves: "net.latency tcp/udp ping-pong (same message size), and under load \
                          (sockperf ul at the same message rate and reply interval)",
-                how: "net loopback --reference; net client HOST --reference-port P against \
-                      `sockperf sr -p P+1` there",
+                in_run: "the first TCP ping-pong case and the first latency-under-load case",
+                also: "net client HOST --reference-port P against `sockperf sr -p P+1` there",
             },
         ]
     }

@@ -492,9 +492,12 @@ fn build_row<'a>(r: &'a Record, shown: &[String], bases: &mut Vec<String>) -> Ro
             rf.ratio
         )
     });
-    let theoretical = r.peak.as_ref().map_or(DASH.to_string(), |p| {
-        format!("{} [{}]", units::human(p.value, unit), basis.unwrap_or(0))
-    });
+    let theoretical = match (&r.peak, r.scaling_efficiency()) {
+        (Some(p), _) => format!("{} [{}]", units::human(p.value, unit), basis.unwrap_or(0)),
+        // A rate inferred from the 1-thread run is no limit: its share is scaling, said so.
+        (None, Some(s)) => format!("no documented peak (scaling {})", units::percent(s)),
+        (None, None) => DASH.to_string(),
+    };
     let pct = |v: Option<f64>| v.map_or(DASH.to_string(), units::percent);
     let or_dash = |s: String| if s.is_empty() { DASH.to_string() } else { s };
     Row {

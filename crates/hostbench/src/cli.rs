@@ -97,6 +97,26 @@ pub fn completions(shell: clap_complete::Shell, out: &mut dyn std::io::Write) {
     clap_complete::generate(shell, &mut Cli::command(), "hostbench", out);
 }
 
+/// Every command under `hostbench SUBSYSTEM` (itself included) that takes `--reference`, as the
+/// user types it (e.g. "net loopback"): `peers` says how a reference tool is run from this, so
+/// its lines follow the definitions.
+pub fn reference_commands(subsystem: &str) -> Vec<String> {
+    use clap::CommandFactory;
+    fn walk(cmd: &clap::Command, path: String, out: &mut Vec<String>) {
+        if cmd.get_arguments().any(|a| a.get_id() == "reference") {
+            out.push(path.clone());
+        }
+        for sub in cmd.get_subcommands() {
+            walk(sub, format!("{path} {}", sub.get_name()), out);
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(cmd) = Cli::command().find_subcommand(subsystem) {
+        walk(cmd, subsystem.to_string(), &mut out);
+    }
+    out
+}
+
 /// The manual pages generated from these definitions: (file name, roff), the main page first.
 pub fn man_pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     use clap::CommandFactory;
@@ -819,4 +839,13 @@ pub enum ProfileArg {
     Standard,
     Full,
     Classic,
+}
+
+impl ProfileArg {
+    pub const ALL: [ProfileArg; 4] = [
+        ProfileArg::Quick,
+        ProfileArg::Standard,
+        ProfileArg::Full,
+        ProfileArg::Classic,
+    ];
 }

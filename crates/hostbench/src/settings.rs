@@ -736,7 +736,6 @@ fn parse_load(text: &str) -> Result<hostbench_net::Load, BenchError> {
     Ok(hostbench_net::Load::Bps(parse_count(rate)?))
 }
 
-/// `--scale F`: a factor in (0, 100] applied to every workload of `run`.
 /// The run profile, as the subsystems know it.
 pub fn profile(p: crate::cli::ProfileArg) -> hostbench_core::subsystem::Profile {
     use crate::cli::ProfileArg as A;
@@ -749,6 +748,7 @@ pub fn profile(p: crate::cli::ProfileArg) -> hostbench_core::subsystem::Profile 
     }
 }
 
+/// `--scale F`: a factor in (0, 100] applied to every workload of `run`.
 pub fn scale(text: &str) -> Result<f64, BenchError> {
     match text.trim().parse::<f64>() {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 100.0 => Ok(f),

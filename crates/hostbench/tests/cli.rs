@@ -805,9 +805,15 @@ fn completions_and_man_pages_cover_every_command() {
     }
     let run_page = std::fs::read_to_string(dir.path().join("hostbench-run.1")).expect("run page");
     assert!(run_page.contains("profile"), "{run_page}");
+    // A directory that does not exist yet is made, parents included (`install -d`); a path that
+    // exists as a file is refused.
+    let fresh = dir.path().join("share/man/man1");
+    run_ok("man --out", &[fresh.as_ref()]);
+    assert!(fresh.join("hostbench-run.1").is_file());
+    let file = dir.path().join("hostbench-run.1");
     assert_usage_error(
-        &["man", "--out", "/nonexistent/hostbench-man"],
-        "not a directory",
+        &["man", "--out", file.to_str().expect("utf-8 path")],
+        "exists and is not a directory",
     );
 }
 
@@ -875,7 +881,9 @@ fn promtool() -> Option<std::path::PathBuf> {
 }
 
 /// `--openmetrics FILE` writes the figures in the Prometheus text format, which Prometheus's own
-/// checker accepts, with one sample per record labelled by host and parameters.
+/// checker accepts, with one sample per record labelled by host and parameters: a measuring
+/// command's export, and a short run's with every subsystem this host has (network throughput
+/// in bytes per second: promtool rejects a `bits` name).
 #[test]
 fn openmetrics_output_passes_promtool() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -905,11 +913,50 @@ fn openmetrics_output_passes_promtool() {
         (value - want).abs() <= want.abs() * 1e-15,
         "{value} vs {want}"
     );
+    promtool_accepts(&prom);
+
+    // A whole (short) run: every subsystem's families.
+    let all = dir.path().join("all.prom");
+    let scratch = tempfile::tempdir().expect("scratch");
+    run_ok(
+        "run --profile quick --scale 0.05 --repeat 1 --warmup 0 --quiet --no-history --no-reference --out",
+        &[
+            dir.path().join("out").as_ref(),
+            "--disk-dir".as_ref(),
+            scratch.path().as_ref(),
+            "--openmetrics".as_ref(),
+            all.as_ref(),
+        ],
+    );
+    let text = std::fs::read_to_string(&all).expect("openmetrics file");
+    for family in [
+        "hostbench_cpu_flops_flops_per_second",
+        "hostbench_cpu_linpack_flops_per_second",
+        "hostbench_mem_bandwidth_bytes_per_second",
+        "hostbench_disk_iops_io_per_second",
+        "hostbench_net_throughput_bytes_per_second",
+        "hostbench_net_latency_seconds",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {family} gauge")),
+            "{family}: {text}"
+        );
+    }
+    assert!(!text.contains("bits"), "{text}");
+    promtool_accepts(&all);
+    assert_usage_error(
+        &["cpu", "--openmetrics", "/nonexistent/dir/x.prom"],
+        "--openmetrics",
+    );
+}
+
+/// `promtool check metrics` exits 0 on the file (promtool must exist under CI).
+fn promtool_accepts(prom: &Path) {
     match promtool() {
         Some(tool) => {
             let check = std::process::Command::new(tool)
                 .args(["check", "metrics"])
-                .stdin(std::fs::File::open(&prom).expect("open"))
+                .stdin(std::fs::File::open(prom).expect("open"))
                 .output()
                 .expect("promtool");
             assert!(
@@ -922,10 +969,6 @@ fn openmetrics_output_passes_promtool() {
         None if std::env::var_os("CI").is_some() => panic!("promtool missing under CI"),
         None => eprintln!("skipped the promtool check: promtool not found"),
     }
-    assert_usage_error(
-        &["cpu", "--openmetrics", "/nonexistent/dir/x.prom"],
-        "--openmetrics",
-    );
 }
 
 /// `run` prints one screen: a headline line per benchmark and "what", not every table; the full
@@ -999,7 +1042,20 @@ fn peers_lists_every_reference_tool_found_or_not() {
         text.contains("not installed (apt install likwid)"),
         "{text}"
     );
-    assert!(text.contains("run by: hostbench cpu --reference"), "{text}");
+    // How each tool is run comes from the code: fio stands beside a standard run's first disk
+    // case and every case of `disk --reference`.
+    assert!(text.contains("hostbench cpu --reference"), "{text}");
+    let fio: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("fio "))
+        .take_while(|l| l.starts_with("fio ") || l.starts_with(' '))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(
+        fio.contains("run by: hostbench run (profiles standard, full): beside the first case")
+            && fio.contains("hostbench disk --reference"),
+        "{fio}"
+    );
 }
 
 #[test]

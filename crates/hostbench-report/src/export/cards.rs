@@ -73,6 +73,12 @@ pub fn verdict(r: &Record) -> (Standing, String) {
         };
         words.push(w);
     }
+    if let (None, Some(scaling)) = (r.efficiency, r.scaling_efficiency()) {
+        words.push(format!(
+            "no documented peak: {:.1} % of its threads' 1-thread rate (scaling)",
+            100.0 * scaling
+        ));
+    }
     if words.is_empty() {
         words.push("no theoretical limit or reference to compare with".into());
     }
@@ -204,6 +210,9 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         write!(o, "<li class=\"{}\">", standing.class())?;
         match r.efficiency {
             Some(e) => o.push_str(&gauge(e)),
+            None if r.has_inferred_peak() => o.push_str(
+                "<span class=\"nogauge\" title=\"no documented peak for this unit\">—</span>",
+            ),
             None => {
                 o.push_str("<span class=\"nogauge\" title=\"no theoretical limit known\">—</span>")
             }
@@ -309,6 +318,33 @@ mod tests {
         let (s, w) = verdict(&with(None, None));
         assert_eq!(s, Standing::Unknown);
         assert!(w.contains("no theoretical limit"), "{w}");
+    }
+
+    /// A unit with no documented rate (Zen 4's bf16): no gauge and no "near its peak", the
+    /// scaling given by its name.
+    #[test]
+    fn an_inferred_peak_gets_no_gauge_and_names_the_scaling() {
+        let mut r = with(None, None);
+        r.set_inferred_peak(Peak {
+            value: 1e9 / 0.993,
+            basis: "inferred from the 1-thread run".into(),
+        });
+        let (s, w) = verdict(&r);
+        assert_eq!(s, Standing::Unknown);
+        assert!(
+            w.contains("no documented peak") && w.contains("99.3 %") && w.contains("scaling"),
+            "{w}"
+        );
+        assert!(!w.contains("near its theoretical peak"), "{w}");
+        let mut run = synthetic_run();
+        run.records.retain(|x| x.benchmark != "cpu.flops");
+        run.records.insert(0, r);
+        let mut o = String::new();
+        write(&mut o, &run).unwrap();
+        let card = &o[o.find("id=\"card-cpu\"").expect("cpu card")..];
+        let item = &card[..card.find("</li>").expect("item")];
+        assert!(!item.contains("class=\"gauge\""), "{item}");
+        assert!(item.contains("no documented peak"), "{item}");
     }
 
     #[test]

@@ -19,17 +19,20 @@ use crate::error::ReportError;
 
 pub struct OpenMetricsExporter;
 
-/// The Prometheus base-unit suffix for a record unit.
-fn unit_suffix(unit: &str) -> &'static str {
+/// The Prometheus base unit of a record unit: the family's suffix, and the factor from the
+/// record's value to it. Prometheus counts data in bytes, never bits (promtool rejects a `bits`
+/// name), so network throughput is exported in bytes per second; run.json keeps bit/s.
+fn base_unit(unit: &str) -> (&'static str, f64) {
     match unit {
-        "B/s" => "bytes_per_second",
-        "bit/s" => "bits_per_second",
-        "s" => "seconds",
-        "FLOP/s" => "flops_per_second",
-        "OP/s" => "ops_per_second",
-        "IO/s" => "io_per_second",
-        "transactions/s" => "transactions_per_second",
-        _ => "value",
+        "B/s" => ("bytes_per_second", 1.0),
+        "bit/s" => ("bytes_per_second", 1.0 / 8.0),
+        "s" => ("seconds", 1.0),
+        "FLOP/s" => ("flops_per_second", 1.0),
+        "OP/s" => ("ops_per_second", 1.0),
+        "IO/s" => ("io_per_second", 1.0),
+        "transactions/s" => ("transactions_per_second", 1.0),
+        "Hz" => ("hertz", 1.0),
+        _ => ("value", 1.0),
     }
 }
 
@@ -109,23 +112,25 @@ impl Exporter for OpenMetricsExporter {
                 .push((labels, value));
         };
         for r in &run.records {
-            let base = format!("hostbench_{}_{}", snake(&r.benchmark), unit_suffix(&r.unit));
+            let (suffix, factor) = base_unit(&r.unit);
+            let base = format!("hostbench_{}_{suffix}", snake(&r.benchmark));
+            let unit = suffix.replace('_', " ");
             let l = labels(run, r, &[]);
             add(
                 base.clone(),
-                format!("{} median of the samples ({})", r.benchmark, r.unit),
+                format!("{} median of the samples ({unit})", r.benchmark),
                 l.clone(),
-                r.value,
+                r.value * factor,
             );
             if let Some(p) = &r.peak {
                 add(
                     format!("{base}_peak"),
                     format!(
-                        "{} theoretical peak ({}; the basis is in run.json)",
-                        r.benchmark, r.unit
+                        "{} theoretical peak ({unit}; the basis is in run.json)",
+                        r.benchmark
                     ),
                     l.clone(),
-                    p.value,
+                    p.value * factor,
                 );
             }
             if let Some(e) = r.efficiency {
@@ -178,6 +183,115 @@ mod tests {
             let value = rest.rsplit_once(' ').expect("value").1;
             assert!(value.parse::<f64>().is_ok() || value == "NaN", "{line}");
         }
+    }
+
+    /// Why promtool's `check metrics` (client_golang's promlint) would reject a gauge family
+    /// name, if it would: the rules it applies to names, so a new unit or benchmark id cannot
+    /// bring back a name like `…_bits_per_second` without this test failing.
+    fn promlint(name: &str) -> Option<String> {
+        const NON_BASE: [(&str, &str); 9] = [
+            ("bits", "bytes"),
+            ("percent", "ratio"),
+            ("minutes", "seconds"),
+            ("hours", "seconds"),
+            ("days", "seconds"),
+            ("weeks", "seconds"),
+            ("months", "seconds"),
+            ("years", "seconds"),
+            ("fahrenheit", "celsius"),
+        ];
+        const BASE: [&str; 10] = [
+            "amperes", "bytes", "celsius", "grams", "joules", "kelvin", "meters", "metres",
+            "seconds", "volts",
+        ];
+        const PREFIXES: [&str; 17] = [
+            "pico", "nano", "micro", "milli", "centi", "deci", "deca", "hecto", "kilo", "kila",
+            "mega", "giga", "tera", "peta", "exa", "zetta", "yotta",
+        ];
+        const ABBREVIATIONS: [&str; 14] = [
+            "s", "ms", "us", "ns", "sec", "b", "kb", "mb", "gb", "tb", "pb", "m", "h", "d",
+        ];
+        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid {
+            return Some("not a lower-case metric name without reserved characters".into());
+        }
+        for part in name.split('_') {
+            if let Some((_, base)) = NON_BASE.iter().find(|(u, _)| *u == part) {
+                return Some(format!("use base unit \"{base}\" instead of \"{part}\""));
+            }
+            if PREFIXES.iter().any(|p| {
+                part.strip_prefix(p)
+                    .is_some_and(|rest| BASE.contains(&rest))
+            }) {
+                return Some(format!("use the base unit instead of \"{part}\""));
+            }
+            if ABBREVIATIONS.contains(&part) {
+                return Some(format!(
+                    "metric names should not contain abbreviated units: {part}"
+                ));
+            }
+            if ["counter", "gauge", "histogram", "summary", "untyped"].contains(&part) {
+                return Some(format!("metric name should not include type '{part}'"));
+            }
+        }
+        ["_total", "_count", "_sum", "_bucket"]
+            .iter()
+            .find(|s| name.ends_with(*s))
+            .map(|s| format!("a gauge should not end in {s}"))
+    }
+
+    #[test]
+    fn every_family_name_follows_the_prometheus_naming_rules() {
+        assert!(promlint("hostbench_net_throughput_bits_per_second").is_some());
+        assert!(promlint("hostbench_net_latency_milliseconds").is_some());
+        assert!(promlint("hostbench_net_latency_ms").is_some());
+        let mut run = synthetic_run();
+        // One record of every unit a subsystem writes, with a peak and a reference.
+        for unit in [
+            "B/s",
+            "bit/s",
+            "s",
+            "FLOP/s",
+            "OP/s",
+            "IO/s",
+            "transactions/s",
+            "Hz",
+        ] {
+            let mut r = crate::testdata::record(
+                "net.throughput",
+                hostbench_core::model::Metric::Throughput,
+                unit,
+                serde_json::json!({"proto": "tcp"}),
+                &[8e9],
+            );
+            r.set_peak(Some(hostbench_core::model::Peak {
+                value: 1.6e10,
+                basis: "link".into(),
+            }));
+            run.records.push(r);
+        }
+        let text = OpenMetricsExporter.render(&run).unwrap();
+        let names: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        assert!(names.len() > 10, "{names:?}");
+        for name in names {
+            assert_eq!(promlint(name), None, "{name}");
+        }
+        // Network throughput in bytes per second: 8 Gbit/s is 1 GB/s, its peak 2 GB/s.
+        assert!(
+            text.contains("hostbench_net_throughput_bytes_per_second{host=\"testhost\",proto=\"tcp\"} 1000000000\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "hostbench_net_throughput_bytes_per_second_peak{host=\"testhost\",proto=\"tcp\"} 2000000000\n"
+        ));
+        assert!(!text.contains("bits"), "{text}");
     }
 
     #[test]

@@ -323,9 +323,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     .collect()];
     for h in all_headlines(run) {
         let r = h.record;
-        let peak = r
-            .efficiency
-            .map_or("—".to_string(), |e| format!("{:.1} %", 100.0 * e));
+        let peak = match (r.efficiency, r.scaling_efficiency()) {
+            (Some(e), _) => format!("{:.1} %", 100.0 * e),
+            // An inferred rate is not a limit: its percentage is scaling, named as such.
+            (None, Some(s)) => format!("no documented peak (scaling {:.1} %)", 100.0 * s),
+            (None, None) => "—".to_string(),
+        };
         let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
             format!("{:.2} x {}", x.ratio, x.tool)
         });
@@ -412,6 +415,40 @@ mod tests {
         // Nothing left out: no such heading.
         let text = SummaryExporter.render(&synthetic_run()).unwrap();
         assert!(!text.contains(LEFT_OUT), "{text}");
+    }
+
+    /// A headline whose rate is only inferred from the 1-thread run shows no percentage of
+    /// peak, only "no documented peak" and its scaling by name.
+    #[test]
+    fn an_inferred_peak_is_shown_as_scaling_not_as_of_peak() {
+        let mut run = synthetic_run();
+        let i = {
+            let all = all_headlines(&run);
+            let h = all
+                .iter()
+                .find(|h| h.record.benchmark == "cpu.flops" && h.record.efficiency.is_some())
+                .expect("a cpu headline with a peak");
+            run.records
+                .iter()
+                .position(|r| std::ptr::eq(r, h.record))
+                .expect("its record")
+        };
+        let r = &mut run.records[i];
+        let inferred = hostbench_core::model::Peak {
+            value: r.value / 0.993,
+            basis: "inferred from the 1-thread run".into(),
+        };
+        r.set_inferred_peak(inferred);
+        let text = SummaryExporter.render(&run).unwrap();
+        let dtype = run.records[i].param("dtype").expect("dtype");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("cpu.flops") && l.contains(&format!(" {dtype} ")))
+            .expect("the headline line");
+        assert!(
+            line.contains("no documented peak (scaling 99.3 %)"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -30,13 +30,18 @@ pub fn man(args: &ManArgs) -> anyhow::Result<Exit> {
             std::io::stdout().write_all(main)?;
         }
         Some(dir) => {
-            if !dir.is_dir() {
+            // As `install -d` would: a fresh system may not have the man1 directory yet; only a
+            // path that exists as something other than a directory is refused.
+            if dir.exists() && !dir.is_dir() {
                 return Err(BenchError::invalid(format!(
-                    "--out {}: not a directory",
+                    "--out {}: exists and is not a directory",
                     dir.display()
                 ))
                 .into());
             }
+            std::fs::create_dir_all(dir).map_err(|e| {
+                BenchError::invalid(format!("--out {}: cannot create it: {e}", dir.display()))
+            })?;
             for (name, page) in &pages {
                 let path = dir.join(name);
                 std::fs::write(&path, page)

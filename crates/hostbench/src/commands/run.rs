@@ -120,10 +120,19 @@ const TREND_RUNS: usize = 30;
 /// kernels, would double its minute), else one headline case per subsystem whose tool is
 /// installed.
 fn reference_scope(args: &RunArgs) -> ReferenceScope {
+    scope_for(args.profile, args.reference, args.no_reference)
+}
+
+/// [`reference_scope`] from its three inputs, so `peers` can say what each profile does.
+pub(crate) fn scope_for(
+    profile: crate::cli::ProfileArg,
+    reference: bool,
+    no_reference: bool,
+) -> ReferenceScope {
     use crate::cli::ProfileArg;
-    if args.no_reference || (args.profile == ProfileArg::Quick && !args.reference) {
+    if no_reference || (profile == ProfileArg::Quick && !reference) {
         ReferenceScope::Off
-    } else if args.reference || args.profile == ProfileArg::Classic {
+    } else if reference || profile == ProfileArg::Classic {
         ReferenceScope::All
     } else {
         ReferenceScope::Headline

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod error;
 pub mod histogram;
 pub mod host;
+pub mod interrupt;
 pub mod isa;
 pub mod microarch;
 pub mod model;

@@ -39,6 +39,19 @@ pub struct RunResult {
     /// measures): neither run nor skipped, so it does not make the run partial either.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// Set when a signal (Ctrl-C) stopped the run: `records` is what was measured before it, and
+    /// `finished_at` stays null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<Interrupted>,
+}
+
+/// A run stopped by a signal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Interrupted {
+    /// "SIGINT", "SIGTERM" or "SIGHUP".
+    pub signal: String,
+    /// When it arrived (RFC 3339).
+    pub at: String,
 }
 
 /// One phase of a run (a subsystem) and its wall time in seconds.
@@ -78,6 +91,7 @@ impl RunResult {
             phases: Vec::new(),
             not_applicable: Vec::new(),
             left_out: Vec::new(),
+            interrupted: None,
         }
     }
 }

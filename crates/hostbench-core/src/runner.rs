@@ -473,6 +473,11 @@ impl Runner {
     }
 
     fn save_partial(&self) -> Result<(), BenchError> {
+        // After a signal the interrupt handler owns the file: it marks the run interrupted and
+        // writes its reports, and a case that ends meanwhile must not overwrite that.
+        if crate::interrupt::interrupted() {
+            return Ok(());
+        }
         match &self.config.partial_path {
             Some(path) => write_json_atomic(path, &self.result),
             None => Ok(()),

@@ -96,6 +96,8 @@ pub struct RunSummary {
     /// The fleet run this run belongs to (`fleet run`), and the node it measured.
     pub fleet: Option<String>,
     pub node: Option<String>,
+    /// The signal that stopped the run (`RunResult::interrupted`), if one did.
+    pub interrupted: Option<String>,
 }
 
 pub struct Store {
@@ -345,7 +347,9 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, started_at, finished_at, hostname, tool_version, profile, results_dir,
-                        records, skipped, fleet, node FROM runs ORDER BY id",
+                        records, skipped, fleet, node,
+                        json_extract(document, '$.interrupted.signal')
+                 FROM runs ORDER BY id",
             )
             .map_err(e)?;
         let rows = stmt
@@ -362,6 +366,7 @@ impl Store {
                     skipped: r.get(8)?,
                     fleet: r.get(9)?,
                     node: r.get(10)?,
+                    interrupted: r.get(11)?,
                 })
             })
             .map_err(e)?;

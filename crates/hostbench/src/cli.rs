@@ -679,6 +679,11 @@ pub struct ReportArgs {
     /// Write one CSV row per record to FILE, or `-` for stdout.
     #[arg(long, value_name = "FILE|-")]
     pub csv: Option<String>,
+    /// Write the figures in the Prometheus text format to FILE, or `-` for stdout: the same
+    /// output as a measuring command's --openmetrics (several runs: one exposition, each sample
+    /// labelled with its run's host and a `run` label).
+    #[arg(long, value_name = "FILE|-")]
+    pub openmetrics: Option<String>,
     /// Write every chart as a PNG image into DIR.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,

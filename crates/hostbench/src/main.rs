@@ -54,7 +54,11 @@ pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match commands::dispatch(cli) {
+    let outcome = commands::dispatch(cli);
+    // A command that ends while a Ctrl-C handler still writes what it measured waits for it:
+    // the handler exits the process (130) itself.
+    hostbench_core::interrupt::park_if_interrupted();
+    match outcome {
         Ok(code) => ExitCode::from(code as u8),
         // The reader of stdout went away (`| head`): nothing is wrong with the run.
         Err(err)

@@ -950,6 +950,55 @@ fn openmetrics_output_passes_promtool() {
     );
 }
 
+/// `report FILE.json --openmetrics F` writes exactly what the measuring command wrote, so a saved
+/// run (or one from another machine) is exported without measuring again; several runs make one
+/// exposition with a `run` label; an unwritable target is bad input.
+#[test]
+fn report_exports_a_saved_run_as_openmetrics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (json, measured, again) = (
+        dir.path().join("run.json"),
+        dir.path().join("measured.prom"),
+        dir.path().join("again.prom"),
+    );
+    run_ok(
+        "cpu --isa scalar --dtype f64,i8 --threads 1 --ops 1e6 --repeat 2 --warmup 0 --quiet --json",
+        &[json.as_ref(), "--openmetrics".as_ref(), measured.as_ref()],
+    );
+    run_ok(
+        "report --quiet --openmetrics",
+        &[again.as_ref(), json.as_ref()],
+    );
+    let want = std::fs::read_to_string(&measured).expect("measured");
+    assert_eq!(std::fs::read_to_string(&again).expect("again"), want);
+    let both = run_ok("report --openmetrics -", &[json.as_ref(), json.as_ref()]);
+    let both = String::from_utf8_lossy(&both.stdout);
+    assert_eq!(
+        both.matches("# TYPE hostbench_cpu_flops_flops_per_second gauge")
+            .count(),
+        1,
+        "{both}"
+    );
+    let samples: Vec<&str> = both
+        .lines()
+        .filter(|l| l.starts_with("hostbench_cpu_flops_flops_per_second{"))
+        .collect();
+    assert_eq!(samples.len(), 2, "{both}");
+    assert!(samples.iter().all(|l| l.contains(",run=\"")), "{both}");
+    let several = dir.path().join("several.prom");
+    std::fs::write(&several, both.as_bytes()).expect("write");
+    promtool_accepts(&several);
+    assert_usage_error(
+        &[
+            "report",
+            json.to_str().expect("utf-8"),
+            "--openmetrics",
+            "/nonexistent/dir/x.prom",
+        ],
+        "--openmetrics",
+    );
+}
+
 /// `promtool check metrics` exits 0 on the file (promtool must exist under CI).
 fn promtool_accepts(prom: &Path) {
     match promtool() {

@@ -761,6 +761,130 @@ fn a_run_killed_mid_way_leaves_earlier_runs_intact() {
     assert_eq!(String::from_utf8_lossy(&list.stdout).lines().count(), 3);
 }
 
+/// `run` started as a user would, and its first results file once a case has finished.
+fn start_run(out: &Path, db: &Path) -> (std::process::Child, PathBuf) {
+    let bin = assert_cmd::cargo::cargo_bin("hostbench");
+    let mut child = StdCommand::new(bin)
+        .args(["run", "--only", "cpu,mem", "--profile", "standard", "--out"])
+        .arg(out)
+        .arg("--db")
+        .arg(db)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    loop {
+        let found = std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("run.json"))
+            .find(|p| p.exists());
+        if let Some(p) = found {
+            return (child, p);
+        }
+        assert!(t0.elapsed() < Duration::from_secs(120), "run never started");
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "run ended too early"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &std::process::Child, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
+}
+
+/// Ctrl-C in the middle of a run says what it kept, in one line; run.json is marked interrupted
+/// (finished_at null) and keeps the records measured; report.md, report.html (rendered by a real
+/// browser) and records.csv are written from them; the history lists the run as interrupted; the
+/// exit status is 130, as the shell's convention for SIGINT.
+#[test]
+fn ctrl_c_keeps_the_partial_run_with_its_reports_and_says_so() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = tmp.path().join("h.sqlite");
+    let out = tmp.path().join("results");
+    let (child, partial) = start_run(&out, &db);
+    signal(&child, libc::SIGINT);
+    let res = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(130), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("interrupted (SIGINT) after"))
+        .unwrap_or_else(|| panic!("no interrupted line: {err}"));
+    assert!(
+        line.contains("kept in") && line.contains("stored as run #1"),
+        "{line}"
+    );
+    let dir = partial.parent().expect("run dir");
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(&partial).expect("run.json")).expect("json");
+    assert_eq!(
+        doc["interrupted"]["signal"], "SIGINT",
+        "{}",
+        doc["interrupted"]
+    );
+    assert!(doc["finished_at"].is_null());
+    let n = doc["records"].as_array().expect("records").len();
+    assert!(
+        n >= 1 && line.contains(&format!("after {n} record")),
+        "{n}: {line}"
+    );
+    let csv = std::fs::read_to_string(dir.join("records.csv")).expect("records.csv");
+    assert_eq!(csv.lines().count(), n + 1);
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert!(md.contains("interrupted by SIGINT"), "{md}");
+    let list = run_ok(&format!("history list --db {}", s(&db)), &[]);
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(list.contains("interrupted (SIGINT)"), "{list}");
+    if let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| {
+        StdCommand::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }) {
+        let profile = tempfile::tempdir().expect("profile");
+        let dom = run_with_timeout(
+            StdCommand::new(chromium)
+                .args(BROWSER_FLAGS)
+                .arg(format!("--user-data-dir={}", s(profile.path())))
+                .args([
+                    "--dump-dom",
+                    &format!("file://{}", s(&dir.join("report.html"))),
+                ]),
+        );
+        assert!(dom.contains("interrupted by SIGINT"), "{dom}");
+        assert!(dom.contains("data-benchmark=\"cpu.flops\""), "no cpu table");
+    } else {
+        assert!(std::env::var_os("CI").is_none(), "chromium missing in CI");
+    }
+}
+
+/// A second Ctrl-C does not wait for the reports: the process ends within a second of it.
+#[test]
+fn a_second_ctrl_c_ends_at_once() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (mut child, _) = start_run(&tmp.path().join("results"), &tmp.path().join("h.sqlite"));
+    signal(&child, libc::SIGINT);
+    signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "still running 1 s after the second Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(130));
+}
+
 #[test]
 fn scale_shrinks_the_workload() {
     let tmp = tempfile::tempdir().expect("tempdir");

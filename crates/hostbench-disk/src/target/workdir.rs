@@ -113,18 +113,10 @@ fn remove_dirs(dirs: Vec<PathBuf>) -> (Vec<PathBuf>, Vec<String>) {
     (removed, failed)
 }
 
-/// The shell convention for "killed by signal N".
-fn exit_code_for(sig: i32) -> i32 {
-    128 + sig
-}
-
+/// The line a Ctrl-C prints when it removed (or failed to remove) work directories.
 fn interrupted_message(removed: &[PathBuf], failed: &[String]) -> String {
-    let mut msg = if removed.is_empty() {
-        "hostbench: interrupted; no work directory to remove".to_string()
-    } else {
-        let list: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
-        format!("hostbench: interrupted; removed {}", list.join(", "))
-    };
+    let list: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+    let mut msg = format!("hostbench: interrupted; removed {}", list.join(", "));
     for f in failed {
         msg.push_str("; ");
         msg.push_str(f);
@@ -132,71 +124,22 @@ fn interrupted_message(removed: &[PathBuf], failed: &[String]) -> String {
     msg
 }
 
-/// Remove the work directories on SIGINT, SIGTERM and SIGHUP, then exit 128 + signal (130, 143,
-/// 129). Idempotent.
+/// Remove the work directories on SIGINT, SIGTERM and SIGHUP, through the process's one signal
+/// thread (`hostbench_core::interrupt`: the clean-ups run first, then the command's handler, then
+/// the process exits 128 + signal). Idempotent.
 ///
-/// **Call it before any other thread starts** (first thing in `main`): it blocks the signals in
-/// the calling thread, and only threads spawned afterwards inherit that mask. A thread created
-/// earlier would keep them unblocked, the kernel could deliver Ctrl-C there, and the default action
-/// would kill the process with the directories still on disk. Child processes are unaffected:
-/// `std::process::Command` resets the signal mask before `exec`.
-///
-/// Why a `sigwait` thread rather than a handler: a signal handler may only call async-signal-safe
-/// functions, and removing a directory tree, taking a mutex, allocating and printing are not. A
-/// thread that waits for the blocked signals synchronously runs ordinary Rust code.
-#[cfg(unix)]
+/// **Call it before any other thread starts** (first thing in `main`): see
+/// `hostbench_core::interrupt::install` for why.
 pub fn install_signal_cleanup() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let set = cleanup_signals();
-        // SAFETY: `set` is an initialised sigset_t; a null old-set pointer is allowed.
-        let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-        if rc != 0 {
-            eprintln!(
-                "hostbench: warning: cannot block signals ({}); work directories are not removed \
-                 on Ctrl-C",
-                io::Error::from_raw_os_error(rc)
-            );
-            return;
-        }
-        let spawned = std::thread::Builder::new()
-            .name("hostbench-signals".to_string())
-            .spawn(move || loop {
-                let mut sig: libc::c_int = 0;
-                // SAFETY: `set` is a valid sigset_t owned by this closure, `sig` a valid out-pointer.
-                let rc = unsafe { libc::sigwait(&set, &mut sig) };
-                if rc != 0 {
-                    continue;
-                }
-                let (removed, failed) = remove_registered();
-                eprintln!("{}", interrupted_message(&removed, &failed));
-                std::process::exit(exit_code_for(sig));
-            });
-        if let Err(e) = spawned {
-            // Without the waiting thread, blocked signals would make Ctrl-C do nothing at all;
-            // unblocking restores the default (kill, leaving the directory behind) instead.
-            // SAFETY: as above.
-            unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
-            eprintln!(
-                "hostbench: warning: cannot start the signal thread ({e}); work directories are \
-                 not removed on Ctrl-C"
-            );
-        }
+        hostbench_core::interrupt::add_cleanup(|| {
+            let (removed, failed) = remove_registered();
+            (!removed.is_empty() || !failed.is_empty())
+                .then(|| interrupted_message(&removed, &failed))
+        });
+        hostbench_core::interrupt::install();
     });
-}
-
-#[cfg(unix)]
-fn cleanup_signals() -> libc::sigset_t {
-    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigemptyset initialises the whole set; sigaddset only sets bits in it, and the
-    // signal numbers are valid, so neither can fail.
-    unsafe {
-        libc::sigemptyset(set.as_mut_ptr());
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaddset(set.as_mut_ptr(), sig);
-        }
-        set.assume_init()
-    }
 }
 
 #[cfg(test)]
@@ -262,11 +205,5 @@ mod tests {
             format!("hostbench: interrupted; removed {}", wd.path().display())
         );
         drop(wd); // already gone: Drop must stay quiet and unregister
-        assert_eq!(exit_code_for(libc::SIGINT), 130);
-        assert_eq!(exit_code_for(libc::SIGTERM), 143);
-        assert_eq!(
-            interrupted_message(&[], &[]),
-            "hostbench: interrupted; no work directory to remove"
-        );
     }
 }

@@ -79,10 +79,23 @@ pub fn verdict(r: &Record) -> (Standing, String) {
             100.0 * scaling
         ));
     }
-    if words.is_empty() {
-        words.push("no theoretical limit or reference to compare with".into());
-    }
+    // A figure with neither stands alone: its card says why once (`no_limit_reason`).
     (standing, words.join("; "))
+}
+
+/// Why a figure has neither a theoretical limit nor a reference: the reason its subsystem gave
+/// (a record's `extra.peak_note`, or its "no DRAM peak: …" / "no link limit: …" note), else a
+/// plain "none known". Said once per card, not under every figure.
+fn no_limit_reason(r: &Record) -> String {
+    let noted = r.extra.get("peak_note").and_then(|v| v.as_str());
+    let warned = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("no ") && (w.contains(" peak") || w.contains(" limit")));
+    match noted.or(warned.map(String::as_str)) {
+        Some(why) => why.to_string(),
+        None => "no theoretical limit is known for it".to_string(),
+    }
 }
 
 /// A half-circle gauge filled to `e` (clamped to 0..=1), its percentage in the middle.
@@ -231,14 +244,38 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
                 esc(&x.tool)
             )?;
         }
-        writeln!(
-            o,
-            "<br><span class=\"at\">{}</span><br><span class=\"verdict\">{}</span></div></li>",
-            esc(&h.at),
-            esc(&words)
-        )?;
+        write!(o, "<br><span class=\"at\">{}</span>", esc(&h.at))?;
+        if !words.is_empty() {
+            write!(o, "<br><span class=\"verdict\">{}</span>", esc(&words))?;
+        }
+        writeln!(o, "</div></li>")?;
     }
     writeln!(o, "</ul>")?;
+    // The figures with neither a limit nor a reference, and why, once for the card.
+    let mut reasons: Vec<(String, usize)> = Vec::new();
+    for h in heads.iter().take(PER_CARD) {
+        let r = h.record;
+        if r.efficiency.is_some() || r.reference.is_some() || r.has_inferred_peak() {
+            continue;
+        }
+        let why = no_limit_reason(r);
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, n)) => *n += 1,
+            None => reasons.push((why, 1)),
+        }
+    }
+    for (why, n) in &reasons {
+        writeln!(
+            o,
+            "<p class=\"nolimit\">{} without a limit or reference to compare with: {}</p>",
+            if *n == 1 {
+                "1 figure".to_string()
+            } else {
+                format!("{n} figures")
+            },
+            esc(why)
+        )?;
+    }
     if heads.len() > PER_CARD {
         writeln!(
             o,
@@ -267,6 +304,7 @@ ul.headlines li { display: flex; gap: 8px; align-items: center; padding: 4px 0;
                   border-top: 1px solid #eee; font-size: 0.9em; }
 ul.headlines li:first-child { border-top: none; }
 .figure { font-weight: bold; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
+.nolimit { color: #666; font-size: 0.9em; margin: 0.3em 0 0; }
 .verdict { font-size: 0.9em; } li.good .verdict { color: #2e7d4f; } li.fair .verdict { color: #9a7000; }
 li.poor .verdict { color: #b03a2e; }
 svg.gauge { flex: none; } svg.gauge text { font-size: 13px; font-family: inherit; }
@@ -317,7 +355,44 @@ mod tests {
         assert!(w.contains("on par with likwid-bench"), "{w}");
         let (s, w) = verdict(&with(None, None));
         assert_eq!(s, Standing::Unknown);
-        assert!(w.contains("no theoretical limit"), "{w}");
+        assert!(w.is_empty(), "{w}");
+    }
+
+    /// Figures with neither a limit nor a reference stand alone; the card says why once, with
+    /// the reason their subsystem gave.
+    #[test]
+    fn a_card_says_once_why_its_figures_have_no_limit() {
+        let mut run = synthetic_run();
+        let why =
+            "no DRAM peak: this host exposes no SMBIOS table (/sys/firmware/dmi/tables/DMI is \
+                   absent, as in many VMs); give memory.dimm_mts and memory.channels in --spec";
+        for r in run
+            .records
+            .iter_mut()
+            .filter(|r| r.benchmark.starts_with("mem."))
+        {
+            r.set_peak(None);
+            r.reference = None;
+            r.warnings = vec![why.into()];
+        }
+        let mut o = String::new();
+        write(&mut o, &run).unwrap();
+        let card = &o[o.find("id=\"card-mem\"").expect("mem card")..];
+        let card = &card[..card.find("</div>\n<div").unwrap_or(card.len())];
+        assert_eq!(
+            card.matches("without a limit or reference").count(),
+            1,
+            "{card}"
+        );
+        assert!(
+            card.contains("no DRAM peak: this host exposes no SMBIOS table"),
+            "{card}"
+        );
+        assert!(
+            !card.contains("no theoretical limit or reference"),
+            "{card}"
+        );
+        assert!(!card.contains("class=\"verdict\""), "{card}");
     }
 
     /// A unit with no documented rate (Zen 4's bf16): no gauge and no "near its peak", the

@@ -163,7 +163,7 @@ fn render(
         o,
         "Run {} to {} with {} {}. Rates in decimal prefixes (1 GB/s = 10<sup>9</sup> B/s), sizes in binary (1 MiB = 2<sup>20</sup> B).</p>",
         esc(&run.started_at),
-        esc(run.finished_at.as_deref().unwrap_or("unfinished")),
+        esc(&super::run_end(run)),
         esc(&run.tool.name),
         esc(&run.tool.version)
     )?;

@@ -39,7 +39,7 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         out,
         "- Run: {} to {} ({} {})",
         run.started_at,
-        run.finished_at.as_deref().unwrap_or("unfinished"),
+        super::run_end(run),
         run.tool.name,
         run.tool.version
     )?;

@@ -21,7 +21,7 @@ pub use self::html::HtmlExporter;
 pub(crate) use self::html::{esc, STYLE};
 pub(crate) use self::markdown::cell as md_cell;
 pub use self::markdown::MarkdownExporter;
-pub use self::openmetrics::OpenMetricsExporter;
+pub use self::openmetrics::{render_many as openmetrics_many, OpenMetricsExporter};
 pub use self::summary::{headlines, SummaryExporter};
 pub use self::terminal::TerminalExporter;
 
@@ -138,6 +138,21 @@ pub(crate) fn group_heading(g: &crate::table::Group<'_>) -> String {
         hostbench_core::model::Metric::Latency => "lower is better",
     };
     format!("{} ({}, {better})", g.benchmark, g.unit)
+}
+
+/// How a run ended, for the reports' "Run: … to …" line: the finish time, or the signal that
+/// stopped it (only what was measured before it is in the report).
+pub(crate) fn run_end(run: &RunResult) -> String {
+    match (&run.interrupted, &run.finished_at) {
+        (Some(i), _) => format!(
+            "{}, interrupted by {}: only the {} records measured before it",
+            i.at,
+            i.signal,
+            run.records.len()
+        ),
+        (None, Some(f)) => f.clone(),
+        (None, None) => "unfinished".into(),
+    }
 }
 
 /// `gpu: no GPU or OpenCL device found (opencl: …; cuda: …)`.

@@ -100,6 +100,23 @@ impl Exporter for OpenMetricsExporter {
     }
 
     fn render(&self, run: &RunResult) -> Result<String, ReportError> {
+        Ok(render_runs(&[(None, run)]))
+    }
+}
+
+/// Several saved runs in one exposition (`hostbench report a.json b.json --openmetrics F`): each
+/// family once, every sample labelled with its own run's host and, where given, a `run` label
+/// (the side-by-side label), so two runs of one host stay apart.
+pub fn render_many(runs: &[(&str, &RunResult)]) -> String {
+    let runs: Vec<(Option<&str>, &RunResult)> = runs
+        .iter()
+        .map(|(label, run)| (Some(*label), *run))
+        .collect();
+    render_runs(&runs)
+}
+
+fn render_runs(runs: &[(Option<&str>, &RunResult)]) -> String {
+    {
         let mut families: BTreeMap<String, Family> = BTreeMap::new();
         let mut add = |name: String, help: String, labels: String, value: f64| {
             families
@@ -111,11 +128,15 @@ impl Exporter for OpenMetricsExporter {
                 .samples
                 .push((labels, value));
         };
-        for r in &run.records {
+        for (label, r, run) in runs
+            .iter()
+            .flat_map(|&(label, run)| run.records.iter().map(move |r| (label, r, run)))
+        {
             let (suffix, factor) = base_unit(&r.unit);
             let base = format!("hostbench_{}_{suffix}", snake(&r.benchmark));
             let unit = suffix.replace('_', " ");
-            let l = labels(run, r, &[]);
+            let run_label: Vec<(&str, &str)> = label.map(|l| ("run", l)).into_iter().collect();
+            let l = labels(run, r, &run_label);
             add(
                 base.clone(),
                 format!("{} median of the samples ({unit})", r.benchmark),
@@ -142,10 +163,12 @@ impl Exporter for OpenMetricsExporter {
                 );
             }
             if let Some(reference) = &r.reference {
+                let mut with_tool = run_label.clone();
+                with_tool.push(("tool", &reference.tool));
                 add(
                     "hostbench_reference_ratio".into(),
                     "hostbench's figure over the reference tool's, same parameters".into(),
-                    labels(run, r, &[("tool", &reference.tool)]),
+                    labels(run, r, &with_tool),
                     reference.ratio,
                 );
             }
@@ -158,7 +181,7 @@ impl Exporter for OpenMetricsExporter {
                 let _ = writeln!(out, "{name}{labels} {}", number(*v));
             }
         }
-        Ok(out)
+        out
     }
 }
 

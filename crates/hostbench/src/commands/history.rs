@@ -48,6 +48,7 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                 "Profile".into(),
                 "Records".into(),
                 "Skipped".into(),
+                "Status".into(),
                 "Fleet / node".into(),
                 "Results".into(),
             ]];
@@ -59,6 +60,11 @@ pub fn run(args: &HistoryArgs) -> anyhow::Result<Exit> {
                     r.profile.unwrap_or_else(|| "-".into()),
                     r.records.to_string(),
                     r.skipped.to_string(),
+                    match (&r.interrupted, &r.finished_at) {
+                        (Some(sig), _) => format!("interrupted ({sig})"),
+                        (None, None) => "partial".into(),
+                        (None, Some(_)) => "complete".into(),
+                    },
                     match (&r.fleet, &r.node) {
                         (Some(f), Some(n)) => format!("{f} / {n}"),
                         (Some(f), None) => f.clone(),

@@ -1,5 +1,6 @@
-//! `hostbench report FILE.json …`: re-render any saved run in every format, without measuring;
-//! two to eight runs render side by side (hostbench-report's `side`).
+//! `hostbench report FILE.json …`: re-render any saved run in every format, without measuring
+//! (OpenMetrics too, so a saved run or one from another machine reaches node_exporter without
+//! measuring again); two to eight runs render side by side (hostbench-report's `side`).
 
 use hostbench_core::model::RunResult;
 use hostbench_report::chart::write_pngs;
@@ -7,7 +8,8 @@ use hostbench_report::export::write_atomic;
 use hostbench_report::load::load_run;
 use hostbench_report::side::{self, SideBySide};
 use hostbench_report::{
-    CsvExporter, Exporter, HtmlExporter, MarkdownExporter, ReportError, TerminalExporter,
+    CsvExporter, Exporter, HtmlExporter, MarkdownExporter, OpenMetricsExporter, ReportError,
+    TerminalExporter,
 };
 
 use crate::cli::ReportArgs;
@@ -26,6 +28,12 @@ impl Subject {
             (Subject::One(run), "html") => HtmlExporter.render(run),
             (Subject::One(run), "md") => MarkdownExporter.render(run),
             (Subject::One(run), "csv") => CsvExporter.render(run),
+            (Subject::One(run), "openmetrics") => OpenMetricsExporter.render(run),
+            (Subject::Several(s), "openmetrics") => {
+                let runs: Vec<(&str, &RunResult)> =
+                    s.runs.iter().map(|(l, r)| (l.as_str(), r)).collect();
+                Ok(hostbench_report::export::openmetrics_many(&runs))
+            }
             (Subject::One(run), _) => TerminalExporter.render(run),
             (Subject::Several(s), "html") => side::html(s),
             (Subject::Several(s), "md") => Ok(side::markdown(s)),
@@ -54,8 +62,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
     } else {
         Subject::Several(SideBySide::new(runs)?)
     };
-    let outputs: [(&str, &Option<String>); 3] =
-        [("html", &args.html), ("md", &args.md), ("csv", &args.csv)];
+    let outputs: [(&str, &Option<String>); 4] = [
+        ("html", &args.html),
+        ("md", &args.md),
+        ("csv", &args.csv),
+        ("openmetrics", &args.openmetrics),
+    ];
     // Resolve every target before writing anything, so a bad one writes nothing.
     let mut targets = Vec::new();
     for (name, value) in outputs {

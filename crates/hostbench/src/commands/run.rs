@@ -19,6 +19,8 @@ use crate::settings;
 use crate::Exit;
 
 pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
+    // First, before any thread exists: Ctrl-C keeps what was measured (see `keep_interrupted`).
+    hostbench_core::interrupt::install();
     let mut common = settings::common(&args.common)?;
     let scale = settings::scale(&args.scale)?;
     // Open the history first: a bad --db fails before minutes of measuring, not after.
@@ -59,6 +61,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         inv.scale = Some(scale);
     }
 
+    let kept = Kept {
+        dir: dir.clone(),
+        run_json: run_json.clone(),
+        db: store.as_ref().map(|s| s.path().to_path_buf()),
+        profile: settings::profile(args.profile).name(),
+    };
+    hostbench_core::interrupt::on_interrupt(move |sig| kept.keep(sig));
+
     let mut runner = Runner::new(common.runner.clone(), host.clone());
     let ctx = RunContext {
         host: &host,
@@ -70,6 +80,8 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         reference: reference_scope(args),
     };
     subsystem::run_all(&selected, &mut runner, &ctx)?;
+    // Interrupted while the last case ran: the handler keeps the run and exits.
+    hostbench_core::interrupt::park_if_interrupted();
     let result = runner.finish()?;
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
@@ -109,6 +121,77 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         }
     }
     Ok(exit)
+}
+
+/// What a Ctrl-C (SIGINT, SIGTERM, SIGHUP) during a run keeps: the records the runner saved
+/// after its last finished case, marked interrupted, with their reports and history entry.
+struct Kept {
+    dir: PathBuf,
+    run_json: PathBuf,
+    db: Option<PathBuf>,
+    profile: &'static str,
+}
+
+impl Kept {
+    /// Runs on the signal thread's helper while the measuring thread goes on; the runner has
+    /// stopped saving (`interrupt::interrupted`), so run.json is this function's alone. Every
+    /// step that fails is said in the final line, never a panic: what was measured is on disk.
+    fn keep(&self, sig: i32) {
+        let signal = hostbench_core::interrupt::signal_name(sig);
+        let Ok(mut result) = hostbench_report::load::load_run(&self.run_json) else {
+            // Nothing finished yet: leave no empty results directory behind.
+            let _ = std::fs::remove_dir(&self.dir);
+            eprintln!("\nhostbench: interrupted ({signal}) before any case finished; nothing kept");
+            return;
+        };
+        result.interrupted = Some(hostbench_core::model::Interrupted {
+            signal: signal.to_string(),
+            at: hostbench_core::model::now_rfc3339(),
+        });
+        result.finished_at = None;
+        let mut problems = Vec::new();
+        if let Err(e) = hostbench_core::runner::write_json_atomic(&self.run_json, &result) {
+            problems.push(format!("run.json not marked interrupted: {e}"));
+        }
+        if let Err(e) = hostbench_report::export::write_results_dir_with(&result, &self.dir, &[]) {
+            problems.push(format!("reports not written: {e}"));
+        }
+        let stored = self.db.as_ref().map(|db| {
+            hostbench_report::history::Store::open(db)
+                .and_then(|mut s| s.insert(&result, Some(self.profile), Some(&self.dir)))
+        });
+        let stored = match stored {
+            Some(Ok(id)) => format!("; stored as run #{id}"),
+            Some(Err(e)) => {
+                problems.push(format!("not stored in the history: {e}"));
+                String::new()
+            }
+            None => String::new(),
+        };
+        let mut phases: Vec<&str> = Vec::new();
+        for r in &result.records {
+            let p = r.benchmark.split('.').next().unwrap_or_default();
+            if !phases.contains(&p) {
+                phases.push(p);
+            }
+        }
+        let n = result.records.len();
+        eprintln!(
+            "\nhostbench: interrupted ({signal}) after {n} record{} ({}); kept in {} with \
+             report.md, report.html and records.csv{stored}{}",
+            if n == 1 { "" } else { "s" },
+            if phases.is_empty() {
+                "none".to_string()
+            } else {
+                phases.join(", ")
+            },
+            self.run_json.display(),
+            problems
+                .iter()
+                .map(|p| format!("; {p}"))
+                .collect::<String>(),
+        );
+    }
 }
 
 /// Stored runs a trend chart in report.html reaches back over.

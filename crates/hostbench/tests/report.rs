@@ -701,47 +701,9 @@ fn a_run_killed_mid_way_leaves_earlier_runs_intact() {
     let db = tmp.path().join("h.sqlite");
     let run = write_json(tmp.path(), "run.json", &synthetic_run());
     run_ok(&format!("history import {} --db {}", s(&run), s(&db)), &[]);
-    let out = tmp.path().join("results");
-    let bin = assert_cmd::cargo::cargo_bin("hostbench");
-    let mut child = StdCommand::new(bin)
-        .args([
-            "run",
-            "--only",
-            "cpu,mem",
-            "--profile",
-            "standard",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .arg("--db")
-        .arg(&db)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    // Wait until it has measured something (its partial run.json exists), then kill it.
-    let t0 = Instant::now();
-    let partial = loop {
-        let found = std::fs::read_dir(&out)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path().join("run.json"))
-            .find(|p| p.exists());
-        if let Some(p) = found {
-            break p;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(120), "run never started");
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "run ended too early"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // SAFETY: kill(2) on our own child's pid.
-    let rc = unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    assert_eq!(rc, 0);
+    // Once it has measured something (its partial run.json exists), kill it.
+    let (mut child, partial) = start_run(&tmp.path().join("results"), &db);
+    signal(&child, libc::SIGKILL);
     let status = child.wait().expect("wait");
     assert!(!status.success());
     let list = run_ok(&format!("history list --db {}", s(&db)), &[]);

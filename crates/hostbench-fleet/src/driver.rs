@@ -331,10 +331,12 @@ fn run_pair(cfg: &FleetConfig, dir: &FleetDir, from: &str, to: &str, len: Durati
     let mut client = srun(from, true);
     client
         .arg(&cfg.exe)
-        // Throughput and round trip per pair: the matrix's two figures. (Under load and
+        // Throughput both ways and the round trip per pair: the matrix's figures. Both ways, so
+        // that a node whose egress (or ingress) is slow can be told from its partner: one
+        // direction of a pair is shared evidence against both nodes. (Under load and
         // transactions would add a capacity search and three cases to every pair's budget.)
         .args(["net", "client", &listen, "--proto", "tcp", "--streams", "1"])
-        .args(["--throughput", "--latency"])
+        .args(["--throughput", "--latency", "--direction", "send,recv"])
         .args(["--duration", &format!("{}ms", len.as_millis().max(1))])
         .arg("--token-file")
         .arg(dir.token())

@@ -423,10 +423,92 @@ fn fleet_on_a_three_node_slurm_cluster() {
         node3["why"].as_str().is_some_and(|w| !w.is_empty()),
         "{node3}"
     );
+    // Only node3's egress is shaped, and every pair measured both ways: the matrix pins it on
+    // node3's sending side, and no healthy node is a worse network outlier.
+    let suspects: Vec<(&str, &str)> = net["attribution"]["suspects"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| Some((x["node"].as_str()?, x["role"].as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(suspects, [("node3", "send")], "{net}");
+    assert!(
+        outliers
+            .iter()
+            .all(|o| o["node"] == "node3" || o["worse"] == false),
+        "{net}"
+    );
+    assert_eq!(
+        matrix.iter().filter(|c| c["direction"] == "recv").count(),
+        3,
+        "the other direction of every pair"
+    );
     for f in ["fleet.md", "fleet.html"] {
         let text = std::fs::read_to_string(dir_a.join(f)).expect(f);
         assert!(text.contains("node3"), "{f}");
+        assert!(text.contains("suspect: node3"), "{f}");
     }
+
+    // 1b. The case: node2's link slow both ways (its own egress and the bridge port's
+    // egress towards it), every pair measured (`all`): node2 is the suspect, and the healthy
+    // node whose only partner without node2 is fast is no longer the "outlier".
+    let tc = |ns: &str, args: &[&str]| {
+        let ok = StdCommand::new("ip")
+            .args(["netns", "exec", ns, "tc", "qdisc"])
+            .args(args)
+            .status()
+            .expect("tc");
+        assert!(ok.success(), "tc {args:?} in {ns}");
+    };
+    let shape = [
+        "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
+    ];
+    tc(&cluster.ns("node3"), &["del", "dev", "eth0", "root"]);
+    tc(
+        &cluster.ns("node2"),
+        &[&["add", "dev", "eth0"][..], &shape].concat(),
+    );
+    tc(
+        &cluster.ns("ctl"),
+        &[&["add", "dev", "vn2"][..], &shape].concat(),
+    );
+    let out_both = work.path().join("fleet-both");
+    let out = cluster
+        .hostbench()
+        .args(["fleet", "run", "--nodes", "3", "--net-pairs", "all"])
+        .args(["--profile", "quick", "--only", "cpu", "--scale", "0.02"])
+        .args(["--no-history", "--out", &out_both.display().to_string()])
+        .output()
+        .expect("fleet run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    tc(&cluster.ns("node2"), &["del", "dev", "eth0", "root"]);
+    tc(&cluster.ns("ctl"), &["del", "dev", "vn2", "root"]);
+    // The report as a user reads it (shown with --nocapture; BENCHMARKS quotes it).
+    let md = std::fs::read_to_string(fleet_dir(&out_both).join("fleet.md")).expect("fleet.md");
+    eprintln!("{md}");
+    let doc = json(&fleet_dir(&out_both).join("fleet.json"));
+    let net = doc["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
+        .expect("the network figure");
+    let suspects: Vec<(&str, &str)> = net["attribution"]["suspects"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| Some((x["node"].as_str()?, x["role"].as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(suspects, [("node2", "both")], "{net}");
+    let outliers = net["outliers"].as_array().expect("outliers");
+    assert!(
+        outliers
+            .iter()
+            .all(|o| o["node"] == "node2" || o["worse"] == false),
+        "{net}"
+    );
 
     // 2. A node busy with another job: --busy skip measures the idle ones and says why.
     let blocker = cluster.slurm(

@@ -202,6 +202,14 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = real_run(&tmp.path().join("results"), &tmp.path().join("h.sqlite"));
     let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
+    // A figure with neither a limit nor a reference stands alone: its card says why once, never
+    // a "no theoretical limit" line under every figure.
+    assert!(!html.contains("no theoretical limit or reference to compare with"));
+    for card in html.split("<div class=\"card subsystem").skip(1) {
+        let card = &card[..card.find("</div>\n").unwrap_or(card.len())];
+        let notes: Vec<&str> = card.matches("class=\"nolimit\"").collect();
+        assert!(notes.len() <= 2, "{card}");
+    }
     // The probe measures the report's layout from the page around it: the report sits in an
     // iframe of the width under test (headless Chromium makes no window narrower than 500 px).
     let probe = r#"<script>

@@ -14,10 +14,11 @@ use std::thread;
 
 use hostbench_core::model::{RunResult, SCHEMA};
 
+use super::attribute::{attribute, Flow};
 use super::doc::{
     Figure, FleetDoc, MatrixEntry, NodeEntry, NodeValue, Outlier, PairEntry, FLEET_SCHEMA,
 };
-use super::figures::{extract, Measured, Source, FIGURES};
+use super::figures::{extract, Measured, Source, FIGURES, NET_TCP_RECV};
 use super::layout::{valid_node_name, FleetDir, Plan, Status, StatusFile, PLAN_SCHEMA};
 use super::stats::{self, FleetConfig};
 use crate::error::ReportError;
@@ -32,6 +33,8 @@ struct Read {
     finished_at: Option<String>,
     /// Per `FIGURES` entry.
     figures: Vec<Option<Measured>>,
+    /// A pair's TCP throughput in its other direction (`NET_TCP_RECV`), where measured.
+    reverse: Option<Measured>,
 }
 
 /// Build the fleet document of `dir`.
@@ -66,13 +69,25 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
     for ((from, to), r) in pair_list.iter().zip(&pair_reads) {
         for (spec, m) in FIGURES.iter().zip(&r.figures) {
             if let (Some(metric), Some(m)) = (spec.matrix_metric, m) {
+                let throughput = metric == "throughput";
                 net_matrix.push(MatrixEntry {
                     from: from.clone(),
                     to: to.clone(),
                     proto: "tcp".into(),
                     metric: metric.into(),
                     value: m.value,
+                    direction: throughput.then(|| "send".to_string()),
                 });
+                if let (true, Some(back)) = (throughput, &r.reverse) {
+                    net_matrix.push(MatrixEntry {
+                        from: from.clone(),
+                        to: to.clone(),
+                        proto: "tcp".into(),
+                        metric: metric.into(),
+                        value: back.value,
+                        direction: Some("recv".into()),
+                    });
+                }
             }
         }
     }
@@ -88,31 +103,57 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
                     .zip(&node_reads)
                     .filter_map(|(n, r)| r.figures[i].clone().map(|m| (n, m)))
                     .collect(),
-                // A node's network figure: the median over the pairs where it is the client.
-                Source::Pairs => plan
-                    .nodes
-                    .iter()
-                    .filter_map(|n| {
-                        let mine: Vec<&Measured> = pair_list
-                            .iter()
-                            .zip(&pair_reads)
-                            .filter(|((from, _), _)| from == n)
-                            .filter_map(|(_, r)| r.figures[i].as_ref())
-                            .collect();
-                        let first = mine.first()?;
-                        let values: Vec<f64> = mine.iter().map(|m| m.value).collect();
-                        Some((
-                            n,
-                            Measured {
-                                value: stats::median(&values),
-                                unit: first.unit.clone(),
-                                higher_is_better: first.higher_is_better,
-                            },
-                        ))
-                    })
-                    .collect(),
+                // A node's network figure: the median over every flow it is in, as client or
+                // server, both directions where measured (a slow node no longer drags down only
+                // the nodes that send to it).
+                Source::Pairs => {
+                    let flows = flows_of(i, &pair_list, &pair_reads);
+                    plan.nodes
+                        .iter()
+                        .filter_map(|n| {
+                            let mine: Vec<&(Flow, &Measured)> = flows
+                                .iter()
+                                .filter(|(f, _)| &f.sender == n || &f.receiver == n)
+                                .collect();
+                            let (_, first) = mine.first()?;
+                            let values: Vec<f64> = mine.iter().map(|(f, _)| f.value).collect();
+                            Some((
+                                n,
+                                Measured {
+                                    value: stats::median(&values),
+                                    unit: first.unit.clone(),
+                                    higher_is_better: first.higher_is_better,
+                                },
+                            ))
+                        })
+                        .collect()
+                }
             };
-            figure(spec, &per_node, cfg)
+            let mut fig = figure(spec, &per_node, cfg)?;
+            if spec.source == Source::Pairs {
+                let flows: Vec<Flow> = flows_of(i, &pair_list, &pair_reads)
+                    .into_iter()
+                    .map(|(f, _)| f)
+                    .collect();
+                let unit = fig.unit.clone();
+                let fmt = move |v: f64| crate::units::human(v, &unit);
+                let mut a = attribute(
+                    &flows,
+                    fig.higher_is_better,
+                    cfg.outlier,
+                    spec.matrix_metric == Some("throughput"),
+                    &fmt,
+                );
+                if plan.nodes.len() == 2 && !flows.is_empty() {
+                    a.note = Some(
+                        "two nodes are one link: a slow figure here cannot be pinned on either \
+                         node (a third node gives a pair to compare with)"
+                            .into(),
+                    );
+                }
+                fig.attribution = (!a.is_empty()).then_some(a);
+            }
+            Some(fig)
         })
         .collect();
 
@@ -144,6 +185,41 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
             .collect(),
         net_matrix,
     })
+}
+
+/// The flows of network figure `i`: each pair's measurement from its client to its server, and
+/// for throughput the other direction too where the pair measured it; with the measurement (for
+/// its unit). Round trips are one "flow" per pair.
+fn flows_of<'a>(
+    i: usize,
+    pairs: &[(String, String)],
+    reads: &'a [Read],
+) -> Vec<(Flow, &'a Measured)> {
+    let mut out = Vec::new();
+    let throughput = FIGURES[i].matrix_metric == Some("throughput");
+    for ((from, to), r) in pairs.iter().zip(reads) {
+        if let Some(m) = &r.figures[i] {
+            out.push((
+                Flow {
+                    sender: from.clone(),
+                    receiver: to.clone(),
+                    value: m.value,
+                },
+                m,
+            ));
+        }
+        if let (true, Some(m)) = (throughput, &r.reverse) {
+            out.push((
+                Flow {
+                    sender: to.clone(),
+                    receiver: from.clone(),
+                    value: m.value,
+                },
+                m,
+            ));
+        }
+    }
+    out
 }
 
 /// The fleet statistics and outliers of one figure; `None` when no node has it.
@@ -187,6 +263,7 @@ fn figure(
                 value: m.value,
             })
             .collect(),
+        attribution: None,
     })
 }
 
@@ -321,6 +398,7 @@ fn resolve(
         run: None,
         finished_at: None,
         figures: vec![None; FIGURES.len()],
+        reverse: None,
     };
     match run {
         Some(Ok(run)) => {
@@ -332,6 +410,9 @@ fn resolve(
             });
             read.finished_at = run.finished_at.clone();
             read.figures = extract(&run.records, source);
+            if source == Source::Pairs {
+                read.reverse = NET_TCP_RECV.measure(&run.records);
+            }
         }
         Some(Err(why)) => {
             read.status = Status::Failed;
@@ -364,6 +445,7 @@ fn read_node(dir: &FleetDir, node: &str) -> Read {
             run: None,
             finished_at: None,
             figures: vec![None; FIGURES.len()],
+            reverse: None,
         };
     }
     let rel = format!("nodes/{node}/run.json");
@@ -392,6 +474,7 @@ fn read_pair(dir: &FleetDir, from: &str, to: &str) -> Read {
             run: None,
             finished_at: None,
             figures: vec![None; FIGURES.len()],
+            reverse: None,
         };
     }
     let rel = format!("net/{from}--{to}.json");

@@ -89,6 +89,10 @@ pub struct Figure {
     pub outliers: Vec<Outlier>,
     /// Every node's value, in the plan's order.
     pub values: Vec<NodeValue>,
+    /// Network figures: which node (or link) the slow pairs belong to, from the whole matrix
+    /// (`fleet::attribute`). The suspects are the finding; a node faster than the median is not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<super::attribute::Attribution>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -125,6 +129,10 @@ pub struct MatrixEntry {
     /// `throughput` (bit/s) or `rtt` (s, round trip).
     pub metric: String,
     pub value: f64,
+    /// For throughput: `send` (`from` sent to `to`) or `recv` (`to` sent to `from`), where the
+    /// pair measured both; absent for round trips and in older documents (then `send`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
 }
 
 impl FleetDoc {

@@ -181,6 +181,22 @@ pub const FIGURES: [FigureSpec; 8] = [
     },
 ];
 
+/// The TCP throughput of a pair's other direction (`direction=recv`: the server sends to the
+/// client), beside `net_tcp`'s `send`: with both, a pair gives two flows and a slow node's egress
+/// can be told from its partner's ingress. Not a column of the report of its own.
+pub const NET_TCP_RECV: FigureSpec = FigureSpec {
+    id: "net_tcp_recv",
+    label: "Net TCP from partners",
+    benchmark: "net.throughput",
+    select: &[
+        ("proto", Want::Str("tcp")),
+        ("direction", Want::Str("recv")),
+    ],
+    at_largest: None,
+    source: Source::Pairs,
+    matrix_metric: Some("throughput"),
+};
+
 /// `(value, unit, higher is better)` of each figure of `source` among `records`, in `FIGURES`
 /// order (`None` for figures of the other source or not measured).
 pub fn extract(records: &[Record], source: Source) -> Vec<Option<Measured>> {
@@ -190,13 +206,20 @@ pub fn extract(records: &[Record], source: Source) -> Vec<Option<Measured>> {
             if f.source != source {
                 return None;
             }
-            f.pick(records).map(|r| Measured {
-                value: r.value,
-                unit: r.unit.clone(),
-                higher_is_better: r.metric == Metric::Throughput,
-            })
+            f.measure(records)
         })
         .collect()
+}
+
+impl FigureSpec {
+    /// The figure's value among `records`, if measured.
+    pub fn measure(&self, records: &[Record]) -> Option<Measured> {
+        self.pick(records).map(|r| Measured {
+            value: r.value,
+            unit: r.unit.clone(),
+            higher_is_better: r.metric == Metric::Throughput,
+        })
+    }
 }
 
 /// One figure's value on one node (or pair).

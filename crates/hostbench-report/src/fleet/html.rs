@@ -62,6 +62,7 @@ pub fn render_html(doc: &FleetDoc) -> String {
          <li><a href=\"#network\">Network</a></li></ul></nav>"
     );
     node_table(doc, &mut o);
+    network_findings(doc, &mut o);
     outliers(doc, &mut o);
     unwell(doc, &mut o);
     let _ = writeln!(
@@ -138,6 +139,22 @@ fn node_table(doc: &FleetDoc, o: &mut String) {
         o,
         "<p class=\"common\">{WORSE} red: worse outlier; {BETTER} green: better outlier (hover a cell for why).</p>\n</section>"
     );
+}
+
+/// The network matrix's finding: which node (or link) the slow pairs belong to.
+fn network_findings(doc: &FleetDoc, o: &mut String) {
+    let rows = super::text::network_rows(doc);
+    if rows.len() < 2 {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Network: slow links and their nodes</h2>\n<ul class=\"findings\" id=\"net-findings\">"
+    );
+    for r in &rows[1..] {
+        let _ = writeln!(o, "<li>{}: {}</li>", esc(&r[0]), esc(&r[1]));
+    }
+    let _ = writeln!(o, "</ul>");
 }
 
 /// Every outlier with its reason: in a table of 1,000 nodes the marked cells are easy to miss.
@@ -358,28 +375,27 @@ fn heatmap(
     o: &mut String,
 ) {
     let pick = |v: &(Option<f64>, Option<f64>)| if throughput { v.0 } else { v.1 };
-    let cells: Vec<(usize, usize, f64, &str, &str)> = doc
-        .pairs
+    // Every measured cell: a pair's own (client, server) and, for throughput, its other
+    // direction at (server, client) where the pair measured both.
+    let mut cells: Vec<(usize, usize, f64, &str, &str)> = values
         .iter()
-        .filter_map(|p| {
-            let v = values
-                .get(&(p.from.as_str(), p.to.as_str()))
-                .and_then(pick)?;
-            Some((
-                *index.get(p.from.as_str())?,
-                *index.get(p.to.as_str())?,
-                v,
-                p.from.as_str(),
-                p.to.as_str(),
-            ))
+        .filter_map(|(&(from, to), v)| {
+            let v = pick(v)?;
+            Some((*index.get(from)?, *index.get(to)?, v, from, to))
         })
         .collect();
+    cells.sort_by_key(|c| (c.0, c.1));
     let (name, unit, id) = if throughput {
         ("TCP throughput", "bit/s", "heatmap-throughput")
     } else {
         ("TCP round trip", "s", "heatmap-rtt")
     };
-    let _ = writeln!(o, "<h3>{name} (row: client, column: server)</h3>");
+    let axes = if throughput {
+        "row: sender, column: receiver"
+    } else {
+        "row: client, column: server"
+    };
+    let _ = writeln!(o, "<h3>{name} ({axes})</h3>");
     if cells.is_empty() {
         let _ = writeln!(o, "<p class=\"common\">No pair measured {name}.</p>");
         return;

@@ -3,6 +3,7 @@
 //! by `build` with the headline figures of `figures` and the statistics of `stats`, and rendered
 //! as a terminal or Markdown table (`text`) and an HTML page (`html`).
 
+pub mod attribute;
 mod build;
 pub mod doc;
 pub mod figures;
@@ -197,7 +198,8 @@ mod tests {
             .iter()
             .any(|e| e.from == "n1" && e.to == "n2" && e.metric == "rtt" && e.proto == "tcp"));
         let tcp = doc.figures.iter().find(|f| f.id == "net_tcp").unwrap();
-        assert_eq!((tcp.summary.n, tcp.unit.as_str()), (5, "bit/s"));
+        // Every node is in an ok pair, as client or server: each has a network figure.
+        assert_eq!((tcp.summary.n, tcp.unit.as_str()), (6, "bit/s"));
 
         // The document reads back.
         let text = render_json(&doc).unwrap();
@@ -209,6 +211,77 @@ mod tests {
         assert_eq!(back.figures.len(), doc.figures.len());
         // Every node is final (ok, failed or skipped): the fleet has finished.
         assert_eq!(doc.finished_at.as_deref(), Some("2025-01-02T03:09:05Z"));
+    }
+
+    /// The fleet: three nodes, c2's link at 200 Mbit/s both ways, every pair measured
+    /// both ways (`all`). c2 is named the suspect, no healthy node is an outlier, the matrix
+    /// holds both directions, and the reports say it.
+    #[test]
+    fn a_node_slow_both_ways_is_the_suspect_and_no_healthy_node_an_outlier() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = FleetDir::new(tmp.path());
+        let nodes: Vec<String> = (1..=3).map(|i| format!("c{i}")).collect();
+        let pairs: Vec<(String, String)> = vec![
+            ("c1".into(), "c2".into()),
+            ("c1".into(), "c3".into()),
+            ("c2".into(), "c3".into()),
+        ];
+        let plan = Plan {
+            schema: PLAN_SCHEMA.into(),
+            fleet_id: "f2".into(),
+            created_at: "2026-01-01T00:00:00Z".into(),
+            nodes: nodes.clone(),
+            not_measured: Vec::new(),
+            net_pairs: "all".into(),
+            rounds: pairs.iter().map(|p| vec![p.clone()]).collect(),
+            profile: "quick".into(),
+            scale: 1.0,
+            job_id: None,
+            partition: None,
+        };
+        write_json(&dir.plan(), &plan);
+        for n in &nodes {
+            write_json(&dir.node_status(n), &StatusFile::new(Status::Ok));
+            write_json(&dir.node_run(n), &node_run(1.0));
+        }
+        let tput = |dir: &str, v: f64| {
+            crate::testdata::record(
+                "net.throughput",
+                hostbench_core::model::Metric::Throughput,
+                "bit/s",
+                serde_json::json!({"proto": "tcp", "block_bytes": 131072, "streams": 1,
+                                   "direction": dir, "target": "10.0.0.1"}),
+                &[v],
+            )
+        };
+        for (k, (from, to)) in pairs.iter().enumerate() {
+            let slow = from == "c2" || to == "c2";
+            let v = if slow { 1.91e8 } else { 18.27e9 } * (1.0 + 0.001 * k as f64);
+            let mut run = RunResult::new(Default::default());
+            run.records = vec![tput("send", v), tput("recv", v * 1.002)];
+            run.finished_at = Some("2026-01-01T00:01:00Z".into());
+            write_json(&dir.pair_status(from, to), &StatusFile::new(Status::Ok));
+            write_json(&dir.pair_run(from, to), &run);
+        }
+        let doc = build(&dir, &FleetConfig::default()).unwrap();
+        assert_eq!(doc.net_matrix.len(), 6, "both directions of three pairs");
+        let tcp = doc.figures.iter().find(|f| f.id == "net_tcp").unwrap();
+        let a = tcp.attribution.as_ref().expect("an attribution");
+        let named: Vec<&str> = a.suspects.iter().map(|s| s.node.as_str()).collect();
+        assert_eq!(named, ["c2"], "{a:?}");
+        assert_eq!(a.suspects[0].role, "both");
+        assert!(
+            tcp.outliers.iter().all(|o| o.node == "c2" && o.worse),
+            "{:?}",
+            tcp.outliers
+        );
+        let text = render_terminal(&doc);
+        assert!(
+            text.contains("suspect: c2: all 4 flows, both ways,"),
+            "{text}"
+        );
+        let html = render_html(&doc);
+        assert!(html.contains("id=\"net-findings\"") && html.contains("suspect: c2"));
     }
 
     #[test]

@@ -163,18 +163,38 @@ fn stats_rows(doc: &FleetDoc) -> Vec<Vec<String>> {
     rows
 }
 
+/// Worse outliers first (the findings), then the better ones as remarks: a node faster than its
+/// peers is not what a fleet report is for.
 fn outlier_rows(doc: &FleetDoc) -> Vec<Vec<String>> {
     let mut rows = vec![["node", "figure", "value", "why"]
         .map(String::from)
         .to_vec()];
+    for worse in [true, false] {
+        for f in &doc.figures {
+            for o in f.outliers.iter().filter(|o| o.worse == worse) {
+                rows.push(vec![
+                    o.node.clone(),
+                    f.label.clone(),
+                    human(o.value, &f.unit),
+                    if worse {
+                        o.why.clone()
+                    } else {
+                        format!("{} (a remark: faster than its peers)", o.why)
+                    },
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// What the network matrix says about slow pairs: the suspect nodes (the finding), pairs no node
+/// explains, and what the data cannot separate.
+pub(crate) fn network_rows(doc: &FleetDoc) -> Vec<Vec<String>> {
+    let mut rows = vec![["figure", "finding"].map(String::from).to_vec()];
     for f in &doc.figures {
-        for o in &f.outliers {
-            rows.push(vec![
-                o.node.clone(),
-                f.label.clone(),
-                human(o.value, &f.unit),
-                o.why.clone(),
-            ]);
+        for line in f.attribution.iter().flat_map(|a| a.lines()) {
+            rows.push(vec![f.label.clone(), line]);
         }
     }
     rows
@@ -202,13 +222,16 @@ fn unwell_rows(doc: &FleetDoc) -> Vec<Vec<String>> {
 /// Per pair: (from, to) → (throughput, rtt).
 pub(crate) type PairValues<'a> = HashMap<(&'a str, &'a str), (Option<f64>, Option<f64>)>;
 
+/// Throughput is keyed by the flow (sender, receiver): a pair's `send` at (client, server), its
+/// `recv` at (server, client); the round trip by the pair (client, server).
 pub(crate) fn pair_values(doc: &FleetDoc) -> PairValues<'_> {
     let mut m = PairValues::new();
     for e in &doc.net_matrix {
-        let slot = m.entry((e.from.as_str(), e.to.as_str())).or_default();
-        match e.metric.as_str() {
-            "throughput" => slot.0 = Some(e.value),
-            "rtt" => slot.1 = Some(e.value),
+        let (from, to) = (e.from.as_str(), e.to.as_str());
+        match (e.metric.as_str(), e.direction.as_deref()) {
+            ("throughput", Some("recv")) => m.entry((to, from)).or_default().0 = Some(e.value),
+            ("throughput", _) => m.entry((from, to)).or_default().0 = Some(e.value),
+            ("rtt", _) => m.entry((from, to)).or_default().1 = Some(e.value),
             _ => {}
         }
     }
@@ -217,9 +240,16 @@ pub(crate) fn pair_values(doc: &FleetDoc) -> PairValues<'_> {
 
 fn pair_rows(doc: &FleetDoc, all: bool) -> Vec<Vec<String>> {
     let values = pair_values(doc);
-    let mut rows = vec![["from", "to", "TCP throughput", "round trip", "status"]
-        .map(String::from)
-        .to_vec()];
+    let mut rows = vec![[
+        "from",
+        "to",
+        "TCP throughput",
+        "TCP back (to -> from)",
+        "round trip",
+        "status",
+    ]
+    .map(String::from)
+    .to_vec()];
     for p in &doc.pairs {
         if !all && p.status == Status::Ok {
             continue;
@@ -232,10 +262,14 @@ fn pair_rows(doc: &FleetDoc, all: bool) -> Vec<Vec<String>> {
         if let Some(reason) = &p.reason {
             let _ = write!(status, ": {reason}");
         }
+        let back = values
+            .get(&(p.to.as_str(), p.from.as_str()))
+            .and_then(|v| v.0);
         rows.push(vec![
             p.from.clone(),
             p.to.clone(),
             t.map_or(MISSING.to_string(), |v| human(v, "bit/s")),
+            back.map_or(MISSING.to_string(), |v| human(v, "bit/s")),
             r.map_or(MISSING.to_string(), |v| human(v, "s")),
             status,
         ]);
@@ -263,6 +297,10 @@ fn sections(doc: &FleetDoc, all_pairs: bool) -> Vec<(String, Vec<Vec<String>>)> 
     if !doc.figures.is_empty() {
         out.push(("Fleet statistics".to_string(), stats_rows(doc)));
     }
+    out.push((
+        "Network: slow links and their nodes".to_string(),
+        network_rows(doc),
+    ));
     out.push(("Outliers".to_string(), outlier_rows(doc)));
     out.push((
         "Nodes not measured, failed or unfinished".to_string(),

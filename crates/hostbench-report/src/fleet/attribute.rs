@@ -1,0 +1,460 @@
+//! Which node (or link) a slow network measurement belongs to, from the whole node × node matrix.
+//!
+//! Why not a node's own median: a pair's figure is shared by both its nodes, so a slow node drags
+//! down every partner it is paired with. On three nodes with one bad NIC, two of the three pairs
+//! are slow, the fleet median is the slow value, and the one healthy pair made the healthy node
+//! look like the outlier. So the question is asked of the pairs instead: which flows are slow
+//! (far below the fleet's fast flows), and which node's flows, and only its, are all slow.
+//!
+//! A flow is one direction of data: from its sender to its receiver (a pair measured `send` and
+//! `recv` gives two flows). A node *explains* slow flows when every flow it takes part in is slow
+//! (a bad NIC or a link at the wrong speed, both ways), or every flow it sends (a shaped egress),
+//! or every flow it receives. Nodes are chosen greedily, the one that explains most of the slow
+//! flows not yet explained first; two nodes that explain the same flows equally (a 2-node fleet,
+//! a ring of 3 measured one way with one slow pair) are named together as "cannot tell apart",
+//! never one of them; a slow flow no node explains is a slow link of that pair alone.
+//!
+//! Round trips are undirected: a node explains slow round trips when every pair it is in is slow.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+/// One measured flow (or, for round trips, one pair).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Flow {
+    pub sender: String,
+    pub receiver: String,
+    pub value: f64,
+}
+
+/// What the matrix says about one figure (`net_tcp`, `net_rtt`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Attribution {
+    /// Nodes whose flows, and only theirs, are slow: the finding.
+    pub suspects: Vec<Suspect>,
+    /// Slow flows that two or more nodes explain equally: the data cannot separate them.
+    pub undecided: Vec<Undecided>,
+    /// Slow pairs that no node explains: the link or path between the two, not either node.
+    pub slow_links: Vec<SlowLink>,
+    /// What the matrix cannot say at all (two nodes: one link, no fast pair to compare with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Attribution {
+    /// Whether there is anything to say.
+    pub fn is_empty(&self) -> bool {
+        self.suspects.is_empty()
+            && self.undecided.is_empty()
+            && self.slow_links.is_empty()
+            && self.note.is_none()
+    }
+
+    /// The lines a report prints: suspects first (the finding), then what cannot be decided, the
+    /// slow links and the note.
+    pub fn lines(&self) -> Vec<String> {
+        self.suspects
+            .iter()
+            .map(|s| format!("suspect: {}", s.text))
+            .chain(
+                self.undecided
+                    .iter()
+                    .map(|u| format!("undecided: {}", u.text)),
+            )
+            .chain(
+                self.slow_links
+                    .iter()
+                    .map(|l| format!("slow link: {}", l.text)),
+            )
+            .chain(self.note.iter().cloned())
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Suspect {
+    pub node: String,
+    /// `both` (every flow it is in), `send` (every flow it sends) or `receive`.
+    pub role: String,
+    /// One line with the figures: "node2: all 4 of its flows ≤ 192 Mbit/s; the fleet's fast
+    /// flows 18.3 Gbit/s".
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Undecided {
+    pub candidates: Vec<String>,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SlowLink {
+    pub a: String,
+    pub b: String,
+    pub text: String,
+}
+
+/// Which flows a node takes part in, by role.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Role {
+    Both,
+    Send,
+    Receive,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Both => "both",
+            Role::Send => "send",
+            Role::Receive => "receive",
+        }
+    }
+}
+
+/// A node, the role it explains slow flows in, and those flows (indices).
+type Explains<'a> = (&'a str, Role, &'a Vec<usize>);
+
+/// Attribute the slow flows of one figure. `higher_is_better`: throughput (slow = low) or a
+/// round trip (slow = high); `threshold`: how far from the fast flows a slow one is (the
+/// fleet's outlier threshold, 0.10); `directed`: whether sender and receiver differ in meaning
+/// (throughput) or a flow is just a pair (round trip); `fmt`: a value for a person.
+pub fn attribute(
+    flows: &[Flow],
+    higher_is_better: bool,
+    threshold: f64,
+    directed: bool,
+    fmt: &dyn Fn(f64) -> String,
+) -> Attribution {
+    let mut out = Attribution::default();
+    if flows.len() < 2 {
+        return out;
+    }
+    // The fleet's fast level: the upper quartile of the flows (the lower one for round trips),
+    // so that up to three quarters of them may be slow and the level is still the fast one.
+    let mut sorted: Vec<f64> = flows.iter().map(|f| f.value).collect();
+    sorted.sort_by(f64::total_cmp);
+    let q = if higher_is_better { 75.0 } else { 25.0 };
+    let fast = hostbench_core::stats::percentile_sorted(&sorted, q);
+    let is_slow = |v: f64| {
+        if higher_is_better {
+            v < fast * (1.0 - threshold)
+        } else {
+            v > fast * (1.0 + threshold)
+        }
+    };
+    let slow: Vec<bool> = flows.iter().map(|f| is_slow(f.value)).collect();
+    if !slow.iter().any(|&s| s) {
+        return out;
+    }
+    // Per node, per role: the flows it takes part in.
+    let mut of: BTreeMap<&str, [Vec<usize>; 3]> = BTreeMap::new();
+    for (i, f) in flows.iter().enumerate() {
+        let roles: [(&str, Role); 2] = if directed {
+            [(&f.sender, Role::Send), (&f.receiver, Role::Receive)]
+        } else {
+            [(&f.sender, Role::Both), (&f.receiver, Role::Both)]
+        };
+        for (node, role) in roles {
+            let lists = of.entry(node).or_default();
+            lists[Role::Both as usize].push(i);
+            if role != Role::Both {
+                lists[role as usize].push(i);
+            }
+        }
+    }
+    // What each node can explain: all of its flows in the widest role that is all slow.
+    let explains: Vec<Explains<'_>> = of
+        .iter()
+        .filter_map(|(node, lists)| {
+            let roles: &[Role] = if directed {
+                &[Role::Both, Role::Send, Role::Receive]
+            } else {
+                &[Role::Both]
+            };
+            roles
+                .iter()
+                .map(|&r| (r, &lists[r as usize]))
+                .find(|(_, l)| !l.is_empty() && l.iter().all(|&i| slow[i]))
+                .map(|(r, l)| (*node, r, l))
+        })
+        .collect();
+    let mut unexplained: BTreeSet<usize> = (0..flows.len()).filter(|&i| slow[i]).collect();
+    // Said as the fast flows' own median, not the quartile that separated them.
+    let mut quick: Vec<f64> = (0..flows.len())
+        .filter(|&i| !slow[i])
+        .map(|i| flows[i].value)
+        .collect();
+    quick.sort_by(f64::total_cmp);
+    let fast_text = fmt(hostbench_core::stats::percentile_sorted(&quick, 50.0));
+    loop {
+        let gain = |l: &Vec<usize>| l.iter().filter(|i| unexplained.contains(i)).count();
+        let best = explains.iter().map(|(_, _, l)| gain(l)).max().unwrap_or(0);
+        if best == 0 {
+            break;
+        }
+        let top: Vec<&Explains<'_>> = explains
+            .iter()
+            .filter(|(_, _, l)| gain(l) == best)
+            .collect();
+        // Nodes that explain exactly the same unexplained flows cannot be told apart; nodes that
+        // explain different ones are each a finding.
+        let mut groups: Vec<(BTreeSet<usize>, Vec<&Explains<'_>>)> = Vec::new();
+        for t in top {
+            let set: BTreeSet<usize> =
+                t.2.iter()
+                    .copied()
+                    .filter(|i| unexplained.contains(i))
+                    .collect();
+            match groups.iter_mut().find(|(s, _)| *s == set) {
+                Some((_, members)) => members.push(t),
+                None => groups.push((set, vec![t])),
+            }
+        }
+        for (set, members) in groups {
+            if members.len() == 1 {
+                let (node, role, flows_of) = members[0];
+                let worst = flows_of.iter().map(|&i| flows[i].value).fold(
+                    if higher_is_better { f64::MIN } else { f64::MAX },
+                    |a, b| {
+                        if higher_is_better {
+                            a.max(b)
+                        } else {
+                            a.min(b)
+                        }
+                    },
+                );
+                let what = match (role, directed) {
+                    (Role::Both, true) => "flows, both ways,",
+                    (Role::Both, false) => "pairs",
+                    (Role::Send, _) => "flows it sends",
+                    (Role::Receive, _) => "flows it receives",
+                };
+                let n = flows_of.len();
+                let bound = if higher_is_better { "≤" } else { "≥" };
+                out.suspects.push(Suspect {
+                    node: node.to_string(),
+                    role: role.name().into(),
+                    text: format!(
+                        "{node}: {} {n} {what} {bound} {}; the fleet's fast flows {fast_text}",
+                        if n == 1 { "its one of" } else { "all" },
+                        fmt(worst)
+                    ),
+                });
+            } else {
+                let mut names: Vec<String> = members.iter().map(|m| m.0.to_string()).collect();
+                names.sort();
+                names.dedup();
+                let pairs: Vec<String> = set
+                    .iter()
+                    .map(|&i| {
+                        format!(
+                            "{} -> {} {}",
+                            flows[i].sender,
+                            flows[i].receiver,
+                            fmt(flows[i].value)
+                        )
+                    })
+                    .collect();
+                out.undecided.push(Undecided {
+                    text: format!(
+                        "{} cannot be told apart: the slow {} ({}) involve{} each of them alike, \
+                         and no other measurement separates them",
+                        names.join(" or "),
+                        if set.len() == 1 { "flow" } else { "flows" },
+                        pairs.join(", "),
+                        if set.len() == 1 { "s" } else { "" },
+                    ),
+                    candidates: names,
+                });
+            }
+            for i in set {
+                unexplained.remove(&i);
+            }
+        }
+    }
+    // Slow flows that no node explains: the pair's own link or path.
+    let mut links: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for &i in &unexplained {
+        let f = &flows[i];
+        let key = if f.sender <= f.receiver {
+            (f.sender.clone(), f.receiver.clone())
+        } else {
+            (f.receiver.clone(), f.sender.clone())
+        };
+        links.entry(key).or_default().push(i);
+    }
+    for ((a, b), idx) in links {
+        let values: Vec<String> = idx.iter().map(|&i| fmt(flows[i].value)).collect();
+        out.slow_links.push(SlowLink {
+            text: format!(
+                "{a} <-> {b}: {} while both nodes are fast with their other partners; the link \
+                 or path between them",
+                values.join(", ")
+            ),
+            a,
+            b,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FAST: f64 = 18.3e9;
+    const SLOW: f64 = 0.19e9;
+
+    fn gbit(v: f64) -> String {
+        format!("{:.2} Gbit/s", v / 1e9)
+    }
+
+    fn node(i: usize) -> String {
+        format!("c{i}")
+    }
+
+    /// Flows of `pairs` measured both ways (or only `send`), each slow when `slow(sender,
+    /// receiver)` says so; a little noise so that nothing is exactly equal.
+    fn flows(
+        pairs: &[(usize, usize)],
+        both_ways: bool,
+        slow: impl Fn(usize, usize) -> bool,
+    ) -> Vec<Flow> {
+        let mut out = Vec::new();
+        for (k, &(a, b)) in pairs.iter().enumerate() {
+            let dirs: &[(usize, usize)] = if both_ways {
+                &[(a, b), (b, a)]
+            } else {
+                &[(a, b)]
+            };
+            for (j, &(s, r)) in dirs.iter().enumerate() {
+                let noise = 1.0 + 0.001 * ((k * 7 + j * 3) % 11) as f64;
+                let base = if slow(s, r) { SLOW } else { FAST };
+                out.push(Flow {
+                    sender: node(s),
+                    receiver: node(r),
+                    value: base * noise,
+                });
+            }
+        }
+        out
+    }
+
+    fn ring(n: usize) -> Vec<(usize, usize)> {
+        (1..=n).map(|i| (i, i % n + 1)).collect()
+    }
+
+    fn all(n: usize) -> Vec<(usize, usize)> {
+        (1..=n)
+            .flat_map(|a| (a + 1..=n).map(move |b| (a, b)))
+            .collect()
+    }
+
+    fn tput(f: &[Flow]) -> Attribution {
+        attribute(f, true, 0.10, true, &gbit)
+    }
+
+    fn suspects(a: &Attribution) -> Vec<(&str, &str)> {
+        a.suspects
+            .iter()
+            .map(|s| (s.node.as_str(), s.role.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn one_node_slow_both_ways_is_named_at_3_16_and_1000_nodes() {
+        for n in [3, 16, 1000] {
+            let bad = 2;
+            let slow = |s: usize, r: usize| s == bad || r == bad;
+            for (schedule, pairs) in [("ring", ring(n)), ("all", all(n.min(40)))] {
+                for both in [true, false] {
+                    let a = tput(&flows(&pairs, both, slow));
+                    assert_eq!(
+                        suspects(&a),
+                        [("c2", "both")],
+                        "{n} nodes, {schedule}, both ways {both}: {a:?}"
+                    );
+                    assert!(a.undecided.is_empty() && a.slow_links.is_empty(), "{a:?}");
+                }
+            }
+        }
+        // The issue's fleet: c2's pairs ≤ 192 Mbit/s, the one pair without it 18.3 Gbit/s.
+        let a = tput(&flows(&ring(3), false, |s, r| s == 2 || r == 2));
+        assert!(
+            a.suspects[0]
+                .text
+                .starts_with("c2: all 2 flows, both ways,"),
+            "{a:?}"
+        );
+        assert!(a.suspects[0].text.contains("18.3"), "{a:?}");
+    }
+
+    #[test]
+    fn a_slow_egress_is_named_where_both_directions_were_measured() {
+        for n in [3, 16, 1000] {
+            let a = tput(&flows(&ring(n), true, |s, _| s == 3));
+            assert_eq!(suspects(&a), [("c3", "send")], "{n}: {a:?}");
+        }
+        // Measured one way on a ring of 3, one slow pair: its sender's egress or its receiver's
+        // ingress, and nothing tells which.
+        let a = tput(&flows(&ring(3), false, |s, _| s == 3));
+        assert!(a.suspects.is_empty(), "{a:?}");
+        assert_eq!(a.undecided.len(), 1, "{a:?}");
+        assert_eq!(a.undecided[0].candidates, ["c1", "c3"]);
+        assert!(a.undecided[0].text.contains("cannot be told apart"));
+    }
+
+    #[test]
+    fn a_slow_ingress_is_named() {
+        let a = tput(&flows(&all(6), true, |_, r| r == 5));
+        assert_eq!(suspects(&a), [("c5", "receive")], "{a:?}");
+    }
+
+    #[test]
+    fn one_bad_pair_is_a_link_not_a_node() {
+        for n in [4, 16] {
+            let a = tput(&flows(&all(n), true, |s, r| {
+                (s, r) == (1, 3) || (s, r) == (3, 1)
+            }));
+            assert!(a.suspects.is_empty() && a.undecided.is_empty(), "{a:?}");
+            assert_eq!(a.slow_links.len(), 1, "{a:?}");
+            assert_eq!(
+                (a.slow_links[0].a.as_str(), a.slow_links[0].b.as_str()),
+                ("c1", "c3")
+            );
+        }
+    }
+
+    #[test]
+    fn two_bad_nodes_are_both_named() {
+        for n in [8, 16, 1000] {
+            let bad = |x: usize| x == 2 || x == 6;
+            let a = tput(&flows(&ring(n), true, |s, r| bad(s) || bad(r)));
+            let mut got = suspects(&a);
+            got.sort();
+            assert_eq!(got, [("c2", "both"), ("c6", "both")], "{n}: {a:?}");
+        }
+    }
+
+    #[test]
+    fn a_two_node_fleet_or_a_healthy_one_names_nobody() {
+        let a = tput(&flows(&[(1, 2)], true, |s, r| s == 1 || r == 1));
+        assert_eq!(a, Attribution::default(), "no fast flow to compare with");
+        let a = tput(&flows(&all(5), true, |_, _| false));
+        assert_eq!(a, Attribution::default());
+    }
+
+    #[test]
+    fn round_trips_are_attributed_by_pair() {
+        let mut f = flows(&ring(5), false, |s, r| s == 4 || r == 4);
+        for x in &mut f {
+            // Slow pairs have the long round trip.
+            x.value = if x.value < 1e9 { 900e-6 } else { 40e-6 };
+        }
+        let a = attribute(&f, false, 0.10, false, &|v| format!("{:.0} us", v * 1e6));
+        assert_eq!(suspects(&a), [("c4", "both")], "{a:?}");
+        assert!(a.suspects[0].text.contains("≥ 900 us"), "{a:?}");
+    }
+}

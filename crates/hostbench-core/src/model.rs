@@ -221,6 +221,11 @@ pub enum Metric {
     Latency,
 }
 
+/// `extra` key a memory record sets to `"mixed"` when it asked for huge pages (`pages=huge`)
+/// and the kernel backed too little of its memory with them, even after a second request: its
+/// figure is not a huge-page figure, and no headline may present it as one.
+pub const PAGES_GRANTED: &str = "pages_granted";
+
 /// One measured case.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {
@@ -291,6 +296,11 @@ impl Record {
     /// The scaling figure of a record whose only limit is inferred ([`Record::set_inferred_peak`]).
     pub fn scaling_efficiency(&self) -> Option<f64> {
         self.extra.get("scaling_efficiency").and_then(Value::as_f64)
+    }
+
+    /// Whether the record asked for huge pages and ran largely on base pages ([`PAGES_GRANTED`]).
+    pub fn pages_mixed(&self) -> bool {
+        self.extra.get(PAGES_GRANTED).and_then(Value::as_str) == Some("mixed")
     }
 
     /// Whether the record's limit was inferred from its own host's run rather than documented.

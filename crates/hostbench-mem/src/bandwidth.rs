@@ -670,11 +670,31 @@ fn measure(
         Err(e @ BenchError::InvalidInput(_)) => return Err(e),
         Err(e) => return runner.skip(&case, &e),
     };
-    let huge_bytes: u64 = per_thread
-        .iter()
-        .flatten()
-        .filter_map(Region::huge_bytes)
-        .sum();
+    let huge_of = |arrays: &[Vec<Region>]| -> u64 {
+        arrays.iter().flatten().filter_map(Region::huge_bytes).sum()
+    };
+    let mut huge_bytes = huge_of(&per_thread);
+    let wanted: u64 = per_thread.iter().flatten().map(|r| r.len() as u64).sum();
+    // A huge-page request the first touch left short (the kernel fell back to base pages) is
+    // asked again before anything is timed, as the latency curve does; what stays short is
+    // marked below and is no huge-page figure.
+    let mut collapse = None;
+    if timing.pages == Pages::Huge && huge_bytes < wanted {
+        let before = huge_bytes as f64 / wanted.max(1) as f64;
+        // Every region is asked; the last refusal (if any) speaks for them.
+        let mut refused = None;
+        for r in per_thread.iter().flatten() {
+            if let Err(why) = r.collapse() {
+                refused = Some(why);
+            }
+        }
+        huge_bytes = huge_of(&per_thread);
+        collapse = Some(json!({
+            "before": before,
+            "after": huge_bytes as f64 / wanted.max(1) as f64,
+            "refused": refused,
+        }));
+    }
     let shares: Vec<f64> = place
         .mem_node
         .map(|n| {
@@ -816,6 +836,22 @@ fn measure(
             rec.extra.insert("pages".into(), json!(timing.pages.name()));
             rec.extra
                 .insert("huge_fraction".into(), json!(huge_fraction));
+            if let Some(c) = &collapse {
+                rec.extra.insert("huge_collapse".into(), c.clone());
+            }
+            if timing.pages == Pages::Huge && huge_fraction < 1.0 {
+                rec.extra
+                    .insert(hostbench_core::model::PAGES_GRANTED.into(), json!("mixed"));
+                let why = collapse
+                    .as_ref()
+                    .and_then(|c| c["refused"].as_str())
+                    .map_or(String::new(), |w| format!(" ({w})"));
+                rec.warnings.push(format!(
+                    "huge pages requested but only {:.1} % of the arrays were backed by them, \
+                     even after MADV_COLLAPSE{why}: not a huge-page figure",
+                    huge_fraction * 100.0
+                ));
+            }
             rec.extra.insert("validated".into(), json!(true));
             if let Some(share) = on_node {
                 rec.extra.insert("mem_node_share".into(), json!(share));

@@ -72,6 +72,14 @@ impl ChainSet {
             region.bind_node(node)?;
         }
         // First touch from this (pinned) thread places every page on its NUMA node.
+        #[cfg(test)]
+        if ws == tests::BASE_PAGES_WS.load(std::sync::atomic::Ordering::SeqCst) {
+            // A test's working set: left on base pages, as a fragmented machine leaves it.
+            region.touch_on_base_pages();
+        } else {
+            region.touch();
+        }
+        #[cfg(not(test))]
         region.touch();
         let base = link(&mut region, &order);
         Ok(Self {
@@ -260,9 +268,14 @@ unsafe fn load_link(p: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    /// A working set whose chase regions are first-touched on base pages (`build_on`): only a
+    /// test that sets it builds that size, so tests running beside it are unaffected.
+    pub(crate) static BASE_PAGES_WS: std::sync::atomic::AtomicU64 =
+        std::sync::atomic::AtomicU64::new(u64::MAX);
 
     use hostbench_core::rng::derive as mix;
 

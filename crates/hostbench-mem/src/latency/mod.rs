@@ -125,11 +125,21 @@ pub struct LatencyConfig {
 impl LatencyConfig {
     /// Cases `run_latency` plans: every pattern, page size, thread count, size and chain count.
     pub fn case_count(&self) -> usize {
-        self.patterns.len()
-            * self.pages.len()
-            * self.threads.len()
-            * self.working_sets.len()
-            * self.chains.len()
+        let points: usize = self
+            .working_sets
+            .iter()
+            .map(|&ws| self.pages.iter().filter(|&&p| self.measures(ws, p)).count())
+            .sum();
+        self.patterns.len() * points * self.threads.len() * self.chains.len()
+    }
+
+    /// Whether the sweep measures working set `ws` on `pages`. A set smaller than one huge page
+    /// is left out of the huge-page curve where the 4 KiB curve measures it: it fits in one
+    /// huge page, so the pair says nothing about page size that its 4 KiB point does not (its
+    /// TLB reach is the same), and a huge page it is not granted read as "huge pages requested
+    /// but 0 %" beside a figure that is the 4 KiB one.
+    pub fn measures(&self, ws: u64, pages: Pages) -> bool {
+        pages == Pages::Small || ws >= ALIGN as u64 || !self.pages.contains(&Pages::Small)
     }
 
     /// Seed of the default configuration (any fixed value: runs are reproducible).
@@ -287,6 +297,30 @@ mod tests {
             duration: Duration::from_millis(5),
             seed: 7,
         }
+    }
+
+    /// Below one huge page the 4 KiB curve alone measures a set; asked for huge pages only,
+    /// every size is measured on them.
+    #[test]
+    fn sets_below_one_huge_page_are_left_out_of_the_huge_page_curve() {
+        let mut cfg = small(vec![LatPattern::Chase]);
+        cfg.working_sets = vec![16 * KIB, ALIGN as u64, 8 * ALIGN as u64];
+        cfg.pages = vec![Pages::Small, Pages::Huge];
+        assert!(!cfg.measures(16 * KIB, Pages::Huge));
+        assert!(cfg.measures(ALIGN as u64, Pages::Huge) && cfg.measures(16 * KIB, Pages::Small));
+        assert_eq!(cfg.case_count(), 5);
+        let mut runner = Runner::new(quiet(), host());
+        run_latency(&mut runner, &cfg, &host()).unwrap();
+        let res = runner.finish().unwrap();
+        assert_eq!(res.records.len(), 5, "{:?}", res.skipped);
+        assert!(res
+            .records
+            .iter()
+            .all(|r| r.param("pages").as_deref() == Some("4k")
+                || r.params["working_set_bytes"].as_u64() >= Some(ALIGN as u64)));
+        cfg.pages = vec![Pages::Huge];
+        assert!(cfg.measures(16 * KIB, Pages::Huge));
+        assert_eq!(cfg.case_count(), 3);
     }
 
     #[test]

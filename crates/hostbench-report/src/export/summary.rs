@@ -118,6 +118,12 @@ pub fn headlines<'a>(records: &[&'a Record]) -> Vec<&'a Record> {
             let conc = |r: &Record| concurrency_key(r).map_or(1.0, |k| num(r, k));
             let top = same.iter().map(|r| conc(r)).fold(f64::MIN, f64::max);
             let mut at_top: Vec<&Record> = same.into_iter().filter(|r| conc(r) == top).collect();
+            // A huge-page request the kernel did not meet, even when asked again, ran on base
+            // pages: it is no huge-page figure, and a headline labelled `pages=huge` must not
+            // be made of it.
+            if at_top.iter().any(|r| !r.pages_mixed()) {
+                at_top.retain(|r| !r.pages_mixed());
+            }
             if at_top.first()?.metric == Metric::Latency
                 && at_top.iter().all(|r| load_level(r).is_some())
             {
@@ -498,6 +504,35 @@ mod tests {
         let picked = headlines(&[&l1, &dram]);
         assert_eq!(picked.len(), 1);
         assert_eq!(picked[0].value, 90e-9);
+    }
+
+    /// A `pages=huge` latency that ran mostly on base pages (the kernel refused huge pages,
+    /// even after MADV_COLLAPSE) is not the headline, however low it reads.
+    #[test]
+    fn a_huge_page_record_on_base_pages_is_no_headline() {
+        use crate::testdata::record;
+        let mk = |pages: &str, v: f64| {
+            record(
+                "mem.latency",
+                Metric::Latency,
+                "s",
+                serde_json::json!({"pattern": "chase", "working_set_bytes": 1u64 << 30,
+                                   "threads": 1, "pages": pages}),
+                &[v],
+            )
+        };
+        let small = mk("4k", 110e-9);
+        let mut huge = mk("huge", 88e-9);
+        huge.extra.insert(
+            hostbench_core::model::PAGES_GRANTED.into(),
+            serde_json::json!("mixed"),
+        );
+        let picked = headlines(&[&small, &huge]);
+        assert_eq!(picked.len(), 1);
+        assert_eq!(picked[0].param("pages").as_deref(), Some("4k"));
+        // Granted in full, the huge-page figure is the headline again.
+        huge.extra.clear();
+        assert_eq!(headlines(&[&small, &huge])[0].value, 88e-9);
     }
 
     #[test]

@@ -16,9 +16,18 @@ use serde_json::Value;
 const SUBNET: &str = "198.51.100";
 const NODES: usize = 3;
 
+/// One cluster at a time: two clusters' pairs sharing this machine's CPUs would each measure
+/// the other's load (veth throughput is CPU-bound), not the shaped link.
+static CLUSTER_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cluster_turn() -> std::sync::MutexGuard<'static, ()> {
+    CLUSTER_TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Cluster {
     state: PathBuf,
     prefix: String,
+    nodes: usize,
 }
 
 impl Cluster {
@@ -29,6 +38,12 @@ impl Cluster {
     /// None (and the reason on stderr) where this machine cannot host the cluster, which CI
     /// must always be able to.
     fn up() -> Option<Self> {
+        Self::up_with("hbt", NODES, SUBNET)
+    }
+
+    /// A cluster of `nodes` nodes on `subnet`, its namespaces and state named from `tag` and
+    /// this process, so two tests of this binary can each have one.
+    fn up_with(tag: &str, nodes: usize, subnet: &str) -> Option<Self> {
         let missing: Vec<&str> = [
             "sbatch",
             "slurmctld",
@@ -53,16 +68,17 @@ impl Cluster {
             eprintln!("skipping the Slurm fleet test: root {root}, missing {missing:?}");
             return None;
         }
-        let tag = std::process::id();
+        let pid = std::process::id();
         let me = Cluster {
-            state: PathBuf::from(format!("/tmp/hbt-{tag}")),
-            prefix: format!("hbt{tag}"),
+            state: PathBuf::from(format!("/tmp/{tag}-{pid}")),
+            prefix: format!("{tag}{pid}"),
+            nodes,
         };
         let out = StdCommand::new("bash")
             .arg(Self::script())
             .args(["up", &me.state.display().to_string(), &me.prefix])
-            .arg(NODES.to_string())
-            .arg(SUBNET)
+            .arg(nodes.to_string())
+            .arg(subnet)
             .output()
             .expect("cluster.sh runs");
         assert!(
@@ -140,7 +156,7 @@ impl Drop for Cluster {
         let _ = StdCommand::new("bash")
             .arg(Self::script())
             .args(["down", &self.state.display().to_string(), &self.prefix])
-            .arg(NODES.to_string())
+            .arg(self.nodes.to_string())
             .status();
         let _ = std::fs::remove_dir_all(&self.state);
     }
@@ -228,6 +244,7 @@ fn wait_child(child: &mut Child, limit: Duration) -> Output {
 
 #[test]
 fn fleet_on_a_three_node_slurm_cluster() {
+    let _turn = cluster_turn();
     let Some(cluster) = Cluster::up() else {
         return;
     };
@@ -425,15 +442,11 @@ fn fleet_on_a_three_node_slurm_cluster() {
     );
     // Only node3's egress is shaped, and every pair measured both ways: the matrix pins it on
     // node3's sending side, and no healthy node is a worse network outlier.
-    let suspects: Vec<(&str, &str)> = net["attribution"]["suspects"]
-        .as_array()
-        .map(|s| {
-            s.iter()
-                .filter_map(|x| Some((x["node"].as_str()?, x["role"].as_str()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert_eq!(suspects, [("node3", "send")], "{net}");
+    assert_eq!(
+        suspects_of(net),
+        [("node3".to_string(), "send".to_string())],
+        "{net}"
+    );
     assert!(
         outliers
             .iter()
@@ -493,15 +506,11 @@ fn fleet_on_a_three_node_slurm_cluster() {
         .as_array()
         .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
         .expect("the network figure");
-    let suspects: Vec<(&str, &str)> = net["attribution"]["suspects"]
-        .as_array()
-        .map(|s| {
-            s.iter()
-                .filter_map(|x| Some((x["node"].as_str()?, x["role"].as_str()?)))
-                .collect()
-        })
-        .unwrap_or_default();
-    assert_eq!(suspects, [("node2", "both")], "{net}");
+    assert_eq!(
+        suspects_of(net),
+        [("node2".to_string(), "both".to_string())],
+        "{net}"
+    );
     let outliers = net["outliers"].as_array().expect("outliers");
     assert!(
         outliers
@@ -738,6 +747,70 @@ fn fleet_on_a_three_node_slurm_cluster() {
         "{shown}"
     );
     assert!(shown.contains("Fleet medians"), "{shown}");
+}
+
+/// Node ids of a fleet figure's attribution suspects, with their role.
+fn suspects_of(net: &Value) -> Vec<(String, String)> {
+    net["attribution"]["suspects"]
+        .as_array()
+        .map(|s| {
+            s.iter()
+                .filter_map(|x| Some((x["node"].as_str()?.into(), x["role"].as_str()?.into())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 37 on a larger ring: five nodes, node2's link slow both ways, pairs in a ring (each
+/// node in two pairs, node2's both slow, the other three fast): node2 is the suspect and no
+/// healthy node is a worse network outlier.
+#[test]
+fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
+    let _turn = cluster_turn();
+    let Some(cluster) = Cluster::up_with("hbr", 5, "203.0.113") else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("tmp");
+    let shape = [
+        "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
+    ];
+    for (ns, dev) in [(cluster.ns("node2"), "eth0"), (cluster.ns("ctl"), "vn2")] {
+        let ok = StdCommand::new("ip")
+            .args(["netns", "exec", &ns, "tc", "qdisc", "add", "dev", dev])
+            .args(shape)
+            .status()
+            .expect("tc");
+        assert!(ok.success(), "tc on {dev} in {ns}");
+    }
+    let out_dir = work.path().join("fleet-ring5");
+    let out = cluster
+        .hostbench()
+        .args(["fleet", "run", "--nodes", "5", "--net-pairs", "ring"])
+        .args(["--profile", "quick", "--only", "cpu", "--scale", "0.02"])
+        .args(["--no-history", "--out", &out_dir.display().to_string()])
+        .output()
+        .expect("fleet run");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = fleet_dir(&out_dir);
+    let doc = json(&dir.join("fleet.json"));
+    let net = doc["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
+        .expect("the network figure");
+    assert_eq!(
+        suspects_of(net),
+        [("node2".to_string(), "both".to_string())],
+        "{net}"
+    );
+    let outliers = net["outliers"].as_array().expect("outliers");
+    assert!(
+        outliers
+            .iter()
+            .all(|o| o["node"] == "node2" || o["worse"] == false),
+        "{net}"
+    );
+    let md = std::fs::read_to_string(dir.join("fleet.md")).expect("fleet.md");
+    assert!(md.contains("suspect: node2"), "{md}");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::thread;
 
 use hostbench_core::model::{RunResult, SCHEMA};
 
-use super::attribute::{attribute, Flow};
+use super::attribute::{attribute, Attribution, Flow};
 use super::doc::{
     Figure, FleetDoc, MatrixEntry, NodeEntry, NodeValue, Outlier, PairEntry, FLEET_SCHEMA,
 };
@@ -96,63 +96,19 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
         .iter()
         .enumerate()
         .filter_map(|(i, spec)| {
-            let per_node: Vec<(&String, Measured)> = match spec.source {
-                Source::Node => plan
-                    .nodes
-                    .iter()
-                    .zip(&node_reads)
-                    .filter_map(|(n, r)| r.figures[i].clone().map(|m| (n, m)))
-                    .collect(),
-                // A node's network figure: the median over every flow it is in, as client or
-                // server, both directions where measured (a slow node no longer drags down only
-                // the nodes that send to it).
-                Source::Pairs => {
-                    let flows = flows_of(i, &pair_list, &pair_reads);
+            let (per_node, attribution) = match spec.source {
+                Source::Node => (
                     plan.nodes
                         .iter()
-                        .filter_map(|n| {
-                            let mine: Vec<&(Flow, &Measured)> = flows
-                                .iter()
-                                .filter(|(f, _)| &f.sender == n || &f.receiver == n)
-                                .collect();
-                            let (_, first) = mine.first()?;
-                            let values: Vec<f64> = mine.iter().map(|(f, _)| f.value).collect();
-                            Some((
-                                n,
-                                Measured {
-                                    value: stats::median(&values),
-                                    unit: first.unit.clone(),
-                                    higher_is_better: first.higher_is_better,
-                                },
-                            ))
-                        })
-                        .collect()
-                }
+                        .zip(&node_reads)
+                        .filter_map(|(n, r)| r.figures[i].clone().map(|m| (n, m)))
+                        .collect(),
+                    None,
+                ),
+                Source::Pairs => pair_figure(i, spec, &plan.nodes, &pair_list, &pair_reads, cfg),
             };
             let mut fig = figure(spec, &per_node, cfg)?;
-            if spec.source == Source::Pairs {
-                let flows: Vec<Flow> = flows_of(i, &pair_list, &pair_reads)
-                    .into_iter()
-                    .map(|(f, _)| f)
-                    .collect();
-                let unit = fig.unit.clone();
-                let fmt = move |v: f64| crate::units::human(v, &unit);
-                let mut a = attribute(
-                    &flows,
-                    fig.higher_is_better,
-                    cfg.outlier,
-                    spec.matrix_metric == Some("throughput"),
-                    &fmt,
-                );
-                if plan.nodes.len() == 2 && !flows.is_empty() {
-                    a.note = Some(
-                        "two nodes are one link: a slow figure here cannot be pinned on either \
-                         node (a third node gives a pair to compare with)"
-                            .into(),
-                    );
-                }
-                fig.attribution = (!a.is_empty()).then_some(a);
-            }
+            fig.attribution = attribution;
             Some(fig)
         })
         .collect();
@@ -185,6 +141,82 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
             .collect(),
         net_matrix,
     })
+}
+
+/// A network figure's value per node, and which node (or link) its slow flows belong to.
+///
+/// A node's value is the median of every flow it is in, as client or server, both directions
+/// where measured, leaving out the flows that the attribution pins on another node: in a ring,
+/// the neighbours of a slow node have half their flows through it, and with those counted they
+/// read half the fleet's rate and become "outliers" for a fault that is not theirs.
+fn pair_figure<'a>(
+    i: usize,
+    spec: &super::figures::FigureSpec,
+    nodes: &'a [String],
+    pairs: &[(String, String)],
+    reads: &[Read],
+    cfg: &FleetConfig,
+) -> (Vec<(&'a String, Measured)>, Option<Attribution>) {
+    let flows = flows_of(i, pairs, reads);
+    let Some((_, first)) = flows.first() else {
+        return (Vec::new(), None);
+    };
+    let (unit, hib) = (first.unit.clone(), first.higher_is_better);
+    let plain: Vec<Flow> = flows.iter().map(|(f, _)| f.clone()).collect();
+    let shown = unit.clone();
+    let fmt = move |v: f64| crate::units::human(v, &shown);
+    let mut a = attribute(
+        &plain,
+        hib,
+        cfg.outlier,
+        spec.matrix_metric == Some("throughput"),
+        &fmt,
+    );
+    if nodes.len() == 2 {
+        a.note = Some(
+            "two nodes are one link: a slow figure here cannot be pinned on either node (a \
+             third node gives a pair to compare with)"
+                .into(),
+        );
+    }
+    let pinned_on_other = |f: &Flow, n: &str| {
+        a.suspects.iter().any(|s| {
+            s.node != n
+                && match s.role.as_str() {
+                    "send" => s.node == f.sender,
+                    "receive" => s.node == f.receiver,
+                    _ => s.node == f.sender || s.node == f.receiver,
+                }
+        })
+    };
+    let per_node = nodes
+        .iter()
+        .filter_map(|n| {
+            let all: Vec<f64> = plain
+                .iter()
+                .filter(|f| &f.sender == n || &f.receiver == n)
+                .map(|f| f.value)
+                .collect();
+            if all.is_empty() {
+                return None;
+            }
+            let own: Vec<f64> = plain
+                .iter()
+                .filter(|f| (&f.sender == n || &f.receiver == n) && !pinned_on_other(f, n))
+                .map(|f| f.value)
+                .collect();
+            let values = if own.is_empty() { all } else { own };
+            Some((
+                n,
+                Measured {
+                    value: stats::median(&values),
+                    unit: unit.clone(),
+                    higher_is_better: hib,
+                },
+            ))
+        })
+        .collect();
+    (per_node, (!a.is_empty()).then_some(a))
 }
 
 /// The flows of network figure `i`: each pair's measurement from its client to its server, and

@@ -442,51 +442,18 @@ fn fleet_on_a_three_node_slurm_cluster() {
     );
     // Only node3's egress is shaped, and every pair measured both ways: the matrix pins it on
     // node3's sending side, and no healthy node is a worse network outlier.
-    assert_eq!(
-        suspects_of(net),
-        [("node3".to_string(), "send".to_string())],
-        "{net}"
-    );
-    assert!(
-        outliers
-            .iter()
-            .all(|o| o["node"] == "node3" || o["worse"] == false),
-        "{net}"
-    );
+    assert_network_suspect(&dir_a, "node3", "send");
     assert_eq!(
         matrix.iter().filter(|c| c["direction"] == "recv").count(),
         3,
         "the other direction of every pair"
     );
-    for f in ["fleet.md", "fleet.html"] {
-        let text = std::fs::read_to_string(dir_a.join(f)).expect(f);
-        assert!(text.contains("node3"), "{f}");
-        assert!(text.contains("suspect: node3"), "{f}");
-    }
 
     // 1b. The case: node2's link slow both ways (its own egress and the bridge port's
     // egress towards it), every pair measured (`all`): node2 is the suspect, and the healthy
     // node whose only partner without node2 is fast is no longer the "outlier".
-    let tc = |ns: &str, args: &[&str]| {
-        let ok = StdCommand::new("ip")
-            .args(["netns", "exec", ns, "tc", "qdisc"])
-            .args(args)
-            .status()
-            .expect("tc");
-        assert!(ok.success(), "tc {args:?} in {ns}");
-    };
-    let shape = [
-        "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
-    ];
     tc(&cluster.ns("node3"), &["del", "dev", "eth0", "root"]);
-    tc(
-        &cluster.ns("node2"),
-        &[&["add", "dev", "eth0"][..], &shape].concat(),
-    );
-    tc(
-        &cluster.ns("ctl"),
-        &[&["add", "dev", "vn2"][..], &shape].concat(),
-    );
+    shape_both_ways(&cluster, "node2", true);
     let out_both = work.path().join("fleet-both");
     let out = cluster
         .hostbench()
@@ -496,28 +463,11 @@ fn fleet_on_a_three_node_slurm_cluster() {
         .output()
         .expect("fleet run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    tc(&cluster.ns("node2"), &["del", "dev", "eth0", "root"]);
-    tc(&cluster.ns("ctl"), &["del", "dev", "vn2", "root"]);
+    shape_both_ways(&cluster, "node2", false);
     // The report as a user reads it (shown with --nocapture; BENCHMARKS quotes it).
     let md = std::fs::read_to_string(fleet_dir(&out_both).join("fleet.md")).expect("fleet.md");
     eprintln!("{md}");
-    let doc = json(&fleet_dir(&out_both).join("fleet.json"));
-    let net = doc["figures"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
-        .expect("the network figure");
-    assert_eq!(
-        suspects_of(net),
-        [("node2".to_string(), "both".to_string())],
-        "{net}"
-    );
-    let outliers = net["outliers"].as_array().expect("outliers");
-    assert!(
-        outliers
-            .iter()
-            .all(|o| o["node"] == "node2" || o["worse"] == false),
-        "{net}"
-    );
+    assert_network_suspect(&fleet_dir(&out_both), "node2", "both");
 
     // 2. A node busy with another job: --busy skip measures the idle ones and says why.
     let blocker = cluster.slurm(
@@ -749,6 +699,61 @@ fn fleet_on_a_three_node_slurm_cluster() {
     assert!(shown.contains("Fleet medians"), "{shown}");
 }
 
+/// `tc qdisc ARGS` in network namespace `ns`.
+fn tc(ns: &str, args: &[&str]) {
+    let ok = StdCommand::new("ip")
+        .args(["netns", "exec", ns, "tc", "qdisc"])
+        .args(args)
+        .status()
+        .expect("tc");
+    assert!(ok.success(), "tc {args:?} in {ns}");
+}
+
+/// Shape (or, with `on` false, unshape) `node`'s link to 200 Mbit/s both ways: its own egress
+/// (`eth0`) and the bridge port's egress towards it (`vnN` in the controller's namespace).
+fn shape_both_ways(cluster: &Cluster, node: &str, on: bool) {
+    let port = format!("vn{}", node.trim_start_matches("node"));
+    let rate = [
+        "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
+    ];
+    for (ns, dev) in [
+        (cluster.ns(node), "eth0"),
+        (cluster.ns("ctl"), port.as_str()),
+    ] {
+        if on {
+            tc(&ns, &[&["add", "dev", dev][..], &rate].concat());
+        } else {
+            tc(&ns, &["del", "dev", dev, "root"]);
+        }
+    }
+}
+
+/// The fleet report in `dir` names `node` alone as the network suspect, in `role`; no other
+/// node is a worse network outlier; fleet.md and fleet.html say so.
+fn assert_network_suspect(dir: &Path, node: &str, role: &str) {
+    let doc = json(&dir.join("fleet.json"));
+    let net = doc["figures"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
+        .expect("the network figure");
+    assert_eq!(
+        suspects_of(net),
+        [(node.to_string(), role.to_string())],
+        "{net}"
+    );
+    let outliers = net["outliers"].as_array().expect("outliers");
+    assert!(
+        outliers
+            .iter()
+            .all(|o| o["node"] == node || o["worse"] == false),
+        "{net}"
+    );
+    for f in ["fleet.md", "fleet.html"] {
+        let text = std::fs::read_to_string(dir.join(f)).expect(f);
+        assert!(text.contains(&format!("suspect: {node}")), "{f}: {text}");
+    }
+}
+
 /// Node ids of a fleet figure's attribution suspects, with their role.
 fn suspects_of(net: &Value) -> Vec<(String, String)> {
     net["attribution"]["suspects"]
@@ -771,17 +776,7 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
         return;
     };
     let work = tempfile::tempdir().expect("tmp");
-    let shape = [
-        "root", "tbf", "rate", "200mbit", "burst", "64kb", "latency", "50ms",
-    ];
-    for (ns, dev) in [(cluster.ns("node2"), "eth0"), (cluster.ns("ctl"), "vn2")] {
-        let ok = StdCommand::new("ip")
-            .args(["netns", "exec", &ns, "tc", "qdisc", "add", "dev", dev])
-            .args(shape)
-            .status()
-            .expect("tc");
-        assert!(ok.success(), "tc on {dev} in {ns}");
-    }
+    shape_both_ways(&cluster, "node2", true);
     let out_dir = work.path().join("fleet-ring5");
     let out = cluster
         .hostbench()
@@ -791,26 +786,7 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
         .output()
         .expect("fleet run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let dir = fleet_dir(&out_dir);
-    let doc = json(&dir.join("fleet.json"));
-    let net = doc["figures"]
-        .as_array()
-        .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
-        .expect("the network figure");
-    assert_eq!(
-        suspects_of(net),
-        [("node2".to_string(), "both".to_string())],
-        "{net}"
-    );
-    let outliers = net["outliers"].as_array().expect("outliers");
-    assert!(
-        outliers
-            .iter()
-            .all(|o| o["node"] == "node2" || o["worse"] == false),
-        "{net}"
-    );
-    let md = std::fs::read_to_string(dir.join("fleet.md")).expect("fleet.md");
-    assert!(md.contains("suspect: node2"), "{md}");
+    assert_network_suspect(&fleet_dir(&out_dir), "node2", "both");
 }
 
 #[test]

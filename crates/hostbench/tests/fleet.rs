@@ -441,8 +441,10 @@ fn fleet_on_a_three_node_slurm_cluster() {
         "{node3}"
     );
     // Only node3's egress is shaped, and every pair measured both ways: the matrix pins it on
-    // node3's sending side, and no healthy node is a worse network outlier.
-    assert_network_suspect(&dir_a, "node3", "send");
+    // node3, and no healthy node is a worse network outlier.
+    // Its sending side for certain; its receiving side too where the shaped egress also holds
+    // back the ACKs of what it receives (at this host's veth rates, some runs).
+    assert_network_suspect(&dir_a, "node3", &["send", "both"]);
     assert_eq!(
         matrix.iter().filter(|c| c["direction"] == "recv").count(),
         3,
@@ -467,7 +469,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
     // The report as a user reads it (shown with --nocapture; BENCHMARKS quotes it).
     let md = std::fs::read_to_string(fleet_dir(&out_both).join("fleet.md")).expect("fleet.md");
     eprintln!("{md}");
-    assert_network_suspect(&fleet_dir(&out_both), "node2", "both");
+    assert_network_suspect(&fleet_dir(&out_both), "node2", &["both"]);
 
     // 2. A node busy with another job: --busy skip measures the idle ones and says why.
     let blocker = cluster.slurm(
@@ -728,17 +730,17 @@ fn shape_both_ways(cluster: &Cluster, node: &str, on: bool) {
     }
 }
 
-/// The fleet report in `dir` names `node` alone as the network suspect, in `role`; no other
-/// node is a worse network outlier; fleet.md and fleet.html say so.
-fn assert_network_suspect(dir: &Path, node: &str, role: &str) {
+/// The fleet report in `dir` names `node` alone as the network suspect, in one of `roles`; no
+/// other node is a worse network outlier; fleet.md and fleet.html say so.
+fn assert_network_suspect(dir: &Path, node: &str, roles: &[&str]) {
     let doc = json(&dir.join("fleet.json"));
     let net = doc["figures"]
         .as_array()
         .and_then(|f| f.iter().find(|f| f["id"] == "net_tcp"))
         .expect("the network figure");
-    assert_eq!(
-        suspects_of(net),
-        [(node.to_string(), role.to_string())],
+    let named = suspects_of(net);
+    assert!(
+        named.len() == 1 && named[0].0 == node && roles.contains(&named[0].1.as_str()),
         "{net}"
     );
     let outliers = net["outliers"].as_array().expect("outliers");
@@ -786,7 +788,7 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
         .output()
         .expect("fleet run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_network_suspect(&fleet_dir(&out_dir), "node2", "both");
+    assert_network_suspect(&fleet_dir(&out_dir), "node2", &["both"]);
 }
 
 #[test]

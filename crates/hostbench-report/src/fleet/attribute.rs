@@ -114,39 +114,33 @@ impl Role {
 }
 
 /// Which flows are slow: below a clear gap in the fleet's own values. The values are sorted
-/// (rates; round trips as their inverse, so "faster" is always up) and cut at their largest
-/// ratio between neighbours, when that gap is wider than both the outlier threshold and the
-/// spread of the flows above it: on a shared host the healthy flows themselves differ by 10-20 %
-/// (a round of two pairs shares the CPUs that a round of one has alone), and a fixed threshold
-/// under the fast level then named healthy nodes. Repeated on what stays above the cut, so a
-/// second, less slow node is found too. A fleet with no such gap (all healthy, or all slow
-/// alike, as two nodes are) has no slow flow.
+/// (rates; round trips as their inverse, so "faster" is always up) and cut once, at their
+/// largest ratio between neighbours, when that gap is wider than both the outlier threshold and
+/// the spread of the flows above it. A fleet with no such gap (all healthy, or all slow alike,
+/// as two nodes are) has no slow flow.
+///
+/// Why one cut, at a gap: on a shared host healthy flows differ by 10-20 % (a round of two pairs
+/// shares the CPUs that a round of one has alone, and the test cluster's veth pairs are
+/// CPU-bound), and both a fixed threshold under the fast level and a second cut above the first
+/// named healthy nodes there, run after run. A node only moderately slower than its peers is
+/// still the figure's outlier; the attribution names what is clearly apart.
 fn slow_flows(flows: &[Flow], higher_is_better: bool, threshold: f64) -> Vec<bool> {
     let speed = |v: f64| if higher_is_better { v } else { 1.0 / v };
     let mut order: Vec<usize> = (0..flows.len()).collect();
     order.sort_by(|&a, &b| speed(flows[a].value).total_cmp(&speed(flows[b].value)));
     let mut slow = vec![false; flows.len()];
-    // `order[from..]` are the flows not yet found slow, slowest first.
-    let mut from = 0;
-    while order.len() - from >= 2 {
-        let rest = &order[from..];
-        let v = |k: usize| speed(flows[rest[k]].value);
-        let Some((cut, gap)) = (0..rest.len() - 1)
-            .filter(|&k| v(k) > 0.0)
-            .map(|k| (k, v(k + 1) / v(k)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-        else {
-            break;
-        };
-        let spread = v(rest.len() - 1) / v(cut + 1);
-        if gap < spread.max(1.0) / (1.0 - threshold) {
-            break;
+    let v = |k: usize| speed(flows[order[k]].value);
+    let cut = (0..order.len().saturating_sub(1))
+        .filter(|&k| v(k) > 0.0)
+        .map(|k| (k, v(k + 1) / v(k)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if let Some((cut, gap)) = cut {
+        let spread = v(order.len() - 1) / v(cut + 1);
+        if gap >= spread.max(1.0) / (1.0 - threshold) {
+            for &i in &order[..=cut] {
+                slow[i] = true;
+            }
         }
-        for &i in &rest[..=cut] {
-            slow[i] = true;
-        }
-        // What stays above the cut is searched again: a second, less slow level.
-        from += cut + 1;
     }
     slow
 }
@@ -464,30 +458,20 @@ mod tests {
     }
 
     /// Healthy flows that differ by 10-20 % (rounds of two pairs against rounds of one, on a
-    /// shared host) are no slow flows; a node at 200 Mbit/s among them is, and so is a second
-    /// node at half the fleet's rate, found on the second pass.
+    /// shared host), even in two groups, are no slow flows beside a node at 200 Mbit/s; only
+    /// that node is named.
     #[test]
-    fn noisy_healthy_flows_are_not_slow_and_two_levels_are_found() {
-        let noisy = [9.3e9, 9.6e9, 10.4e9, 10.6e9, 11.0e9, 11.1e9];
-        let mut f = flows(&ring(5), true, |s, r| s == 2 || r == 2);
-        for (k, x) in f.iter_mut().filter(|x| x.value > 1e9).enumerate() {
-            x.value = noisy[k % noisy.len()];
-        }
-        assert_eq!(suspects(&tput(&f)), [("c2", "both")]);
-        let slow_then_half = flows(&ring(8), true, |s, r| s == 2 || r == 2);
-        let mut f = slow_then_half;
-        for x in f
-            .iter_mut()
-            .filter(|x| x.sender == "c6" || x.receiver == "c6")
-        {
-            if x.value > 1e9 {
-                x.value *= 0.5;
+    fn noisy_healthy_flows_are_not_slow() {
+        for noisy in [
+            [9.3e9, 9.6e9, 10.4e9, 10.6e9, 11.0e9, 11.1e9],
+            [14.3e9, 14.5e9, 15.0e9, 15.0e9, 18.2e9, 18.3e9],
+        ] {
+            let mut f = flows(&ring(5), true, |s, r| s == 2 || r == 2);
+            for (k, x) in f.iter_mut().filter(|x| x.value > 1e9).enumerate() {
+                x.value = noisy[k % noisy.len()];
             }
+            assert_eq!(suspects(&tput(&f)), [("c2", "both")], "{noisy:?}");
         }
-        let a = tput(&f);
-        let mut got = suspects(&a);
-        got.sort();
-        assert_eq!(got, [("c2", "both"), ("c6", "both")], "{a:?}");
     }
 
     #[test]

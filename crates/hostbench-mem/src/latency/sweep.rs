@@ -697,8 +697,11 @@ mod tests {
         };
         assert_eq!(c["before"], json!(0.0), "{c}");
         let after = c["after"].as_f64().expect("after");
-        if c["refused"].is_null() {
-            assert_eq!(after, 1.0, "{c}");
+        // Whether the kernel made it whole is the kernel's business (the pool's own test,
+        // tests/huge_pages.rs, checks a refusal-free collapse in a binary of its own; here other
+        // tests share the process and its kept mappings): the record must say which it was.
+        if after >= 1.0 {
+            assert!(c["refused"].is_null(), "{c}");
             assert!(!rec.pages_mixed());
             assert!(
                 !rec.warnings

@@ -1,7 +1,8 @@
 //! hostbench-disk: storage throughput, IOPS and completion latency, fio-style, safe by default.
 //!
 //! A run lays out one data file inside a fresh `hostbench-*` directory under `--dir` (fully
-//! written with incompressible data, so no read ever hits a hole), then runs each case —
+//! written with incompressible data, so no read ever hits a hole, and with O_DIRECT where the
+//! cases use it, as fio's write pass does: see `lay_out`), then runs each case —
 //! op × block size × threads × queue depth × engine — on pinned threads, each owning one slice of
 //! the file. One measurement yields three records: `disk.throughput`, `disk.iops` and
 //! `disk.latency` (completion latency from an HDR histogram: p50, p90, p99, p99.9, clamped to the
@@ -23,7 +24,6 @@ pub use subsystem::Disk;
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -249,6 +249,8 @@ struct Setup {
     dio: DirectIo,
     fs: target::FsInfo,
     device: Option<target::DeviceInfo>,
+    /// How the data file was written.
+    layout: Layout,
 }
 
 /// Per-thread slice of the file for a case: whole blocks, the same size for every thread.
@@ -277,28 +279,141 @@ fn aligned_for_direct(c: &CaseSpec, dio: &DirectIo) -> Result<usize, String> {
     }
 }
 
-/// Write the whole data file with incompressible (or checksummed) data, then flush it and drop
-/// it from the page cache, so the first read case reads the device, not memory or holes.
-fn lay_out(path: &Path, bytes: u64, verify: bool, seed: u64) -> Result<(), BenchError> {
+/// How the data file was written (`extra.layout` of every record).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// O_DIRECT, sequential, from one reused buffer (an unaligned tail, if any, buffered).
+    Direct,
+    /// Through the page cache, then flushed and evicted.
+    Buffered,
+}
+
+impl Layout {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Buffered => "buffered",
+        }
+    }
+}
+
+/// Bytes per layout write: fio's 1 MiB write pass, and a multiple of every O_DIRECT alignment up
+/// to it.
+const LAYOUT_CHUNK: usize = 1 << 20;
+
+/// Write the whole data file with incompressible (or checksummed) data, so no read ever hits a
+/// hole and no write lands on an unwritten extent, then flush it and drop any of it from the page
+/// cache.
+///
+/// `direct` (the O_DIRECT alignments, `Some` when the cases will use direct I/O) writes it as
+/// `fio --rw=write --bs=1M --direct=1` does, the layout fio is compared on: sequentially, with
+/// O_DIRECT, from one reused buffer. Written through the page cache instead (1 GiB of dirty pages
+/// flushed by write-back), the same file took 4 KiB random writes at QD 32 at 0.4–0.5 × the rate
+/// of a file written directly, run after run, on the Firecracker VM of issue 31 (ext4 on
+/// virtio-blk; BENCHMARKS.md): the guest's path per I/O was the same (one bio, one request, two
+/// extent lookups), the device's latency was twice as long for blocks first written by
+/// write-back, and rewriting them later did not undo it. What decided it was the guest memory the
+/// first write's data came from: O_DIRECT from one 1 GiB buffer (a page per block, as the page
+/// cache is) was as slow, so the buffer here is one 1 MiB chunk, reused. A direct layout also
+/// keeps a run from pushing a file's worth of other data out of the page cache.
+///
+/// Where O_DIRECT is refused after all (EINVAL on open or on the first write) the layout falls
+/// back to the page cache; the result says which ran.
+fn lay_out(
+    path: &Path,
+    bytes: u64,
+    verify: bool,
+    seed: u64,
+    direct: Option<(usize, usize)>,
+) -> Result<Layout, BenchError> {
     let io = |e: std::io::Error| BenchError::Failed(format!("laying out {}: {e}", path.display()));
-    let mut f = File::create(path).map_err(io)?;
-    let chunk = 1usize << 20;
-    let mut buf = vec![0u8; chunk];
+    let f = File::create(path).map_err(io)?;
+    let mut done = 0u64;
+    let mut layout = Layout::Buffered;
+    if let Some((mem_align, offset_align)) = direct {
+        // Aligned chunks only: whatever is left below one `offset_align` goes through `f`.
+        let align = offset_align.max(1);
+        let chunk = LAYOUT_CHUNK.next_multiple_of(align);
+        let aligned = bytes / align as u64 * align as u64;
+        if mem_align <= hostbench_core::buffer::ALIGN && aligned > 0 {
+            match lay_out_direct(path, aligned, chunk, verify, seed) {
+                Ok(()) => {
+                    done = aligned;
+                    layout = Layout::Direct;
+                }
+                // EINVAL: this file or filesystem refuses O_DIRECT after all (the probe file
+                // may have been luckier); anything else is a real failure.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+    }
+    lay_out_buffered(&f, done, bytes, verify, seed).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    target::evict_cache(f.as_raw_fd()).map_err(io)?;
+    Ok(layout)
+}
+
+/// The bytes the layout writes at `off` (the generator continues from chunk to chunk, so a
+/// layout's data does not depend on its chunk size).
+fn layout_fill(buf: &mut [u8], off: u64, verify: bool, seed: u64, rng: &mut workload::Rng) {
+    if verify {
+        workload::fill_verified(buf, off, seed);
+    } else {
+        rng.fill(buf);
+    }
+}
+
+/// `[0, bytes)` with O_DIRECT in `chunk`-byte writes (the last one shorter, still aligned) from
+/// one buffer on a 2 MiB boundary, which satisfies any memory alignment O_DIRECT asks.
+fn lay_out_direct(
+    path: &Path,
+    bytes: u64,
+    chunk: usize,
+    verify: bool,
+    seed: u64,
+) -> std::io::Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let mut buf = hostbench_core::buffer::Region::new(chunk, Pages::Small)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
     let mut rng = workload::Rng::new(seed);
     let mut off = 0u64;
     while off < bytes {
         let n = chunk.min((bytes - off) as usize);
-        if verify {
-            workload::fill_verified(&mut buf[..n], off, seed);
-        } else {
-            rng.fill(&mut buf[..n]);
-        }
-        f.write_all(&buf[..n]).map_err(io)?;
+        let data = &mut buf.as_mut_slice()[..n];
+        layout_fill(data, off, verify, seed, &mut rng);
+        write_all_at(&f, data, off)?;
         off += n as u64;
     }
-    f.sync_all().map_err(io)?;
-    target::evict_cache(f.as_raw_fd()).map_err(io)?;
+    f.sync_all()
+}
+
+/// `[from, bytes)` through the page cache, in 1 MiB writes.
+fn lay_out_buffered(
+    f: &File,
+    from: u64,
+    bytes: u64,
+    verify: bool,
+    seed: u64,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; LAYOUT_CHUNK];
+    let mut rng = workload::Rng::new(seed ^ from);
+    let mut off = from;
+    while off < bytes {
+        let n = LAYOUT_CHUNK.min((bytes - off) as usize);
+        layout_fill(&mut buf[..n], off, verify, seed, &mut rng);
+        write_all_at(f, &buf[..n], off)?;
+        off += n as u64;
+    }
     Ok(())
+}
+
+fn write_all_at(f: &File, data: &[u8], off: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(data, off)
 }
 
 fn open_for(path: &Path, direct: bool, op: Op) -> std::io::Result<File> {
@@ -490,12 +605,27 @@ pub fn run_disk(
         }
     }
     let work = target::WorkDir::create(&dir)?;
-    let setup = Setup {
+    // The file is written the way the cases will write: with O_DIRECT where they use it (see
+    // `lay_out`).
+    let layout_direct = match (&dio, cfg.direct) {
+        (_, DirectChoice::Off) => None,
+        (
+            DirectIo::Supported {
+                mem_align,
+                offset_align,
+                ..
+            },
+            _,
+        ) => Some(((*mem_align).max(4096), *offset_align)),
+        (DirectIo::Unsupported(_), _) => None,
+    };
+    let mut setup = Setup {
         file: work.path().join("data"),
         file_bytes,
         dio,
         device: target::device_info(&dir),
         fs,
+        layout: Layout::Buffered,
     };
     let (engines, engine_note) = engines_for(&cfg.engines);
     runner.plan(cfg.cases.len() * engines.len() * 3);
@@ -504,11 +634,14 @@ pub fn run_disk(
         .iter()
         .flat_map(|c| engines.iter().map(move |&k| (*c, k)))
         .collect();
-    if let Err(e) = lay_out(&setup.file, file_bytes, cfg.verify, cfg.seed) {
-        for (c, k) in &cases {
-            runner.skip(&throughput_case(c, *k, false, file_bytes, cfg), &e)?;
+    match lay_out(&setup.file, file_bytes, cfg.verify, cfg.seed, layout_direct) {
+        Ok(layout) => setup.layout = layout,
+        Err(e) => {
+            for (c, k) in &cases {
+                runner.skip(&throughput_case(c, *k, false, file_bytes, cfg), &e)?;
+            }
+            return Ok(());
         }
-        return Ok(());
     }
     // I/O threads are not pinned (fio's default): they sleep on completions, and pinning one to
     // the CPU that services the device's interrupts cost a third of the QD1 IOPS on the test
@@ -679,6 +812,7 @@ fn run_one(
     let mut derived: Vec<Record> = Vec::new();
     let device = setup.device.clone();
     let fs = setup.fs.clone();
+    let layout = setup.layout;
     // The runner's warm-up samples come first. They bring the device, the scheduler and the
     // filesystem to a steady state (fio's ramp_time) and are never measured, so they run a
     // quarter of a sample: a full 2 s warm-up per case was 10 of the standard run's 43 s of disk.
@@ -728,6 +862,7 @@ fn run_one(
                 .map(|h| io_buffers(cfg.pages, h.buffer_bytes, h.buffer_huge_bytes));
             let common = |r: &mut Record| {
                 r.extra.insert("cache_mode".into(), json!(cache_mode));
+                r.extra.insert("layout".into(), json!(layout.name()));
                 if warm > 0 {
                     r.extra.insert("warmup_seconds".into(), json!(warmup_s));
                 }
@@ -916,11 +1051,122 @@ mod tests {
         assert!(note.is_none());
     }
 
+    /// Pages of `f` in the page cache now (mincore over a read-only mapping, which faults
+    /// nothing in).
+    fn resident_pages(f: &File) -> usize {
+        let len = f.metadata().map_or(0, |m| m.len()) as usize;
+        if len == 0 {
+            return 0;
+        }
+        // SAFETY: a fresh read-only shared mapping of an open file; it is only passed to mincore
+        // and unmapped below, never read through.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return 0;
+        }
+        let mut vec = vec![0u8; len.div_ceil(4096)];
+        // SAFETY: p..p+len is the mapping made above; vec has one byte per 4 KiB page of it.
+        let rc = unsafe { libc::mincore(p, len, vec.as_mut_ptr()) };
+        // SAFETY: p and len are exactly what mmap returned and was given.
+        unsafe { libc::munmap(p, len) };
+        assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+        vec.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    /// The O_DIRECT alignments of a fresh temporary directory whose O_DIRECT reaches a device
+    /// (not tmpfs and the like), or `None`.
+    fn direct_dir() -> Option<(tempfile::TempDir, (usize, usize))> {
+        let dir = tempfile::tempdir().unwrap();
+        if target::fs_info(dir.path())
+            .unwrap()
+            .caching_note()
+            .is_some()
+        {
+            return None;
+        }
+        match target::direct_io(dir.path()) {
+            DirectIo::Supported {
+                mem_align,
+                offset_align,
+                ..
+            } => Some((dir, (mem_align.max(4096), offset_align))),
+            DirectIo::Unsupported(_) => None,
+        }
+    }
+
+    /// Issue 31 (2): a file laid out through the page cache took 4 KiB random writes at half the
+    /// rate of one written with O_DIRECT, as fio's write pass writes it. Where the cases use
+    /// O_DIRECT, not one page of the file may enter the page cache during the layout.
+    #[test]
+    fn direct_layout_never_puts_the_file_in_the_page_cache() {
+        let Some((dir, align)) = direct_dir() else {
+            eprintln!("no O_DIRECT to a device in the temporary directory: nothing to check");
+            return;
+        };
+        let path = dir.path().join("data");
+        let bytes = 64u64 << 20;
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (layout, seen) = std::thread::scope(|s| {
+            let watcher = s.spawn(|| {
+                let mut most = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if let Ok(f) = File::open(&path) {
+                        most = most.max(resident_pages(&f));
+                    }
+                }
+                most
+            });
+            let layout = lay_out(&path, bytes, false, 3, Some(align));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (layout, watcher.join().unwrap())
+        });
+        assert_eq!(
+            seen, 0,
+            "the layout put {seen} pages of the file in the page cache"
+        );
+        assert_eq!(layout.unwrap(), Layout::Direct);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), bytes);
+    }
+
+    #[test]
+    fn direct_layout_writes_every_byte_and_an_unaligned_tail() {
+        let Some((dir, align)) = direct_dir() else {
+            eprintln!("no O_DIRECT to a device in the temporary directory: nothing to check");
+            return;
+        };
+        let path = dir.path().join("data");
+        // Three 1 MiB chunks, a shorter aligned one and 1,000 bytes no O_DIRECT write can take.
+        let bytes = (3u64 << 20) + 8192 + 1000;
+        assert_eq!(
+            lay_out(&path, bytes, true, 5, Some(align)).unwrap(),
+            Layout::Direct
+        );
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len() as u64, bytes);
+        workload::check_verified(&data, 0).unwrap();
+        // Without O_DIRECT (--direct off) the same bytes go through the page cache.
+        let buffered = dir.path().join("buffered");
+        assert_eq!(
+            lay_out(&buffered, bytes, true, 5, None).unwrap(),
+            Layout::Buffered
+        );
+        assert_eq!(std::fs::read(&buffered).unwrap(), data);
+    }
+
     #[test]
     fn verify_catches_a_corrupted_block_on_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("data");
-        lay_out(&path, 1 << 20, true, 7).unwrap();
+        lay_out(&path, 1 << 20, true, 7, None).unwrap();
         // Flip one byte inside the third 512-byte unit of the second 64 KiB block.
         let f = OpenOptions::new()
             .read(true)

@@ -5,7 +5,8 @@
 //! is what made the two disagree by 0.45–1.5× at 4 KiB random writes: for a write job fio only
 //! fallocates its file (`fallocate=native`, its default on Linux), so on ext4 every block is an
 //! unwritten extent and each first 4 KiB write into one converts it (a journalled metadata
-//! change), while hostbench's file is written in full before any case. Measured with fio alone on
+//! change), while hostbench's file is written in full before any case (with O_DIRECT where the
+//! cases use it, as `fio --rw=write --bs=1M --direct=1` writes one). Measured with fio alone on
 //! ext4 over virtio (BENCHMARKS.md): 30–41 k IO/s at QD 32 on a fresh fallocated file against
 //! 69–75 k on the same size laid out by writing; how much a run converts decides its figure.
 //!

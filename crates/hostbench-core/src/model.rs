@@ -196,6 +196,14 @@ pub struct Cpu {
     /// Microcode revision (`/proc/cpuinfo`), where the kernel shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub microcode: Option<String>,
+    /// Independent FMA throughput the allowed CPUs deliver together, in CPUs (one CPU's rate =
+    /// 1): below the CPU count where vCPUs share execution units (hidden SMT, an overcommitted
+    /// host). Measured by the effective-cores probe; null where it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_cores: Option<f64>,
+    /// How `effective_cores` was measured, and what the CPU pairs showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_cores_basis: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -245,6 +253,16 @@ pub struct Record {
     /// Benchmark-specific results that are not the headline value (residual, chains, clock…).
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub extra: Map<String, Value>,
+    /// What the host did during the measured samples (see `conditions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<crate::conditions::Conditions>,
+    /// The measured causes of a shortfall, largest first (see `conditions::diagnose`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<crate::conditions::diagnose::Diagnosis>,
+    /// Efficiency against the effective cores (`host.cpu.effective_cores`) where the record ran
+    /// more threads than the host delivers independent FMA throughput for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency_effective: Option<f64>,
 }
 
 impl Record {

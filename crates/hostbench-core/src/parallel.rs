@@ -93,6 +93,8 @@ where
                         let _ = affinity::pin_current_thread(cpu);
                     }
                     start_line.wait();
+                    // The thread's run-queue waits and CPU for the record's conditions.
+                    let _measuring = crate::conditions::track::Measuring::start(cpu);
                     let t0 = Instant::now();
                     let outcome = catch_unwind(AssertUnwindSafe(|| work(i))).unwrap_or_else(|_| {
                         Err(BenchError::Failed(format!("worker thread {i} panicked")))

@@ -183,6 +183,8 @@ pub struct Runner {
     progress: Progress,
     /// The phase being timed (`begin_phase`) and when it began.
     phase_clock: Option<(String, Instant)>,
+    /// The conditions of the last measurement, for records made from its samples.
+    last_conditions: Option<crate::conditions::Conditions>,
 }
 
 impl Runner {
@@ -206,6 +208,7 @@ impl Runner {
             result,
             started: Instant::now(),
             phase_clock: None,
+            last_conditions: None,
             bar,
             progress: Progress {
                 weight: 1,
@@ -339,8 +342,11 @@ impl Runner {
         }
         let mut values = Vec::with_capacity(self.config.repeat);
         let mut extras: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut conditions = crate::conditions::Probe::live().begin();
+        let mut clocks = Vec::new();
         for _ in 0..self.config.repeat.max(1) {
             let s = sample()?;
+            conditions.sample_done();
             if !s.value.is_finite() {
                 return Err(BenchError::Failed(format!(
                     "{}: non-finite sample {}",
@@ -350,6 +356,9 @@ impl Runner {
             }
             values.push(s.value);
             for (k, v) in s.extra {
+                if k == "clock_hz" {
+                    clocks.push(v);
+                }
                 match extras.iter_mut().find(|(name, _)| *name == k) {
                     Some((_, vs)) => vs.push(v),
                     None => extras.push((k, vec![v])),
@@ -357,11 +366,24 @@ impl Runner {
             }
             self.tick();
         }
-        Ok(build_record(case, values, extras))
+        let mut record = build_record(case, values, extras);
+        let clock = clocks.first().zip(clocks.last()).map(|(a, b)| (*a, *b));
+        let rate = (record.metric == Metric::Throughput).then_some(record.value);
+        let conditions = conditions.finish(clock, rate);
+        self.last_conditions = Some(conditions.clone());
+        record.conditions = Some(conditions);
+        Ok(record)
     }
 
-    /// Add a finished record to the result and rewrite the partial file.
-    pub fn commit(&mut self, record: Record) -> Result<(), BenchError> {
+    /// Add a finished record to the result and rewrite the partial file. The record is
+    /// diagnosed here, once its peak is known; a record made from another measurement's samples
+    /// (`record_from_samples`) takes that measurement's conditions.
+    pub fn commit(&mut self, mut record: Record) -> Result<(), BenchError> {
+        if record.conditions.is_none() {
+            record.conditions = self.last_conditions.clone();
+        }
+        let ctx = crate::conditions::diagnose::Context::of(&self.result.host);
+        crate::conditions::diagnose::apply(&mut record, &ctx, None);
         self.result.records.push(record);
         self.case_done();
         self.save_partial()
@@ -463,8 +485,27 @@ impl Runner {
         &self.result
     }
 
+    /// The host inventory the result carries, for facts measured during the run (the
+    /// effective-cores probe).
+    pub fn host_mut(&mut self) -> &mut Host {
+        &mut self.result.host
+    }
+
+    /// Diagnose the scaling steps below linear, which only the whole set of records shows.
+    fn diagnose_scaling(&mut self) {
+        use crate::conditions::diagnose;
+        let ctx = diagnose::Context::of(&self.result.host);
+        for (i, why) in diagnose::scaling_shortfalls(&self.result.records) {
+            let r = &mut self.result.records[i];
+            if r.diagnosis.is_empty() {
+                diagnose::apply(r, &ctx, Some(why));
+            }
+        }
+    }
+
     /// Stamp the end time, write the final partial file, and hand the result over.
     pub fn finish(mut self) -> Result<RunResult, BenchError> {
+        self.diagnose_scaling();
         self.end_phase();
         self.bar.finish_and_clear();
         self.result.finished_at = Some(now_rfc3339());
@@ -522,6 +563,9 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         reference: None,
         warnings,
         extra,
+        conditions: None,
+        diagnosis: Vec::new(),
+        efficiency_effective: None,
     }
 }
 

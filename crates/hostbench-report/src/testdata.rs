@@ -30,6 +30,9 @@ pub fn record(bench: &str, metric: Metric, unit: &str, params: Value, samples: &
         reference: None,
         warnings: Vec::new(),
         extra: Map::new(),
+        conditions: None,
+        diagnosis: Vec::new(),
+        efficiency_effective: None,
     }
 }
 

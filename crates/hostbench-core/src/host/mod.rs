@@ -142,6 +142,8 @@ fn collect(root: &Path, source: Source) -> Host {
             microarch: ident.microarch,
             microarch_basis: ident.microarch_basis,
             microcode: info.get("microcode").cloned().filter(|s| !s.is_empty()),
+            effective_cores: None,
+            effective_cores_basis: None,
         },
         memory: Memory {
             total_bytes: meminfo_bytes(root, "MemTotal").unwrap_or(0),

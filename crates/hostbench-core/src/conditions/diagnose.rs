@@ -1,0 +1,633 @@
+//! From a record's conditions to the causes of its shortfall, each with its measured share.
+//!
+//! A record is diagnosed when it falls short (below 90 % of its peak, a scaling step below 80 %
+//! of linear, samples spread beyond the noise threshold) or when a cause is large on its own
+//! (a tenth of the CPU time gone, a quota or an affinity mask smaller than the threads asked).
+//! Every cause is measured, never guessed; where none is found the diagnosis says which sources
+//! were read, so "none found" is itself a finding.
+
+use serde::{Deserialize, Serialize};
+
+use super::{cpu_list, Conditions};
+use crate::model::{Host, Record};
+
+/// One cause of a shortfall (cause ids: add, never rename).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Diagnosis {
+    /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
+    /// `power_cap`, `affinity`, `memory_pressure` or `none_found`.
+    pub cause: String,
+    /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
+    /// the source counts events but cannot size them (thermal throttling, reclaim).
+    pub share: f64,
+    /// What was measured, naming the figure: "steal 31 % of CPU time on CPUs 8–15".
+    pub text: String,
+}
+
+impl Diagnosis {
+    fn new(cause: &str, share: f64, text: String) -> Self {
+        Self {
+            cause: cause.into(),
+            share: share.clamp(0.0, 1.0),
+            text,
+        }
+    }
+}
+
+/// Below this share of its peak a record is a shortfall.
+pub const SHORT_OF_PEAK: f64 = 0.90;
+/// A scaling step below this share of linear is a shortfall.
+pub const SHORT_OF_LINEAR: f64 = 0.80;
+/// A cause this large is reported even on a record that is not short.
+pub const LARGE_CAUSE: f64 = 0.10;
+
+/// What the diagnosis needs to know about the host beyond the record.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// CPUs this process may use.
+    pub allowed_cpus: usize,
+    /// Physical cores among them.
+    pub cores: usize,
+    /// Measured independent FMA throughput, in CPUs (`host.cpu.effective_cores`).
+    pub effective_cores: Option<f64>,
+}
+
+impl Context {
+    pub fn of(host: &Host) -> Context {
+        let allowed = crate::affinity::allowed_cpus();
+        Context {
+            cores: crate::affinity::physical_cores(&allowed),
+            allowed_cpus: allowed.len(),
+            effective_cores: host.cpu.effective_cores,
+        }
+    }
+}
+
+/// Benchmarks whose threads compute: their rate follows the cores they get.
+fn computes(rec: &Record) -> bool {
+    matches!(
+        rec.benchmark.as_str(),
+        "cpu.flops" | "cpu.iops" | "cpu.linpack" | "cpu.linpack_mxp"
+    )
+}
+
+/// Benchmarks whose `threads` are CPU-bound workers, one per CPU.
+fn cpu_threads(rec: &Record) -> Option<usize> {
+    let t = rec.params.get("threads")?.as_u64()? as usize;
+    (rec.benchmark.starts_with("cpu.") || rec.benchmark.starts_with("mem.")).then_some(t)
+}
+
+/// Every cause the conditions show, largest share first.
+pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> {
+    let mut out = Vec::new();
+    let pct = |x: f64| format!("{:.0} %", x * 100.0);
+    let threads = cpu_threads(rec);
+    let allowed = cond
+        .cgroup
+        .as_ref()
+        .map_or(ctx.allowed_cpus, |c| c.allowed_cpus);
+    let oversubscribed = threads.is_some_and(|t| allowed > 0 && t > allowed);
+    if let (Some(t), true) = (threads, oversubscribed) {
+        out.push(Diagnosis::new(
+            "affinity",
+            1.0 - allowed as f64 / t as f64,
+            format!(
+                "{t} threads on {allowed} allowed CPU{} (the affinity mask: taskset, cpuset or \
+                 the job's binding): they take turns",
+                if allowed == 1 { "" } else { "s" }
+            ),
+        ));
+    }
+    if let Some(cg) = &cond.cgroup {
+        let t = threads.unwrap_or(cond.cpus.len()).max(1) as f64;
+        let quota_short = cg.quota_cpus.filter(|q| *q < t - 0.01);
+        let throttled = cg.throttled_s / cond.seconds.max(1e-9);
+        if quota_short.is_some() || (cg.nr_throttled > 0 && throttled >= 0.01) {
+            let share = quota_short
+                .map_or(0.0, |q| 1.0 - q / t)
+                .max(throttled.min(1.0));
+            let quota = cg.quota_cpus.map_or("a CPU quota".to_string(), |q| {
+                format!("cgroup quota of {q:.1} CPU")
+            });
+            out.push(Diagnosis::new(
+                "cgroup_quota",
+                share,
+                format!(
+                    "{quota} for {} thread{}: throttled {} times ({:.2} s of {:.2} s)",
+                    t as usize,
+                    if t as usize == 1 { "" } else { "s" },
+                    cg.nr_throttled,
+                    cg.throttled_s,
+                    cond.seconds
+                ),
+            ));
+        }
+    }
+    if let Some(steal) = cond.steal_share.filter(|s| *s >= 0.02) {
+        let cpus: Vec<usize> = cond
+            .per_cpu
+            .iter()
+            .filter(|c| c.steal_share >= 0.01)
+            .map(|c| c.cpu)
+            .collect();
+        let on = if cpus.is_empty() {
+            cond.cpus.clone()
+        } else {
+            cpus
+        };
+        out.push(Diagnosis::new(
+            "steal",
+            steal,
+            format!(
+                "steal {} of CPU time on CPU{} {} (the hypervisor ran something else)",
+                pct(steal),
+                if on.len() == 1 { "" } else { "s" },
+                cpu_list(&on)
+            ),
+        ));
+    }
+    let other = cond.other_cpu_share.unwrap_or(0.0);
+    let busiest: Vec<_> = cond
+        .per_cpu
+        .iter()
+        .filter(|c| c.other_share >= 0.05)
+        .collect();
+    let delay = cond.run_delay_share.unwrap_or(0.0);
+    if other >= 0.02 || !busiest.is_empty() {
+        let mut worst: Vec<_> = busiest.clone();
+        worst.sort_by(|a, b| b.other_share.total_cmp(&a.other_share));
+        let text = if worst.is_empty() {
+            format!(
+                "other processes used {} of CPU{} {}",
+                pct(other),
+                if cond.cpus.len() == 1 { "" } else { "s" },
+                cpu_list(&cond.cpus)
+            )
+        } else {
+            let parts: Vec<String> = worst
+                .iter()
+                .take(3)
+                .map(|c| format!("{} of CPU {}", pct(c.other_share), c.cpu))
+                .collect();
+            format!(
+                "{} used {}",
+                if worst.len() == 1 {
+                    "another process"
+                } else {
+                    "other processes"
+                },
+                parts.join(", ")
+            )
+        };
+        out.push(Diagnosis::new("cpu_contention", other.max(delay), text));
+    } else if delay >= 0.05 && !oversubscribed {
+        out.push(Diagnosis::new(
+            "cpu_contention",
+            delay,
+            format!(
+                "the measuring threads waited {} of their time on a run queue",
+                pct(delay)
+            ),
+        ));
+    }
+    if computes(rec) {
+        if let (Some(e), Some(t)) = (ctx.effective_cores, threads) {
+            let used = t.min(ctx.cores.max(1));
+            if e < used as f64 - 0.25 {
+                out.push(Diagnosis::new(
+                    "shared_cores",
+                    1.0 - e / used as f64,
+                    format!(
+                        "{} CPUs give the FMA rate of {e:.1}: threads on them share execution \
+                         units (hidden SMT or an overcommitted host)",
+                        ctx.allowed_cpus
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(c) = &cond.clock_hz {
+        if c.start > 0.0 && c.end < c.start * 0.95 {
+            out.push(Diagnosis::new(
+                "clock_drop",
+                1.0 - c.end / c.start,
+                format!(
+                    "the clock fell from {:.2} GHz to {:.2} GHz during the record ({})",
+                    c.start / 1e9,
+                    c.end / 1e9,
+                    c.source
+                ),
+            ));
+        }
+    }
+    if let Some(n) = cond.thermal_throttle_events.filter(|n| *n > 0) {
+        out.push(Diagnosis::new(
+            "thermal",
+            0.0,
+            format!("{n} thermal-throttle events on the record's CPUs"),
+        ));
+    }
+    if let Some(m) = cond
+        .memory
+        .as_ref()
+        .filter(|m| m.swap_in_pages + m.direct_reclaim_pages > 0)
+    {
+        out.push(Diagnosis::new(
+            "memory_pressure",
+            0.0,
+            format!(
+                "{} pages swapped in and {} scanned by direct reclaim during the record",
+                m.swap_in_pages, m.direct_reclaim_pages
+            ),
+        ));
+    }
+    if let Some(g) = &cond.gpu {
+        let capped = g
+            .clock_reasons
+            .iter()
+            .any(|r| r == "sw_power_cap" || r == "hw_power_brake");
+        if capped {
+            let share = 0.0;
+            out.push(Diagnosis::new(
+                "power_cap",
+                share,
+                format!(
+                    "GPU clock held at {} by its power cap{}",
+                    g.sm_clock_hz
+                        .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6)),
+                    match (g.power_w, g.power_limit_w) {
+                        (Some(p), Some(l)) => format!(" ({p:.0} W of {l:.0} W)"),
+                        _ => String::new(),
+                    }
+                ),
+            ));
+        }
+        if g.clock_reasons
+            .iter()
+            .any(|r| r == "sw_thermal" || r == "hw_thermal")
+        {
+            out.push(Diagnosis::new(
+                "thermal",
+                0.0,
+                format!(
+                    "GPU clock held down for temperature{}",
+                    g.temperature_c
+                        .map_or(String::new(), |t| format!(" ({t:.0} °C)"))
+                ),
+            ));
+        }
+    }
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
+}
+
+/// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread.
+pub fn shortfall(rec: &Record) -> Option<String> {
+    if let Some(e) = rec.efficiency.filter(|e| *e < SHORT_OF_PEAK) {
+        return Some(format!("{:.0} % of its peak", e * 100.0));
+    }
+    if rec.stats.n > 1 && rec.stats.cv > crate::stats::NOISY_CV {
+        return Some(format!("CV {:.1} %", rec.stats.cv * 100.0));
+    }
+    None
+}
+
+/// Set `rec.diagnosis` (and `efficiency_effective`) from its conditions: the causes when it is
+/// short (or `trigger` names a shortfall found elsewhere, such as a scaling step) or when a cause
+/// is large on its own; `none_found` with the sources read when it is short and nothing shows.
+pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
+    set_efficiency_effective(rec, ctx);
+    let Some(cond) = rec.conditions.clone() else {
+        return;
+    };
+    let found = causes(rec, &cond, ctx);
+    let short = trigger.or_else(|| shortfall(rec));
+    let large = found
+        .iter()
+        .any(|d| d.share >= LARGE_CAUSE || matches!(d.cause.as_str(), "affinity" | "cgroup_quota"));
+    if short.is_none() && !large {
+        return;
+    }
+    rec.diagnosis = if found.is_empty() {
+        vec![Diagnosis::new(
+            "none_found",
+            0.0,
+            format!("no cause found among: {}", sources_read(&cond)),
+        )]
+    } else {
+        found
+    };
+    // The "noisy" warning names its cause where one was measured.
+    if let Some(first) = rec.diagnosis.first().filter(|d| d.cause != "none_found") {
+        let disturbed = if cond.disturbed_samples.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = cond
+                .disturbed_samples
+                .iter()
+                .map(|i| (i + 1).to_string())
+                .collect();
+            format!(
+                " (sample{} {} disturbed)",
+                if list.len() == 1 { "" } else { "s" },
+                list.join(", ")
+            )
+        };
+        let cause = format!("{}{disturbed}", first.text);
+        for w in rec.warnings.iter_mut().filter(|w| w.starts_with("noisy:")) {
+            if let Some((head, _)) = w.split_once("; rerun") {
+                *w = format!("{head}: {cause}");
+            }
+        }
+    }
+}
+
+/// The sources a `none_found` diagnosis looked at, and those it could not.
+fn sources_read(c: &Conditions) -> String {
+    let mut read = Vec::new();
+    for (name, ok) in [
+        ("steal", c.steal_share.is_some()),
+        ("run queue", c.run_delay_share.is_some()),
+        ("other processes", c.other_cpu_share.is_some()),
+        ("cgroup quota", c.cgroup.is_some()),
+        ("affinity", true),
+        ("clock", c.clock_hz.is_some()),
+        ("thermal throttling", c.thermal_throttle_events.is_some()),
+        ("memory pressure", c.memory.is_some()),
+        ("GPU clock reasons", c.gpu.is_some()),
+    ] {
+        if ok {
+            read.push(name);
+        }
+    }
+    let mut s = read.join(", ");
+    if !c.unavailable.is_empty() {
+        let missing: Vec<&str> = c.unavailable.keys().map(String::as_str).collect();
+        s.push_str(&format!(" (not readable here: {})", missing.join(", ")));
+    }
+    s
+}
+
+/// For compute records on a host whose CPUs deliver fewer independent FMA units than there are
+/// cores: the efficiency against the effective cores, beside the one against the documented
+/// peak, so that both readings are shown.
+fn set_efficiency_effective(rec: &mut Record, ctx: &Context) {
+    if !computes(rec) {
+        return;
+    }
+    let (Some(peak), Some(e), Some(t)) = (&rec.peak, ctx.effective_cores, cpu_threads(rec)) else {
+        return;
+    };
+    let used = t.min(ctx.cores.max(1)) as f64;
+    if e < used - 0.25 && t as f64 > e && peak.value > 0.0 {
+        rec.efficiency_effective = Some(rec.value / (peak.value / used * e));
+    }
+}
+
+/// Scaling steps below 80 % of linear among the CPU throughput records: for each record at more
+/// threads than the next lower count of the same case, (index, "2→4 threads gave 1.31×").
+pub fn scaling_shortfalls(records: &[Record]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        if !matches!(r.benchmark.as_str(), "cpu.flops" | "cpu.iops") {
+            continue;
+        }
+        let Some(t) = r.params.get("threads").and_then(|v| v.as_u64()) else {
+            continue;
+        };
+        if r.params.get("scaling").and_then(|v| v.as_str()) == Some("weak") {
+            continue;
+        }
+        let same_case = |o: &Record| {
+            o.benchmark == r.benchmark
+                && o.params
+                    .iter()
+                    .filter(|(k, _)| *k != "threads")
+                    .all(|(k, v)| r.params.get(k) == Some(v))
+                && o.params.len() == r.params.len()
+        };
+        let prev = records
+            .iter()
+            .filter(|o| same_case(o))
+            .filter_map(|o| Some((o.params.get("threads")?.as_u64()?, o.value)))
+            .filter(|(ot, _)| *ot < t)
+            .max_by_key(|(ot, _)| *ot);
+        if let Some((pt, pv)) = prev.filter(|(_, pv)| *pv > 0.0) {
+            let gain = r.value / pv;
+            let linear = t as f64 / pt as f64;
+            if gain / linear < SHORT_OF_LINEAR {
+                out.push((
+                    i,
+                    format!(
+                        "{pt}→{t} threads gave {gain:.2}× ({:.0} % of linear)",
+                        gain / linear * 100.0
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conditions::{CgroupConditions, ClockSpan, CpuShare, MemoryPressure};
+    use crate::model::{Metric, Peak};
+    use crate::runner::{record_from_samples, Case};
+
+    fn rec(benchmark: &str, threads: u64, value: f64) -> Record {
+        let case = Case::new(benchmark, Metric::Throughput, "FLOP/s")
+            .param("dtype", "f64")
+            .param("threads", threads);
+        record_from_samples(&case, vec![value; 3])
+    }
+
+    fn quiet() -> Conditions {
+        Conditions {
+            cpus: vec![0, 1],
+            seconds: 1.0,
+            steal_share: Some(0.0),
+            run_delay_share: Some(0.0),
+            other_cpu_share: Some(0.0),
+            cgroup: Some(CgroupConditions {
+                version: 1,
+                path: "/".into(),
+                quota_cpus: None,
+                allowed_cpus: 2,
+                ..CgroupConditions::default()
+            }),
+            memory: Some(MemoryPressure::default()),
+            ..Conditions::default()
+        }
+    }
+
+    fn ctx() -> Context {
+        Context {
+            allowed_cpus: 2,
+            cores: 2,
+            effective_cores: Some(2.0),
+        }
+    }
+
+    fn short(mut r: Record, c: Conditions) -> Record {
+        r.set_peak(Some(Peak {
+            value: r.value * 2.0,
+            basis: "test".into(),
+        }));
+        r.conditions = Some(c);
+        r
+    }
+
+    #[test]
+    fn a_quota_below_the_threads_is_named_with_its_throttling() {
+        let mut c = quiet();
+        let cg = c.cgroup.as_mut().unwrap();
+        cg.quota_cpus = Some(1.0);
+        cg.nr_throttled = 412;
+        cg.throttled_s = 0.45;
+        let mut r = short(rec("cpu.flops", 2, 1e9), c);
+        apply(&mut r, &ctx(), None);
+        let d = &r.diagnosis[0];
+        assert_eq!(d.cause, "cgroup_quota");
+        assert!((d.share - 0.5).abs() < 1e-9);
+        assert!(
+            d.text
+                .contains("cgroup quota of 1.0 CPU for 2 threads: throttled 412 times"),
+            "{}",
+            d.text
+        );
+    }
+
+    #[test]
+    fn a_busy_neighbour_is_named_by_its_cpu_and_steal_by_its_cpus() {
+        let mut c = quiet();
+        c.other_cpu_share = Some(0.24);
+        c.steal_share = Some(0.31);
+        c.per_cpu = vec![
+            CpuShare {
+                cpu: 1,
+                steal_share: 0.0,
+                other_share: 0.48,
+            },
+            CpuShare {
+                cpu: 8,
+                steal_share: 0.3,
+                other_share: 0.0,
+            },
+            CpuShare {
+                cpu: 9,
+                steal_share: 0.32,
+                other_share: 0.0,
+            },
+        ];
+        let mut r = short(rec("cpu.flops", 2, 1e9), c);
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        assert_eq!(causes, ["steal", "cpu_contention"]);
+        assert_eq!(
+            r.diagnosis[0].text,
+            "steal 31 % of CPU time on CPUs 8, 9 (the hypervisor ran something else)"
+        );
+        assert_eq!(r.diagnosis[1].text, "another process used 48 % of CPU 1");
+    }
+
+    #[test]
+    fn threads_beyond_the_mask_are_an_affinity_cause_even_at_full_efficiency() {
+        let mut c = quiet();
+        c.cgroup.as_mut().unwrap().allowed_cpus = 1;
+        c.run_delay_share = Some(0.5); // the two threads wait for each other: not a neighbour
+        let mut r = rec("cpu.flops", 2, 1e9);
+        r.conditions = Some(c);
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis.len(), 1, "{:?}", r.diagnosis);
+        assert_eq!(r.diagnosis[0].cause, "affinity");
+        assert!(r.diagnosis[0]
+            .text
+            .starts_with("2 threads on 1 allowed CPU "));
+    }
+
+    #[test]
+    fn shared_cores_give_a_second_efficiency_and_a_cause() {
+        let ctx = Context {
+            allowed_cpus: 16,
+            cores: 16,
+            effective_cores: Some(8.3),
+        };
+        let mut c = quiet();
+        c.cgroup.as_mut().unwrap().allowed_cpus = 16;
+        let mut r = short(rec("cpu.flops", 16, 592e9), c.clone());
+        r.set_peak(Some(Peak {
+            value: 1243e9,
+            basis: "test".into(),
+        }));
+        apply(&mut r, &ctx, None);
+        assert_eq!(r.diagnosis[0].cause, "shared_cores");
+        assert!(r.diagnosis[0]
+            .text
+            .starts_with("16 CPUs give the FMA rate of 8.3"));
+        let e = r.efficiency_effective.unwrap();
+        assert!((e - 592.0 / (1243.0 / 16.0 * 8.3)).abs() < 1e-9, "{e}");
+        // Below the effective cores there is nothing to add.
+        let mut r = short(rec("cpu.flops", 8, 500e9), c);
+        apply(&mut r, &ctx, None);
+        assert_eq!(r.efficiency_effective, None);
+    }
+
+    #[test]
+    fn a_short_record_with_nothing_found_says_what_was_read() {
+        let mut c = quiet();
+        c.unavailable.insert("energy".into(), "no RAPL".into());
+        let mut r = short(rec("cpu.flops", 2, 1e9), c);
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis.len(), 1);
+        assert_eq!(r.diagnosis[0].cause, "none_found");
+        assert!(r.diagnosis[0]
+            .text
+            .starts_with("no cause found among: steal, run queue"));
+        assert!(r.diagnosis[0].text.ends_with("(not readable here: energy)"));
+        // A record at its peak with quiet conditions carries no diagnosis at all.
+        let mut r = rec("cpu.flops", 2, 1e9);
+        r.conditions = Some(quiet());
+        apply(&mut r, &ctx(), None);
+        assert!(r.diagnosis.is_empty());
+    }
+
+    #[test]
+    fn the_noisy_warning_names_its_measured_cause() {
+        let case = Case::new("mem.bandwidth", Metric::Throughput, "B/s").param("threads", 1);
+        let mut r = record_from_samples(&case, vec![1.0, 2.0, 3.0]);
+        assert!(r.warnings[0].starts_with("noisy:"));
+        let mut c = quiet();
+        c.steal_share = Some(0.12);
+        c.disturbed_samples = vec![0, 2];
+        c.clock_hz = Some(ClockSpan {
+            start: 3e9,
+            end: 3e9,
+            source: "x".into(),
+        });
+        r.conditions = Some(c);
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis[0].cause, "steal");
+        assert!(
+            r.warnings[0].ends_with(": steal 12 % of CPU time on CPUs 0, 1 (the hypervisor ran something else) (samples 1, 3 disturbed)"),
+            "{}",
+            r.warnings[0]
+        );
+    }
+
+    #[test]
+    fn scaling_steps_below_linear_are_found_per_case() {
+        let records = vec![
+            rec("cpu.flops", 1, 84.0),
+            rec("cpu.flops", 2, 160.0),
+            rec("cpu.flops", 8, 563.0),
+            rec("cpu.flops", 16, 592.0),
+            rec("mem.bandwidth", 2, 10.0),
+        ];
+        let found = scaling_shortfalls(&records);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 3);
+        assert_eq!(found[0].1, "8→16 threads gave 1.05× (53 % of linear)");
+    }
+}

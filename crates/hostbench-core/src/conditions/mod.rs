@@ -1,0 +1,660 @@
+//! What the host did while a record's samples were taken: the conditions every figure carries.
+//!
+//! A low figure has many possible owners — the hardware, the hypervisor (stolen time), a
+//! neighbour process, a container's CPU quota, a throttled clock, a swapping host — and without
+//! a reading of each the user cannot tell them apart. The runner reads them around every measured
+//! sample (not the warm-up, not the whole run) for the CPUs the measuring threads ran on:
+//!
+//! - per-CPU busy, idle and stolen time from `/proc/stat`, minus hostbench's own CPU time, which
+//!   leaves what other processes took (`other_cpu_share`) and what the hypervisor took
+//!   (`steal_share`);
+//! - the measuring threads' own run-queue waits (`track`, from their schedstat);
+//! - the cgroup's CPU quota and its throttling (`cgroup`);
+//! - swap-ins and direct reclaim (`/proc/vmstat`);
+//! - at the record's start and end only, the slower sysfs telemetry where it exists: the cpufreq
+//!   clock, thermal-throttle counters, hwmon temperature and RAPL energy (`sensors`).
+//!
+//! Nothing here needs root except RAPL on kernels that restrict it; a source that cannot be read
+//! is listed under `unavailable` with the reason, never an error. `diagnose` turns conditions into
+//! causes.
+
+pub mod cgroup;
+pub mod diagnose;
+pub mod procfs;
+pub mod sensors;
+pub mod track;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use procfs::{CpuTicks, VmCounters};
+
+/// A sample is "disturbed" when at least this share of its CPU time went elsewhere.
+pub const DISTURBED_SHARE: f64 = 0.10;
+
+/// What the host did during a record's measured samples (schema `hostbench/result/v1`, additive).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Conditions {
+    /// The CPUs the measuring threads ran on (all allowed CPUs when the benchmark's threads are
+    /// its own and not pinned).
+    pub cpus: Vec<usize>,
+    /// Seconds of measured samples these conditions cover.
+    pub seconds: f64,
+    /// CPU time stolen by the hypervisor on those CPUs, as a share of their time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share: Option<f64>,
+    /// Share of the time the measuring threads wanted to run that they waited on a run queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_delay_share: Option<f64>,
+    /// CPU time of other processes on those CPUs, as a share of their time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_cpu_share: Option<f64>,
+    /// The CPUs where steal or other processes took at least 1 %, worst first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_cpu: Vec<CpuShare>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<CgroupConditions>,
+    /// The core clock at the record's first and last sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_hz: Option<ClockSpan>,
+    /// Core and package thermal-throttle events during the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thermal_throttle_events: Option<u64>,
+    /// The hottest CPU sensor at the record's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    /// Package energy (RAPL) over the measured samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    /// The record's work per joule (FLOP/J, B/J…): its value × seconds / energy_j.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_per_joule: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryPressure>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuConditions>,
+    /// Measured samples (0-based) that lost at least 10 % of their CPU time to steal, other
+    /// processes, run-queue waits or cgroup throttling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disturbed_samples: Vec<usize>,
+    /// Sources that could not be read, and why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unavailable: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CpuShare {
+    pub cpu: usize,
+    pub steal_share: f64,
+    pub other_share: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CgroupConditions {
+    /// 1 or 2.
+    pub version: u8,
+    pub path: String,
+    /// The tightest CPU quota from our cgroup up, in CPUs; null when none limits.
+    pub quota_cpus: Option<f64>,
+    pub nr_throttled: u64,
+    pub throttled_s: f64,
+    /// CPUs in this process's affinity mask (its cpuset, taskset or Slurm binding).
+    pub allowed_cpus: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ClockSpan {
+    pub start: f64,
+    pub end: f64,
+    /// Where it was read: the sample's own measurement, or cpufreq.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MemoryPressure {
+    pub swap_in_pages: u64,
+    pub direct_reclaim_pages: u64,
+}
+
+/// A GPU's telemetry over a record's samples (NVML for CUDA devices).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct GpuConditions {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_hz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_clock_hz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_j: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<f64>,
+    /// Why the clock was held down during the samples (`sw_power_cap`, `hw_slowdown`,
+    /// `sw_thermal`, `hw_thermal`, `hw_power_brake`…).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_reasons: Vec<String>,
+}
+
+/// Where the readers look, and what was found there once.
+#[derive(Debug)]
+pub struct Probe {
+    proc: PathBuf,
+    cgroup: Result<cgroup::CpuCgroup, String>,
+    sensors: sensors::Sensors,
+    allowed: Vec<usize>,
+    tick_hz: f64,
+}
+
+/// The light counters read at every sample boundary.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    at: Instant,
+    stat: Option<BTreeMap<usize, CpuTicks>>,
+    own_ns: u64,
+    tasks: BTreeMap<u32, (u64, u64)>,
+    throttle: Option<cgroup::Throttle>,
+    vm: Option<VmCounters>,
+}
+
+/// The slow sysfs readings taken at a record's start and end.
+#[derive(Debug, Clone)]
+struct Telemetry {
+    cpufreq_hz: Option<f64>,
+    throttle_events: Option<u64>,
+    energy_uj: Option<Vec<u64>>,
+}
+
+/// One measured sample's share of the conditions.
+#[derive(Debug, Clone)]
+struct Span {
+    seconds: f64,
+    stat: BTreeMap<usize, CpuTicks>,
+    stat_ok: bool,
+    own_ns: u64,
+    tally: Option<track::Tally>,
+    /// (on-CPU, run delay) of live tasks, for benchmarks without a tally.
+    tasks: (u64, u64),
+    throttle: cgroup::Throttle,
+    vm: VmCounters,
+}
+
+impl Probe {
+    /// The live host's, found once per process.
+    pub fn live() -> &'static Probe {
+        static LIVE: OnceLock<Probe> = OnceLock::new();
+        LIVE.get_or_init(|| {
+            Probe::at(
+                Path::new("/proc"),
+                Path::new("/sys"),
+                crate::affinity::allowed_cpus(),
+            )
+        })
+    }
+
+    /// Readers rooted at `proc` and `sys` (fixture trees in tests).
+    pub fn at(proc: &Path, sys: &Path, allowed: Vec<usize>) -> Probe {
+        Probe {
+            proc: proc.to_path_buf(),
+            cgroup: cgroup::CpuCgroup::locate(proc, sys),
+            sensors: sensors::Sensors::find(sys),
+            allowed,
+            tick_hz: procfs::ticks_per_second(),
+        }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            at: Instant::now(),
+            stat: procfs::read_stat(&self.proc),
+            own_ns: procfs::own_cpu_ns(),
+            tasks: procfs::task_schedstats(&self.proc),
+            throttle: self.cgroup.as_ref().ok().map(|c| c.throttle()),
+            vm: procfs::read_vmstat(&self.proc),
+        }
+    }
+
+    fn telemetry(&self) -> Telemetry {
+        Telemetry {
+            cpufreq_hz: self.sensors.cpufreq_hz(&self.allowed),
+            throttle_events: self.sensors.throttle_events(&self.allowed),
+            energy_uj: self.sensors.energy_uj(),
+        }
+    }
+
+    /// Start reading conditions for one record: call [`Recorder::sample_done`] after each
+    /// measured sample and [`Recorder::finish`] at the end.
+    pub fn begin(&self) -> Recorder<'_> {
+        // Warm-up threads' tallies are not the record's.
+        let _ = track::take();
+        Recorder {
+            probe: self,
+            start: self.telemetry(),
+            last: self.snapshot(),
+            spans: Vec::new(),
+        }
+    }
+}
+
+/// Conditions of one record in the making.
+#[derive(Debug)]
+pub struct Recorder<'a> {
+    probe: &'a Probe,
+    start: Telemetry,
+    last: Snapshot,
+    spans: Vec<Span>,
+}
+
+impl Recorder<'_> {
+    /// A measured sample just ended.
+    pub fn sample_done(&mut self) {
+        let now = self.probe.snapshot();
+        let tally = track::take();
+        let prev = &self.last;
+        let (stat, stat_ok) = match (&prev.stat, &now.stat) {
+            (Some(a), Some(b)) => (
+                b.iter()
+                    .filter_map(|(c, t)| Some((*c, t.since(a.get(c)?))))
+                    .collect(),
+                true,
+            ),
+            _ => (BTreeMap::new(), false),
+        };
+        let mut tasks = (0, 0);
+        for (tid, (on, delay)) in &now.tasks {
+            if let Some((on0, delay0)) = prev.tasks.get(tid) {
+                tasks.0 += on.saturating_sub(*on0);
+                tasks.1 += delay.saturating_sub(*delay0);
+            }
+        }
+        let throttle = match (&prev.throttle, &now.throttle) {
+            (Some(a), Some(b)) => cgroup::Throttle {
+                nr_throttled: b.nr_throttled.saturating_sub(a.nr_throttled),
+                throttled_s: (b.throttled_s - a.throttled_s).max(0.0),
+            },
+            _ => cgroup::Throttle::default(),
+        };
+        let vm = match (&prev.vm, &now.vm) {
+            (Some(a), Some(b)) => VmCounters {
+                swap_in: b.swap_in.saturating_sub(a.swap_in),
+                direct_reclaim: b.direct_reclaim.saturating_sub(a.direct_reclaim),
+            },
+            _ => VmCounters::default(),
+        };
+        self.spans.push(Span {
+            seconds: now.at.duration_since(prev.at).as_secs_f64(),
+            stat,
+            stat_ok,
+            own_ns: now.own_ns.saturating_sub(prev.own_ns),
+            tally,
+            tasks,
+            throttle,
+            vm,
+        });
+        self.last = now;
+    }
+
+    /// The record's conditions. `clock` is the sample's own clock at the first and last sample
+    /// (the CPU benchmarks read it under the kernel's instruction class); without it cpufreq's
+    /// is used where it exists. `work_rate` is the record's throughput in its unit per second,
+    /// for work per joule.
+    pub fn finish(self, clock: Option<(f64, f64)>, work_rate: Option<f64>) -> Conditions {
+        let end = self.probe.telemetry();
+        let p = self.probe;
+        let mut c = Conditions::default();
+        let mut why = |k: &str, v: &str| {
+            c.unavailable.insert(k.to_string(), v.to_string());
+        };
+        let spans = &self.spans;
+        let tallied: BTreeSet<usize> = spans
+            .iter()
+            .filter_map(|s| s.tally.as_ref())
+            .flat_map(|t| t.by_cpu.keys().copied())
+            .collect();
+        let cpus: Vec<usize> = if tallied.is_empty() {
+            p.allowed.clone()
+        } else {
+            tallied.into_iter().collect()
+        };
+        let seconds: f64 = spans.iter().map(|s| s.seconds).sum();
+        let per_span: Vec<Shares> = spans.iter().map(|s| s.shares(&cpus, p.tick_hz)).collect();
+        if spans.iter().all(|s| s.stat_ok) && !spans.is_empty() {
+            let total = Shares::combine(&per_span);
+            c.steal_share = Some(total.steal);
+            c.other_cpu_share = Some(total.other);
+            let mut per_cpu: Vec<CpuShare> = cpus
+                .iter()
+                .filter_map(|&cpu| {
+                    let (steal, other) = total.by_cpu.get(&cpu).copied()?;
+                    (steal >= 0.01 || other >= 0.01).then_some(CpuShare {
+                        cpu,
+                        steal_share: steal,
+                        other_share: other,
+                    })
+                })
+                .collect();
+            per_cpu.sort_by(|a, b| {
+                (b.steal_share + b.other_share).total_cmp(&(a.steal_share + a.other_share))
+            });
+            c.per_cpu = per_cpu;
+        } else {
+            why("steal", "/proc/stat unreadable");
+        }
+        let (mut on, mut delay, mut schedstat) = (0u64, 0u64, true);
+        for s in spans {
+            match &s.tally {
+                Some(t) => {
+                    on += t.on_cpu_ns;
+                    delay += t.run_delay_ns;
+                    schedstat &= t.schedstat;
+                }
+                None => {
+                    on += s.tasks.0;
+                    delay += s.tasks.1;
+                }
+            }
+        }
+        if schedstat && on + delay > 0 {
+            c.run_delay_share = Some(delay as f64 / (on + delay) as f64);
+        } else {
+            why(
+                "run_delay",
+                "no schedstat for the measuring threads (kernel without CONFIG_SCHED_INFO)",
+            );
+        }
+        match &p.cgroup {
+            Ok(cg) => {
+                c.cgroup = Some(CgroupConditions {
+                    version: cg.version,
+                    path: cg.path.clone(),
+                    quota_cpus: cg.quota_cpus(),
+                    nr_throttled: spans.iter().map(|s| s.throttle.nr_throttled).sum(),
+                    throttled_s: spans.iter().map(|s| s.throttle.throttled_s).sum(),
+                    allowed_cpus: p.allowed.len(),
+                })
+            }
+            Err(e) => why("cgroup", e),
+        }
+        match (clock, self.start.cpufreq_hz, end.cpufreq_hz) {
+            (Some((start, end)), _, _) => {
+                c.clock_hz = Some(ClockSpan {
+                    start,
+                    end,
+                    source: "the samples' own clock (dependent add chain)".into(),
+                })
+            }
+            (None, Some(start), Some(end)) => {
+                c.clock_hz = Some(ClockSpan {
+                    start,
+                    end,
+                    source: "cpufreq scaling_cur_freq".into(),
+                })
+            }
+            _ => why(
+                "clock",
+                p.sensors
+                    .cpufreq
+                    .as_ref()
+                    .err()
+                    .map_or("cpufreq unreadable", |s| s.as_str()),
+            ),
+        }
+        match (self.start.throttle_events, end.throttle_events) {
+            (Some(a), Some(b)) => c.thermal_throttle_events = Some(b.saturating_sub(a)),
+            _ => why(
+                "thermal_throttle",
+                p.sensors.thermal.as_ref().err().map_or("unreadable", |s| s),
+            ),
+        }
+        match p.sensors.temperature_c() {
+            Some(t) => c.temperature_c = Some(t),
+            None => why(
+                "temperature",
+                p.sensors.temps.as_ref().err().map_or("unreadable", |s| s),
+            ),
+        }
+        match (&self.start.energy_uj, &end.energy_uj) {
+            (Some(a), Some(b)) => {
+                c.energy_j = p.sensors.energy_delta_j(a, b);
+                if let (Some(j), Some(rate)) = (c.energy_j, work_rate) {
+                    if j > 0.0 {
+                        c.work_per_joule = Some(rate * seconds / j);
+                    }
+                }
+            }
+            _ => why(
+                "energy",
+                p.sensors.energy.as_ref().err().map_or("unreadable", |s| s),
+            ),
+        }
+        let vm = spans.iter().fold(VmCounters::default(), |a, s| VmCounters {
+            swap_in: a.swap_in + s.vm.swap_in,
+            direct_reclaim: a.direct_reclaim + s.vm.direct_reclaim,
+        });
+        c.memory = Some(MemoryPressure {
+            swap_in_pages: vm.swap_in,
+            direct_reclaim_pages: vm.direct_reclaim,
+        });
+        c.disturbed_samples = per_span
+            .iter()
+            .zip(spans)
+            .enumerate()
+            .filter(|(_, (sh, s))| {
+                let throttled = s.throttle.throttled_s / s.seconds.max(1e-9);
+                sh.steal.max(sh.other).max(sh.run_delay).max(throttled) >= DISTURBED_SHARE
+            })
+            .map(|(i, _)| i)
+            .collect();
+        c.cpus = cpus;
+        c.seconds = seconds;
+        c
+    }
+}
+
+/// Shares of CPU time of one span (or of a whole record, when combined).
+#[derive(Debug, Clone, Default)]
+struct Shares {
+    steal: f64,
+    other: f64,
+    run_delay: f64,
+    /// Per CPU: (steal share, other share).
+    by_cpu: BTreeMap<usize, (f64, f64)>,
+    /// Ticks behind the shares, for weighting when combining.
+    ticks: f64,
+}
+
+impl Span {
+    fn shares(&self, cpus: &[usize], tick_hz: f64) -> Shares {
+        let mut s = Shares::default();
+        let ticks: Vec<(usize, CpuTicks)> = cpus
+            .iter()
+            .filter_map(|c| Some((*c, *self.stat.get(c)?)))
+            .collect();
+        let busy_all: u64 = ticks.iter().map(|(_, t)| t.busy).sum();
+        // Our own CPU time on each CPU: the tally's per-CPU time, plus whatever the process
+        // spent outside it (the runner, I/O threads) spread in proportion to busy time.
+        let tracked: u64 = self
+            .tally
+            .as_ref()
+            .map_or(0, |t| t.by_cpu.values().sum::<u64>());
+        let untracked = self.own_ns.saturating_sub(tracked) as f64 / 1e9;
+        let (mut steal, mut other, mut total) = (0.0, 0.0, 0.0);
+        for (cpu, t) in &ticks {
+            let secs = t.total() as f64 / tick_hz;
+            let mine = self
+                .tally
+                .as_ref()
+                .and_then(|tl| tl.by_cpu.get(cpu))
+                .map_or(0.0, |ns| *ns as f64 / 1e9)
+                + if busy_all > 0 {
+                    untracked * t.busy as f64 / busy_all as f64
+                } else {
+                    0.0
+                };
+            let o = (t.busy as f64 / tick_hz - mine).max(0.0);
+            let st = t.steal as f64 / tick_hz;
+            if secs > 0.0 {
+                s.by_cpu.insert(*cpu, (st / secs, (o / secs).min(1.0)));
+            }
+            steal += st;
+            other += o;
+            total += secs;
+        }
+        if total > 0.0 {
+            s.steal = steal / total;
+            s.other = (other / total).min(1.0);
+        }
+        s.ticks = total;
+        let (on, delay) = match &self.tally {
+            Some(t) => (t.on_cpu_ns, t.run_delay_ns),
+            None => self.tasks,
+        };
+        if on + delay > 0 {
+            s.run_delay = delay as f64 / (on + delay) as f64;
+        }
+        s
+    }
+}
+
+impl Shares {
+    /// A record's shares from its spans', weighted by the CPU time behind each.
+    fn combine(parts: &[Shares]) -> Shares {
+        let mut out = Shares::default();
+        let total: f64 = parts.iter().map(|p| p.ticks).sum();
+        if total <= 0.0 {
+            return out;
+        }
+        let mut by_cpu: BTreeMap<usize, (f64, f64, f64)> = BTreeMap::new();
+        for p in parts {
+            let w = p.ticks / total;
+            out.steal += p.steal * w;
+            out.other += p.other * w;
+            out.run_delay += p.run_delay * w;
+            let n = p.by_cpu.len().max(1) as f64;
+            for (cpu, (st, o)) in &p.by_cpu {
+                let e = by_cpu.entry(*cpu).or_default();
+                let cw = p.ticks / n;
+                e.0 += st * cw;
+                e.1 += o * cw;
+                e.2 += cw;
+            }
+        }
+        out.by_cpu = by_cpu
+            .into_iter()
+            .filter(|(_, e)| e.2 > 0.0)
+            .map(|(c, e)| (c, (e.0 / e.2, e.1 / e.2)))
+            .collect();
+        out.ticks = total;
+        out
+    }
+}
+
+/// "8–15", "0, 2, 5": CPU numbers as a user reads them, consecutive ones as ranges.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut v: Vec<usize> = cpus.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i + 1 {
+            format!("{}–{}", v[i], v[j])
+        } else if j == i + 1 {
+            format!("{}, {}", v[i], v[j])
+        } else {
+            v[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_read_as_ranges() {
+        assert_eq!(cpu_list(&[8, 9, 10, 11, 12, 13, 14, 15]), "8–15");
+        assert_eq!(cpu_list(&[0, 2, 5]), "0, 2, 5");
+        assert_eq!(cpu_list(&[1, 0]), "0, 1");
+        assert_eq!(cpu_list(&[3, 0, 1, 2, 7]), "0–3, 7");
+        assert_eq!(cpu_list(&[]), "");
+    }
+
+    fn ticks(busy: u64, idle: u64, steal: u64) -> CpuTicks {
+        CpuTicks { busy, idle, steal }
+    }
+
+    #[test]
+    fn spans_split_cpu_time_into_ours_others_and_stolen() {
+        // Two CPUs over 1 s at 100 ticks/s. CPU 0: our thread ran 0.9 s, 0.1 s stolen.
+        // CPU 1: busy all the time, our thread only 0.5 s of it: another process took 0.5 s.
+        let tally = track::Tally {
+            threads: 2,
+            wall_ns: 2_000_000_000,
+            on_cpu_ns: 1_400_000_000,
+            run_delay_ns: 600_000_000,
+            by_cpu: [(0, 900_000_000), (1, 500_000_000)].into_iter().collect(),
+            schedstat: true,
+        };
+        let span = Span {
+            seconds: 1.0,
+            stat: [(0, ticks(90, 0, 10)), (1, ticks(100, 0, 0))]
+                .into_iter()
+                .collect(),
+            stat_ok: true,
+            own_ns: 1_400_000_000,
+            tally: Some(tally),
+            tasks: (0, 0),
+            throttle: cgroup::Throttle::default(),
+            vm: VmCounters::default(),
+        };
+        let s = span.shares(&[0, 1], 100.0);
+        assert!((s.steal - 0.05).abs() < 1e-9, "{s:?}");
+        assert!((s.other - 0.25).abs() < 1e-9, "{s:?}");
+        assert!((s.run_delay - 0.3).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.by_cpu[&0], (0.1, 0.0));
+        assert_eq!(s.by_cpu[&1], (0.0, 0.5));
+    }
+
+    #[test]
+    fn the_live_host_gives_conditions_with_reasons_for_what_it_lacks() {
+        let probe = Probe::live();
+        let mut r = probe.begin();
+        let t = Instant::now();
+        while t.elapsed().as_millis() < 50 {
+            std::hint::black_box(0u64);
+        }
+        r.sample_done();
+        let c = r.finish(None, Some(1.0));
+        assert!(c.seconds >= 0.05);
+        assert!(!c.cpus.is_empty());
+        // Every telemetry source is either read or explained.
+        for (key, read) in [
+            ("thermal_throttle", c.thermal_throttle_events.is_some()),
+            ("temperature", c.temperature_c.is_some()),
+            ("energy", c.energy_j.is_some()),
+            ("clock", c.clock_hz.is_some()),
+            ("cgroup", c.cgroup.is_some()),
+            ("steal", c.steal_share.is_some()),
+        ] {
+            assert!(
+                read || c.unavailable.get(key).is_some_and(|w| !w.is_empty()),
+                "{key}: neither read nor explained in {c:?}"
+            );
+        }
+        let json = serde_json::to_value(&c).unwrap();
+        let back: Conditions = serde_json::from_value(json).unwrap();
+        assert_eq!(back, c);
+    }
+}

@@ -98,23 +98,53 @@ pub fn measure_hz_with(
     }
     let slices = ((window.as_secs_f64() / 1e-3) as usize).clamp(5, 10_000);
     let mut hz = Vec::with_capacity(slices);
+    let mut undisturbed = Vec::with_capacity(slices);
     for _ in 0..slices {
+        let c0 = thread_cpu_s();
         let t = Instant::now();
         let v = chain(blocks);
         let el = t.elapsed().as_secs_f64();
+        let on_cpu = thread_cpu_s().zip(c0).map(|(c1, c0)| c1 - c0);
         if v != blocks * adds_per_block {
             return None;
         }
         if el > 0.0 {
-            hz.push((blocks * adds_per_block) as f64 / el);
+            let rate = (blocks * adds_per_block) as f64 / el;
+            hz.push(rate);
+            // The thread's own CPU time brackets the slice, so it is at least the wall time
+            // unless the thread was off the CPU (another task ran, or the hypervisor stole it
+            // where the kernel accounts steal): such a slice under-reads and is left out.
+            if on_cpu.is_some_and(|c| c >= el * UNDISTURBED) {
+                undisturbed.push(rate);
+            }
         }
     }
+    // Slices the thread ran throughout, when there are enough of them; else all slices.
+    let mut hz = if undisturbed.len() >= 3 {
+        undisturbed
+    } else {
+        hz
+    };
     // The 90th percentile, not the median: a slice can only under-read the clock (an interrupt
     // or a time-sliced neighbour steals cycles from it), never over-read it, so the upper end is
     // the core's own rate, while the very top slice is left out as a possible timer glitch.
     hz.sort_by(f64::total_cmp);
     let rank = ((hz.len() as f64 - 1.0) * 0.9).round() as usize;
     hz.get(rank).copied()
+}
+
+/// A slice whose thread ran at least this share of its wall time counts as undisturbed.
+const UNDISTURBED: f64 = 0.98;
+
+/// The calling thread's CPU time in seconds (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_s() -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9)
 }
 
 #[cfg(test)]
@@ -132,6 +162,44 @@ mod tests {
         assert_eq!(
             measure_hz_with(Duration::from_millis(5), |b| add_chain(b) - 1, 100),
             None
+        );
+    }
+
+    #[test]
+    fn a_neighbour_on_the_same_cpu_does_not_lower_the_clock() {
+        if !supported() {
+            return;
+        }
+        let cpu = crate::affinity::allowed_cpus()[0];
+        let on_cpu = |f: &(dyn Fn() -> Option<f64> + Sync)| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let _ = crate::affinity::pin_current_thread(cpu);
+                    f()
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let window = Duration::from_millis(40);
+        let quiet = on_cpu(&|| measure_hz(window)).expect("clock");
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let contended = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _ = crate::affinity::pin_current_thread(cpu);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::black_box(add_chain(100));
+                }
+            });
+            let hz = on_cpu(&|| measure_hz(window));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            hz
+        })
+        .expect("clock");
+        // Time-sliced with a busy thread, the slices it ran throughout still give the clock.
+        assert!(
+            contended >= quiet * 0.95,
+            "{contended} under contention, {quiet} alone"
         );
     }
 

@@ -204,6 +204,10 @@ pub struct Cpu {
     /// How `effective_cores` was measured, and what the CPU pairs showed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective_cores_basis: Option<String>,
+    /// The probe's finding in one sentence, for reports: "16 CPUs; FMA throughput of 8.3 CPUs
+    /// measured: pairs share execution units (hidden SMT or an overcommitted host)".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_cores_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

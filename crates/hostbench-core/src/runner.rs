@@ -548,6 +548,11 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
     for (k, mut vs) in extras {
         vs.sort_by(f64::total_cmp);
         let med = crate::stats::percentile_sorted(&vs, 50.0);
+        // A peak's clock is a median of per-sample readings; its spread is kept beside it.
+        if k == "clock_hz" && vs.len() > 1 {
+            extra.insert("clock_hz_min".into(), serde_json::json!(vs[0]));
+            extra.insert("clock_hz_max".into(), serde_json::json!(vs[vs.len() - 1]));
+        }
         extra.insert(k, serde_json::json!(med));
     }
     Record {

@@ -68,8 +68,12 @@ pub struct Change {
     /// Two-sided p-value of Welch's test, when both sides have two or more samples.
     pub p_value: Option<f64>,
     pub verdict: Verdict,
-    /// A regression larger than the threshold.
+    /// A regression larger than the threshold (and not explained by the conditions).
     pub fails: bool,
+    /// Where the two runs' conditions differ in a cause that explains the change: "run B: cgroup
+    /// quota of 1.0 CPU for 2 threads: throttled 412 times". A regression with a measured cause
+    /// is not a regression of the machine, so it does not fail the comparison.
+    pub conditions: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -189,7 +193,14 @@ fn change(a: &Record, b: &Record, cfg: &CompareConfig) -> Change {
     } else {
         Verdict::Regressed
     };
+    // A cause that only the slower side shows explains the change.
+    let (slower, faster, side) = if gain < 0.0 { (b, a, "B") } else { (a, b, "A") };
+    let conditions = (verdict != Verdict::WithinNoise)
+        .then(|| condition_difference(slower, faster))
+        .flatten()
+        .map(|d| format!("run {side}: {d}"));
     Change {
+        conditions: conditions.clone(),
         benchmark: a.benchmark.clone(),
         params: a
             .params
@@ -204,8 +215,18 @@ fn change(a: &Record, b: &Record, cfg: &CompareConfig) -> Change {
         relative,
         p_value,
         verdict,
-        fails: verdict == Verdict::Regressed && gain.abs() > cfg.threshold,
+        fails: verdict == Verdict::Regressed && gain.abs() > cfg.threshold && conditions.is_none(),
     }
+}
+
+/// The first measured cause `slower` carries and `faster` does not (none_found is no cause).
+fn condition_difference(slower: &Record, faster: &Record) -> Option<String> {
+    let d = slower.diagnosis.iter().find(|d| {
+        d.cause != "none_found"
+            && (d.share >= 0.05 || matches!(d.cause.as_str(), "affinity" | "cgroup_quota"))
+            && !faster.diagnosis.iter().any(|f| f.cause == d.cause)
+    })?;
+    Some(format!("{} ({})", d.text, d.cause))
 }
 
 fn mean_of(r: &Record) -> f64 {
@@ -346,7 +367,9 @@ pub fn render_text(cmp: &Comparison, cfg: &CompareConfig, a_name: &str, b_name: 
             units::human(c.mean_b, &c.unit),
             format!("{sign}{:.1} %", c.relative * 100.0),
             c.p_value.map_or("—".into(), |p| format!("{p:.3}")),
-            if c.fails {
+            if c.conditions.is_some() && c.verdict == Verdict::Regressed {
+                format!("{} (conditions differ)", c.verdict.as_str())
+            } else if c.fails {
                 format!(
                     "{} (beyond {:.0} %)",
                     c.verdict.as_str(),
@@ -358,6 +381,26 @@ pub fn render_text(cmp: &Comparison, cfg: &CompareConfig, a_name: &str, b_name: 
         ]);
     }
     let mut out = crate::export::aligned(&rows);
+    let explained: Vec<&Change> = cmp
+        .changes
+        .iter()
+        .filter(|c| c.conditions.is_some())
+        .collect();
+    if !explained.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nConditions differ (a change with a measured cause is not the machine's):"
+        );
+        for c in explained {
+            let _ = writeln!(
+                out,
+                "  {} {}: {}",
+                c.benchmark,
+                c.params,
+                c.conditions.as_deref().unwrap_or("")
+            );
+        }
+    }
     if !cmp.only_a.is_empty() {
         let _ = writeln!(out, "\nOnly in {a_name}:");
         for id in &cmp.only_a {
@@ -425,6 +468,49 @@ mod tests {
         // One sample each: judged by the noise floor.
         let c = change(&tp(&[100.0]), &tp(&[80.0]), &cfg);
         assert_eq!((c.verdict, c.p_value), (Verdict::Regressed, None));
+    }
+
+    #[test]
+    fn a_regression_with_a_measured_cause_says_so_and_does_not_fail() {
+        use hostbench_core::conditions::diagnose::Diagnosis;
+        let cfg = CompareConfig::default();
+        let tp = |s: &[f64]| {
+            record(
+                "cpu.flops",
+                Metric::Throughput,
+                "FLOP/s",
+                json!({"threads": 2}),
+                s,
+            )
+        };
+        let a = tp(&[100.0, 101.0, 99.0]);
+        let mut b = tp(&[50.0, 51.0, 49.0]);
+        b.diagnosis = vec![Diagnosis {
+            cause: "cgroup_quota".into(),
+            share: 0.5,
+            text: "cgroup quota of 1.0 CPU for 2 threads: throttled 412 times".into(),
+        }];
+        let c = change(&a, &b, &cfg);
+        assert_eq!(c.verdict, Verdict::Regressed);
+        assert!(!c.fails);
+        assert_eq!(
+            c.conditions.as_deref(),
+            Some(
+                "run B: cgroup quota of 1.0 CPU for 2 threads: throttled 412 times (cgroup_quota)"
+            )
+        );
+        let cmp = Comparison {
+            changes: vec![c],
+            ..Comparison::default()
+        };
+        let text = render_text(&cmp, &cfg, "A", "B");
+        assert!(text.contains("regressed (conditions differ)"), "{text}");
+        assert!(text.contains("Conditions differ"), "{text}");
+        // The same cause on both sides explains nothing: the regression fails.
+        let mut a2 = a.clone();
+        a2.diagnosis = b.diagnosis.clone();
+        let c = change(&a2, &b, &cfg);
+        assert!(c.fails && c.conditions.is_none());
     }
 
     #[test]

@@ -123,7 +123,10 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             ));
         }
     }
-    if let Some(steal) = cond.steal_share.filter(|s| *s >= 0.02) {
+    if let Some(steal) = cond
+        .steal_share
+        .filter(|s| *s >= 0.02f64.max(2.0 * cond.share_resolution.unwrap_or(0.0)))
+    {
         let cpus: Vec<usize> = cond
             .per_cpu
             .iter()
@@ -146,11 +149,14 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             ),
         ));
     }
+    // /proc/stat counts in ticks: a share within two ticks of zero is not a finding.
+    let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
     let other = cond.other_cpu_share.unwrap_or(0.0);
+    let other = if other >= floor.min(0.5) { other } else { 0.0 };
     let busiest: Vec<_> = cond
         .per_cpu
         .iter()
-        .filter(|c| c.other_share >= 0.05)
+        .filter(|c| c.other_share >= 0.05f64.max(floor))
         .collect();
     let delay = cond.run_delay_share.unwrap_or(0.0);
     if other >= 0.02 || !busiest.is_empty() {

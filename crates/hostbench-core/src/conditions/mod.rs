@@ -53,6 +53,10 @@ pub struct Conditions {
     /// CPU time of other processes on those CPUs, as a share of their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_cpu_share: Option<f64>,
+    /// One `/proc/stat` tick as a share of one CPU's time over these samples: the shares above
+    /// are counted in ticks, so a share below about twice this is within their noise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_resolution: Option<f64>,
     /// The CPUs where steal or other processes took at least 1 %, worst first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub per_cpu: Vec<CpuShare>,
@@ -326,6 +330,7 @@ impl Recorder<'_> {
         if spans.iter().all(|s| s.stat_ok) && !spans.is_empty() {
             let total = Shares::combine(&per_span);
             c.steal_share = Some(total.steal);
+            c.share_resolution = Some(1.0 / (seconds * p.tick_hz).max(1.0));
             c.other_cpu_share = Some(total.other);
             let mut per_cpu: Vec<CpuShare> = cpus
                 .iter()

@@ -144,6 +144,7 @@ fn collect(root: &Path, source: Source) -> Host {
             microcode: info.get("microcode").cloned().filter(|s| !s.is_empty()),
             effective_cores: None,
             effective_cores_basis: None,
+            effective_cores_note: None,
         },
         memory: Memory {
             total_bytes: meminfo_bytes(root, "MemTotal").unwrap_or(0),

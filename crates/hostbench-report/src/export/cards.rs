@@ -192,6 +192,9 @@ fn host_card(o: &mut String, run: &RunResult) -> fmt::Result {
             ),
         )?;
     }
+    if let Some(note) = &c.effective_cores_note {
+        row("Effective cores", note.clone())?;
+    }
     row("Memory", bytes(h.memory.total_bytes as f64))?;
     row("NUMA nodes", h.numa_nodes.to_string())?;
     row("OS", format!("{}, kernel {}", h.os, h.kernel))?;
@@ -247,6 +250,9 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         write!(o, "<br><span class=\"at\">{}</span>", esc(&h.at))?;
         if !words.is_empty() {
             write!(o, "<br><span class=\"verdict\">{}</span>", esc(&words))?;
+        }
+        if let Some(cause) = super::summary::first_cause(r) {
+            write!(o, "<br><span class=\"cause\">{}</span>", esc(&cause))?;
         }
         writeln!(o, "</div></li>")?;
     }

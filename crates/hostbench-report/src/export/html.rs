@@ -155,7 +155,7 @@ fn render(
         o,
         "<title>{}</title>\n<style>{STYLE}{}</style>\n</head>\n<body>",
         esc(&title),
-        super::cards::STYLE
+        format_args!("{}{}", super::cards::STYLE, super::conditions::STYLE)
     )?;
     writeln!(o, "<h1>{}</h1>", esc(&title))?;
     writeln!(o, "<p class=\"meta\">{}<br>", esc(&host_line(run)))?;
@@ -239,6 +239,7 @@ fn render(
         }
         writeln!(o, "</section>")?;
     }
+    super::conditions::write(&mut o, run)?;
     if !rep.bases.is_empty() {
         writeln!(o, "<h2>Theoretical peaks</h2>\n<ol class=\"bases\">")?;
         for b in &rep.bases {

@@ -3,6 +3,7 @@
 //! through one `table::Report`), so no two formats can disagree about a number.
 
 pub(crate) mod cards;
+mod conditions;
 mod csv;
 pub(crate) mod html;
 mod markdown;

@@ -302,6 +302,18 @@ pub fn context(r: &Record) -> String {
     parts.join(" ")
 }
 
+/// The first measured cause of a record's shortfall, for the line under its headline.
+pub fn first_cause(r: &Record) -> Option<String> {
+    let d = r.diagnosis.first()?;
+    Some(if d.cause == "none_found" {
+        d.text.clone()
+    } else if d.share > 0.0 {
+        format!("{} ({:.0} %): {}", d.cause, d.share * 100.0, d.text)
+    } else {
+        format!("{}: {}", d.cause, d.text)
+    })
+}
+
 fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
     let c = &run.host.cpu;
@@ -327,9 +339,20 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     .iter()
     .map(|s| s.to_string())
     .collect()];
+    if let Some(note) = &c.effective_cores_note {
+        writeln!(out, "Effective cores: {note}.")?;
+    }
+    // The first diagnosis of each headline, printed under its row.
+    let mut causes: Vec<Option<String>> = vec![None];
     for h in all_headlines(run) {
         let r = h.record;
+        causes.push(first_cause(r));
         let peak = match (r.efficiency, r.scaling_efficiency()) {
+            (Some(e), _) if r.efficiency_effective.is_some() => format!(
+                "{:.1} % ({:.1} % of effective)",
+                100.0 * e,
+                100.0 * r.efficiency_effective.unwrap_or(0.0)
+            ),
             (Some(e), _) => format!("{:.1} %", 100.0 * e),
             // An inferred rate is not a limit: its percentage is scaling, named as such.
             (None, Some(s)) => format!("no documented peak (scaling {:.1} %)", 100.0 * s),
@@ -349,7 +372,12 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     }
     if rows.len() > 1 {
         out.push('\n');
-        out.push_str(&aligned(&rows));
+        for (line, cause) in aligned(&rows).lines().zip(&causes) {
+            writeln!(out, "{line}")?;
+            if let Some(c) = cause {
+                writeln!(out, "    ↳ {c}")?;
+            }
+        }
     } else {
         writeln!(out, "\nNo figures measured.")?;
     }
@@ -372,6 +400,29 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
             out,
             "\n{warned} of {} records carry notes (noisy samples, missing peaks): see the report.",
             run.records.len()
+        )?;
+    }
+    let diagnosed: Vec<&Record> = run
+        .records
+        .iter()
+        .filter(|r| !r.diagnosis.is_empty())
+        .collect();
+    if !diagnosed.is_empty() {
+        let mut by_cause: Vec<(&str, usize)> = Vec::new();
+        for r in &diagnosed {
+            let c = r.diagnosis[0].cause.as_str();
+            match by_cause.iter_mut().find(|(k, _)| *k == c) {
+                Some((_, n)) => *n += 1,
+                None => by_cause.push((c, 1)),
+            }
+        }
+        by_cause.sort_by(|a, b| b.1.cmp(&a.1));
+        let list: Vec<String> = by_cause.iter().map(|(c, n)| format!("{c} {n}")).collect();
+        writeln!(
+            out,
+            "{} records carry a diagnosis (first cause: {}).",
+            diagnosed.len(),
+            list.join(", ")
         )?;
     }
     for n in &run.not_applicable {

@@ -16,7 +16,15 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
         Some(p) => Spec::load(p)?,
         None => Spec::default(),
     };
-    let host = super::host_inventory(&spec);
+    let mut host = super::host_inventory(&spec);
+    let order = hostbench_core::affinity::placement_order();
+    if order.len() > 1 {
+        if let Ok(e) = hostbench_cpu::effective::probe(&order) {
+            host.cpu.effective_cores = Some(e.value);
+            host.cpu.effective_cores_note = Some(e.summary());
+            host.cpu.effective_cores_basis = Some(e.basis);
+        }
+    }
     // Every subsystem states its own peaks (the registry's order).
     let peaks: Vec<PeakLine> = SUBSYSTEMS
         .iter()
@@ -63,6 +71,10 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
         "Topology    {} socket(s), {} cores, {} threads, {} NUMA node(s)",
         c.sockets, c.cores, c.threads, host.numa_nodes
     )?;
+    if let (Some(note), Some(basis)) = (&c.effective_cores_note, &c.effective_cores_basis) {
+        writeln!(o, "Effective   {note}")?;
+        writeln!(o, "            ({basis})")?;
+    }
     writeln!(o, "ISA         {}", c.isa.join(" "))?;
     writeln!(
         o,

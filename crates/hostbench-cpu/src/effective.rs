@@ -41,6 +41,9 @@ pub struct EffectiveCores {
     pub pairs: Vec<(usize, usize, f64)>,
     /// CPUs that other processes kept busy during the all-CPU run (cpu, share).
     pub busy: Vec<(usize, f64)>,
+    /// The tightest cgroup CPU quota, when it throttled the probe (its value is then the quota's,
+    /// not the hardware's).
+    pub quota: Option<f64>,
     /// How it was measured, for `host.cpu.effective_cores_basis`.
     pub basis: String,
 }
@@ -57,6 +60,12 @@ impl EffectiveCores {
 
     /// "16 vCPUs; FMA throughput of 8.3 CPUs measured: pairs share execution units (hidden SMT
     /// or an overcommitted host)".
+    /// Whether something other than the hardware held the probe down (a neighbour, a quota):
+    /// its value then describes that moment, not the host, and no record is diagnosed with it.
+    pub fn disturbed(&self) -> bool {
+        self.value < self.cpus as f64 * 0.9 && (!self.busy.is_empty() || self.quota.is_some())
+    }
+
     pub fn summary(&self) -> String {
         let head = format!(
             "{} CPUs; FMA throughput of {:.1} CPUs measured",
@@ -64,6 +73,8 @@ impl EffectiveCores {
         );
         let why = if self.value >= self.cpus as f64 * 0.9 {
             "each CPU delivers its own".to_string()
+        } else if let Some(q) = self.quota {
+            format!("a cgroup quota of {q:.1} CPU throttled the probe")
         } else if !self.busy.is_empty() {
             let list: Vec<String> = self
                 .busy
@@ -135,6 +146,11 @@ pub fn probe(order: &[usize]) -> Result<EffectiveCores, BenchError> {
         .filter(|c| c.other_share >= floor)
         .map(|c| (c.cpu, c.other_share))
         .collect();
+    let quota = cond
+        .cgroup
+        .as_ref()
+        .filter(|g| g.nr_throttled > 0)
+        .and_then(|g| g.quota_cpus);
     all.sort_by(f64::total_cmp);
     let value = if single > 0.0 {
         all[all.len() / 2] / single
@@ -184,6 +200,7 @@ pub fn probe(order: &[usize]) -> Result<EffectiveCores, BenchError> {
         value,
         pairs,
         busy,
+        quota,
         basis,
     })
 }
@@ -251,6 +268,7 @@ mod tests {
             value: 8.3,
             pairs: vec![],
             busy: vec![],
+            quota: None,
             basis: String::new(),
         };
         assert_eq!(

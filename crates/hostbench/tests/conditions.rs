@@ -1,0 +1,323 @@
+//! Conditions and diagnoses created for real: a cgroup CPU quota, a busy process on one of the
+//! measured CPUs, an affinity mask smaller than the threads, and the effective-cores probe with
+//! and without a neighbour. Each case runs the real binary and reads its JSON.
+//!
+//! The cases share the machine's CPUs, so they run one at a time.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::Mutex;
+
+use common::{hostbench, is_root};
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn cpus() -> Vec<usize> {
+    hostbench_core::affinity::allowed_cpus()
+}
+
+/// A shell busy loop pinned to `cpu`, killed when dropped.
+struct Busy(Child);
+
+impl Busy {
+    fn on(cpu: usize) -> Busy {
+        let child = Command::new("taskset")
+            .args(["-c", &cpu.to_string(), "sh", "-c", "while :; do :; done"])
+            .spawn()
+            .expect("taskset (util-linux) runs a busy loop");
+        // Let it reach the CPU before anything is measured.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Busy(child)
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn json_out(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+}
+
+fn record_at(doc: &Value, bench: &str, threads: u64) -> Value {
+    doc["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["benchmark"] == bench && r["params"]["threads"] == threads)
+        .unwrap_or_else(|| panic!("no {bench} threads={threads} in {doc}"))
+        .clone()
+}
+
+fn causes(r: &Value) -> Vec<String> {
+    r["diagnosis"]
+        .as_array()
+        .map(|d| {
+            d.iter()
+                .map(|x| x["cause"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A child cgroup with a CPU quota, in whichever hierarchy has the cpu controller (v1 here, v2
+/// on other hosts), removed when dropped.
+struct QuotaGroup {
+    dir: PathBuf,
+    procs: &'static str,
+}
+
+impl QuotaGroup {
+    fn new(cpus: f64) -> Option<QuotaGroup> {
+        let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        let mount_of = |fstype: &str, opt: Option<&str>| {
+            mountinfo.lines().find_map(|l| {
+                let (left, right) = l.split_once(" - ")?;
+                let r: Vec<&str> = right.split_whitespace().collect();
+                let ok = r.first() == Some(&fstype)
+                    && opt.is_none_or(|o| r.get(2).is_some_and(|s| s.split(',').any(|x| x == o)));
+                ok.then(|| left.split_whitespace().nth(4).map(PathBuf::from))?
+            })
+        };
+        let name = format!("hostbench-test-{}", std::process::id());
+        let quota = (cpus * 100_000.0) as u64;
+        // v1: a child of our own cgroup in the cpu hierarchy.
+        let v1 = membership.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+            ctrls
+                .split(',')
+                .any(|c| c == "cpu")
+                .then(|| path.to_string())
+        });
+        if let (Some(path), Some(mount)) = (v1, mount_of("cgroup", Some("cpu"))) {
+            let dir = mount.join(path.trim_start_matches('/')).join(&name);
+            std::fs::create_dir_all(&dir).ok()?;
+            std::fs::write(dir.join("cpu.cfs_period_us"), "100000").ok()?;
+            std::fs::write(dir.join("cpu.cfs_quota_us"), quota.to_string()).ok()?;
+            return Some(QuotaGroup {
+                dir,
+                procs: "tasks",
+            });
+        }
+        // v2: a child of the hierarchy's root, whose subtree_control may enable cpu.
+        let mount = mount_of("cgroup2", None)?;
+        let _ = std::fs::write(mount.join("cgroup.subtree_control"), "+cpu");
+        let dir = mount.join(&name);
+        std::fs::create_dir_all(&dir).ok()?;
+        let g = QuotaGroup {
+            dir,
+            procs: "cgroup.procs",
+        };
+        std::fs::write(g.dir.join("cpu.max"), format!("{quota} 100000")).ok()?;
+        Some(g)
+    }
+
+    /// hostbench with `args`, started inside the group.
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        let bin = assert_cmd::cargo::cargo_bin("hostbench");
+        let script = format!(
+            "echo $$ > {} && exec \"$0\" \"$@\"",
+            self.dir.join(self.procs).display()
+        );
+        Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .arg(&bin)
+            .args(args)
+            .env(
+                "HOSTBENCH_DB",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-history.sqlite"),
+            )
+            .output()
+            .expect("run hostbench in the group")
+    }
+}
+
+impl Drop for QuotaGroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+const CPU_ARGS: &[&str] = &[
+    "cpu",
+    "--dtype",
+    "f64",
+    "--threads",
+    "2",
+    "--repeat",
+    "3",
+    "--json",
+    "-",
+    "--quiet",
+];
+
+#[test]
+fn a_cpu_quota_of_half_the_threads_is_diagnosed_with_its_throttling() {
+    let _one = serial();
+    if !is_root() || cpus().len() < 2 {
+        eprintln!("needs root and 2 CPUs: skipped");
+        return;
+    }
+    let group = QuotaGroup::new(1.0).expect("a cgroup with a CPU quota (root, cgroup v1 or v2)");
+    let doc = json_out(&group.run(CPU_ARGS));
+    let r = record_at(&doc, "cpu.flops", 2);
+    assert_eq!(causes(&r)[0], "cgroup_quota", "{}", r["diagnosis"]);
+    let cg = &r["conditions"]["cgroup"];
+    assert!(
+        (cg["quota_cpus"].as_f64().unwrap() - 1.0).abs() < 1e-9,
+        "{cg}"
+    );
+    let n = cg["nr_throttled"].as_u64().unwrap();
+    assert!(n > 0, "{cg}");
+    let text = r["diagnosis"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("cgroup quota of 1.0 CPU for 2 threads: throttled")
+            && text.contains(&format!("{n} times")),
+        "{text}"
+    );
+    // The quota held the effective-cores probe too: it is not taken for shared execution units.
+    assert!(!causes(&r).contains(&"shared_cores".to_string()));
+}
+
+#[test]
+fn a_busy_process_on_a_measured_cpu_is_named() {
+    let _one = serial();
+    let cpus = cpus();
+    if cpus.len() < 2 {
+        eprintln!("needs 2 CPUs: skipped");
+        return;
+    }
+    let order = hostbench_core::affinity::placement_order();
+    let busy_cpu = order[1];
+    let _busy = Busy::on(busy_cpu);
+    let out = hostbench().args(CPU_ARGS).output().unwrap();
+    let doc = json_out(&out);
+    let r = record_at(&doc, "cpu.flops", 2);
+    assert_eq!(causes(&r)[0], "cpu_contention", "{}", r["diagnosis"]);
+    let text = r["diagnosis"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("of CPU {busy_cpu}")), "{text}");
+    let per_cpu = r["conditions"]["per_cpu"].as_array().unwrap();
+    assert_eq!(per_cpu[0]["cpu"], busy_cpu as u64, "{per_cpu:?}");
+    assert!(
+        per_cpu[0]["other_share"].as_f64().unwrap() > 0.2,
+        "{per_cpu:?}"
+    );
+    // The probe ran beside the same neighbour: it says so, and no record is diagnosed with it.
+    let note = doc["host"]["cpu"]["effective_cores_note"]
+        .as_str()
+        .unwrap_or("");
+    assert!(note.contains(&format!("CPU {busy_cpu}")), "{note}");
+    assert!(doc["host"]["cpu"]["effective_cores"].is_null());
+}
+
+#[test]
+fn threads_beyond_the_affinity_mask_are_diagnosed() {
+    let _one = serial();
+    let bin = assert_cmd::cargo::cargo_bin("hostbench");
+    let cpu0 = cpus()[0];
+    let out = Command::new("taskset")
+        .args(["-c", &cpu0.to_string()])
+        .arg(&bin)
+        .args(CPU_ARGS)
+        .env(
+            "HOSTBENCH_DB",
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-history.sqlite"),
+        )
+        .output()
+        .unwrap();
+    let doc = json_out(&out);
+    let r = record_at(&doc, "cpu.flops", 2);
+    assert_eq!(causes(&r), ["affinity"], "{}", r["diagnosis"]);
+    assert!(r["diagnosis"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("2 threads on 1 allowed CPU"));
+    assert_eq!(r["conditions"]["cpus"], serde_json::json!([cpu0]));
+}
+
+fn effective(doc: &Value) -> (f64, String) {
+    let c = &doc["host"]["cpu"];
+    (
+        c["effective_cores"].as_f64().expect("effective_cores"),
+        c["effective_cores_note"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[test]
+fn the_effective_cores_probe_reads_two_cpus_idle_and_names_a_neighbour() {
+    let _one = serial();
+    let order = hostbench_core::affinity::placement_order();
+    if order.len() != 2 {
+        // The thresholds below are for one CPU of two kept busy.
+        eprintln!("needs exactly 2 CPUs: skipped");
+        return;
+    }
+    let info = || json_out(&hostbench().args(["info", "--json"]).output().unwrap());
+    let (idle, note) = effective(&info());
+    assert!(idle >= 1.8, "{idle}: {note}");
+    let _busy = Busy::on(order[1]);
+    let (busy, note) = effective(&info());
+    assert!(busy < 1.7, "{busy}: {note}");
+    assert!(
+        note.contains(&format!("other processes kept CPU {}", order[1])),
+        "{note}"
+    );
+}
+
+#[test]
+fn every_record_of_a_run_carries_its_conditions_and_says_what_it_could_not_read() {
+    let _one = serial();
+    let out = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--threads",
+            "1",
+            "--repeat",
+            "2",
+            "--json",
+            "-",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    let doc = json_out(&out);
+    for r in doc["records"].as_array().unwrap() {
+        let c = &r["conditions"];
+        assert!(c["seconds"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(!c["cpus"].as_array().unwrap().is_empty(), "{c}");
+        // Each telemetry source is read or explained.
+        for (key, field) in [
+            ("energy", "energy_j"),
+            ("temperature", "temperature_c"),
+            ("thermal_throttle", "thermal_throttle_events"),
+            ("cgroup", "cgroup"),
+            ("clock", "clock_hz"),
+        ] {
+            assert!(
+                !c[field].is_null() || c["unavailable"][key].is_string(),
+                "{key}: {c}"
+            );
+        }
+    }
+}

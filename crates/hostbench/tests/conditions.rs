@@ -180,7 +180,12 @@ fn a_cpu_quota_of_half_the_threads_is_diagnosed_with_its_throttling() {
     let group = QuotaGroup::new(1.0).expect("a cgroup with a CPU quota (root, cgroup v1 or v2)");
     let doc = json_out(&group.run(CPU_ARGS));
     let r = record_at(&doc, "cpu.flops", 2);
-    assert_eq!(causes(&r)[0], "cgroup_quota", "{}", r["diagnosis"]);
+    // The quota is named; on a host where other processes also take the CPUs (a build beside
+    // the tests), their share may rank first, and is named too.
+    let at = causes(&r)
+        .iter()
+        .position(|c| c == "cgroup_quota")
+        .unwrap_or_else(|| panic!("no cgroup_quota in {}", r["diagnosis"]));
     let cg = &r["conditions"]["cgroup"];
     assert!(
         (cg["quota_cpus"].as_f64().unwrap() - 1.0).abs() < 1e-9,
@@ -188,7 +193,7 @@ fn a_cpu_quota_of_half_the_threads_is_diagnosed_with_its_throttling() {
     );
     let n = cg["nr_throttled"].as_u64().unwrap();
     assert!(n > 0, "{cg}");
-    let text = r["diagnosis"][0]["text"].as_str().unwrap();
+    let text = r["diagnosis"][at]["text"].as_str().unwrap();
     assert!(
         text.starts_with("cgroup quota of 1.0 CPU for 2 threads: throttled")
             && text.contains(&format!("{n} times")),

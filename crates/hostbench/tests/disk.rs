@@ -638,6 +638,47 @@ fn an_io_error_mid_run_ends_that_case_and_keeps_what_was_measured() {
 }
 
 #[test]
+fn a_large_block_reference_is_like_for_like_when_fio_cannot_have_huge_pages() {
+    if !common::on_path("fio") {
+        assert!(std::env::var_os("CI").is_none(), "CI installs fio");
+        eprintln!("skipping: fio not installed");
+        return;
+    }
+    if hostbench_core::host::meminfo("HugePages_Free").unwrap_or(0) > 0 {
+        // fio gets hugetlb buffers (--iomem=shmhuge): already like for like.
+        eprintln!("skipping: hugetlb pages are reserved here");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let args = "disk --op read --block 1MiB --iodepth 2 --threads 1 --size 32MiB \
+                --duration 100ms --repeat 2 --warmup 0 --reference --json - --dir";
+    let doc = json_of(&run_ok(args, &[dir.path().as_os_str()]));
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 3);
+    for r in records {
+        let l = &r["extra"]["like_for_like"];
+        assert_eq!(l["setting"], "pages=4k", "{r}");
+        assert!(l["hostbench"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        assert!(l["headline_ratio"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        // The reference ratio is the like-for-like one; the headline keeps its huge-page figure.
+        assert_eq!(r["reference"]["ratio"], l["ratio"], "{r}");
+        let fio = r["reference"]["value"].as_f64().unwrap();
+        let twin = l["hostbench"].as_f64().unwrap();
+        let want = if r["metric"] == "latency" {
+            fio / twin
+        } else {
+            twin / fio
+        };
+        assert!(
+            (l["ratio"].as_f64().unwrap() - want).abs() < 1e-9 * want,
+            "{r}"
+        );
+        assert!(l["why_higher"].as_str().unwrap().contains("huge-page"));
+    }
+    assert!(leftovers(dir.path()).is_empty(), "scratch removed");
+}
+
+#[test]
 fn reference_runs_fio_beside_each_case_on_the_same_file() {
     let have_fio = common::on_path("fio");
     if !have_fio {

@@ -242,9 +242,10 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         if let Some(x) = &r.reference {
             write!(
                 o,
-                " <span class=\"ratio\">×{:.2} {}</span>",
+                " <span class=\"ratio\">×{:.2} {}{}</span>",
                 x.ratio,
-                esc(&x.tool)
+                esc(&x.tool),
+                esc(&super::summary::like_for_like(r))
             )?;
         }
         write!(o, "<br><span class=\"at\">{}</span>", esc(&h.at))?;

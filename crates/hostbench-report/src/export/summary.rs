@@ -302,6 +302,19 @@ pub fn context(r: &Record) -> String {
     parts.join(" ")
 }
 
+/// " like for like (pages=4k; the headline 1.93 x with huge pages)" where the reference ratio
+/// is from hostbench's twin case with the reference's own setting; empty otherwise.
+pub fn like_for_like(r: &Record) -> String {
+    let Some(l) = r.extra.get("like_for_like") else {
+        return String::new();
+    };
+    format!(
+        " like for like ({}; the headline {:.2} x with huge pages)",
+        l["setting"].as_str().unwrap_or("the reference's setting"),
+        l["headline_ratio"].as_f64().unwrap_or(f64::NAN)
+    )
+}
+
 /// The first measured cause of a record's shortfall, for the line under its headline.
 pub fn first_cause(r: &Record) -> Option<String> {
     let d = r.diagnosis.first()?;
@@ -359,7 +372,7 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
             (None, None) => "—".to_string(),
         };
         let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
-            format!("{:.2} x {}", x.ratio, x.tool)
+            format!("{:.2} x {}{}", x.ratio, x.tool, like_for_like(r))
         });
         rows.push(vec![
             h.benchmark.to_string(),

@@ -156,6 +156,18 @@ fn describe(index: usize) -> Result<DeviceInfo, BenchError> {
     if let Some(v) = driver_version() {
         facts.insert("driver_cuda_version".into(), json!(v));
     }
+    // The PCI address NVML finds the same device by (its index order may differ from CUDA's).
+    let pci = (
+        attr(dev, Attr::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        attr(dev, Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        attr(dev, Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
+    );
+    if let (Ok(d), Ok(b), Ok(s)) = pci {
+        facts.insert(
+            "pci_bus_id".into(),
+            json!(format!("{d:08x}:{b:02x}:{s:02x}.0")),
+        );
+    }
     Ok(DeviceInfo {
         backend: Backend::Cuda,
         index,

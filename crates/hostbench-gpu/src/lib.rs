@@ -29,6 +29,7 @@ mod config;
 pub mod cuda;
 mod device;
 pub mod kernels;
+pub mod nvml;
 pub mod opencl;
 pub mod peak;
 pub mod ptx;

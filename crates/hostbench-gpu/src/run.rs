@@ -318,6 +318,19 @@ fn small_block_note(rec: &mut Record, block: u64) {
     }
 }
 
+/// The device's telemetry for a record's conditions: NVML for a CUDA device, or why none.
+fn gpu_telemetry(info: &DeviceInfo) -> Result<crate::nvml::Telemetry, String> {
+    match info.backend {
+        Backend::Cuda => crate::nvml::Telemetry::open(
+            info.facts.get("pci_bus_id").and_then(|v| v.as_str()),
+            info.index,
+        ),
+        Backend::OpenCl => {
+            Err("OpenCL devices expose no clock, power or throttle-reason interface to read".into())
+        }
+    }
+}
+
 /// Measure a memory or transfer operation: `scale` × work per operation / time.
 fn run_timed(
     runner: &mut Runner,
@@ -340,6 +353,9 @@ fn run_timed(
     let work = t.work() * scale;
     let facts = t.facts();
     let mut n = 0u64;
+    // Read after every measured sample, summarised when the record is made.
+    let telemetry = std::cell::RefCell::new(gpu_telemetry(info));
+    let warmup = runner.config().warmup as u64;
     runner.run_case(
         case,
         || {
@@ -347,9 +363,26 @@ fn run_timed(
             t.prepare(n)?;
             let secs = t.run(reps)?;
             t.validate()?;
+            if n > warmup {
+                if let Ok(tel) = &mut *telemetry.borrow_mut() {
+                    tel.sample();
+                }
+            }
             Ok(Sample::new(work * reps as f64 / secs).with("seconds_per_op", secs / reps as f64))
         },
         |rec| {
+            if let Some(c) = rec.conditions.as_mut() {
+                match &*telemetry.borrow() {
+                    Ok(tel) => {
+                        let mut g = tel.conditions();
+                        g.sm_clock_max_hz = info.clock_hz;
+                        c.gpu = Some(g);
+                    }
+                    Err(why) => {
+                        c.unavailable.insert("gpu".into(), why.clone());
+                    }
+                }
+            }
             device_extra(rec, info, facts);
             rec.extra.insert("ops_per_sample".into(), json!(reps));
             finish(rec);

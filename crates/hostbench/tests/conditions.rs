@@ -58,7 +58,7 @@ fn json_out(out: &std::process::Output) -> Value {
 fn record_at(doc: &Value, bench: &str, threads: u64) -> Value {
     doc["records"]
         .as_array()
-        .unwrap()
+        .expect("present")
         .iter()
         .find(|r| r["benchmark"] == bench && r["params"]["threads"] == threads)
         .unwrap_or_else(|| panic!("no {bench} threads={threads} in {doc}"))
@@ -188,12 +188,12 @@ fn a_cpu_quota_of_half_the_threads_is_diagnosed_with_its_throttling() {
         .unwrap_or_else(|| panic!("no cgroup_quota in {}", r["diagnosis"]));
     let cg = &r["conditions"]["cgroup"];
     assert!(
-        (cg["quota_cpus"].as_f64().unwrap() - 1.0).abs() < 1e-9,
+        (cg["quota_cpus"].as_f64().expect("present") - 1.0).abs() < 1e-9,
         "{cg}"
     );
-    let n = cg["nr_throttled"].as_u64().unwrap();
+    let n = cg["nr_throttled"].as_u64().expect("present");
     assert!(n > 0, "{cg}");
-    let text = r["diagnosis"][at]["text"].as_str().unwrap();
+    let text = r["diagnosis"][at]["text"].as_str().expect("present");
     assert!(
         text.starts_with("cgroup quota of 1.0 CPU for 2 threads: throttled")
             && text.contains(&format!("{n} times")),
@@ -214,16 +214,16 @@ fn a_busy_process_on_a_measured_cpu_is_named() {
     let order = hostbench_core::affinity::placement_order();
     let busy_cpu = order[1];
     let _busy = Busy::on(busy_cpu);
-    let out = hostbench().args(CPU_ARGS).output().unwrap();
+    let out = hostbench().args(CPU_ARGS).output().expect("present");
     let doc = json_out(&out);
     let r = record_at(&doc, "cpu.flops", 2);
     assert_eq!(causes(&r)[0], "cpu_contention", "{}", r["diagnosis"]);
-    let text = r["diagnosis"][0]["text"].as_str().unwrap();
+    let text = r["diagnosis"][0]["text"].as_str().expect("present");
     assert!(text.contains(&format!("of CPU {busy_cpu}")), "{text}");
-    let per_cpu = r["conditions"]["per_cpu"].as_array().unwrap();
+    let per_cpu = r["conditions"]["per_cpu"].as_array().expect("present");
     assert_eq!(per_cpu[0]["cpu"], busy_cpu as u64, "{per_cpu:?}");
     assert!(
-        per_cpu[0]["other_share"].as_f64().unwrap() > 0.2,
+        per_cpu[0]["other_share"].as_f64().expect("present") > 0.2,
         "{per_cpu:?}"
     );
     // The probe ran beside the same neighbour: it says so, and no record is diagnosed with it.
@@ -248,13 +248,13 @@ fn threads_beyond_the_affinity_mask_are_diagnosed() {
             Path::new(env!("CARGO_TARGET_TMPDIR")).join("tests-history.sqlite"),
         )
         .output()
-        .unwrap();
+        .expect("present");
     let doc = json_out(&out);
     let r = record_at(&doc, "cpu.flops", 2);
     assert_eq!(causes(&r), ["affinity"], "{}", r["diagnosis"]);
     assert!(r["diagnosis"][0]["text"]
         .as_str()
-        .unwrap()
+        .expect("present")
         .starts_with("2 threads on 1 allowed CPU"));
     assert_eq!(r["conditions"]["cpus"], serde_json::json!([cpu0]));
 }
@@ -276,7 +276,14 @@ fn the_effective_cores_probe_reads_two_cpus_idle_and_names_a_neighbour() {
         eprintln!("needs exactly 2 CPUs: skipped");
         return;
     }
-    let info = || json_out(&hostbench().args(["info", "--json"]).output().unwrap());
+    let info = || {
+        json_out(
+            &hostbench()
+                .args(["info", "--json"])
+                .output()
+                .expect("present"),
+        )
+    };
     let (idle, note) = effective(&info());
     assert!(idle >= 1.8, "{idle}: {note}");
     let _busy = Busy::on(order[1]);
@@ -305,12 +312,12 @@ fn every_record_of_a_run_carries_its_conditions_and_says_what_it_could_not_read(
             "-q",
         ])
         .output()
-        .unwrap();
+        .expect("present");
     let doc = json_out(&out);
-    for r in doc["records"].as_array().unwrap() {
+    for r in doc["records"].as_array().expect("present") {
         let c = &r["conditions"];
-        assert!(c["seconds"].as_f64().unwrap() > 0.0, "{c}");
-        assert!(!c["cpus"].as_array().unwrap().is_empty(), "{c}");
+        assert!(c["seconds"].as_f64().expect("present") > 0.0, "{c}");
+        assert!(!c["cpus"].as_array().expect("present").is_empty(), "{c}");
         // Each telemetry source is read or explained.
         for (key, field) in [
             ("energy", "energy_j"),

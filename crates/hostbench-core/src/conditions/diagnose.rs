@@ -252,8 +252,13 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             .clock_reasons
             .iter()
             .any(|r| r == "sw_power_cap" || r == "hw_power_brake");
+        // The share of the clock the cap took, against the device's maximum.
+        let held = match (g.sm_clock_hz, g.sm_clock_max_hz) {
+            (Some(now), Some(max)) if max > 0.0 && now < max => 1.0 - now / max,
+            _ => 0.0,
+        };
         if capped {
-            let share = 0.0;
+            let share = held;
             out.push(Diagnosis::new(
                 "power_cap",
                 share,
@@ -620,6 +625,30 @@ mod tests {
             "{}",
             r.warnings[0]
         );
+    }
+
+    #[test]
+    fn a_gpu_held_by_its_power_cap_is_named_with_the_clock_it_held() {
+        let mut c = quiet();
+        c.gpu = Some(crate::conditions::GpuConditions {
+            sm_clock_hz: Some(1410e6),
+            sm_clock_max_hz: Some(1980e6),
+            power_w: Some(699.0),
+            power_limit_w: Some(700.0),
+            clock_reasons: vec!["sw_power_cap".into()],
+            ..Default::default()
+        });
+        let case = Case::new("gpu.flops", Metric::Throughput, "FLOP/s").param("dtype", "f32");
+        let r = record_from_samples(&case, vec![1e12; 3]);
+        let mut r = short(r, c);
+        apply(&mut r, &ctx(), None);
+        let d = &r.diagnosis[0];
+        assert_eq!(d.cause, "power_cap");
+        assert_eq!(
+            d.text,
+            "GPU clock held at 1410 MHz by its power cap (699 W of 700 W)"
+        );
+        assert!((d.share - (1.0 - 1410.0 / 1980.0)).abs() < 1e-9);
     }
 
     #[test]

@@ -129,6 +129,9 @@ pub struct MemoryPressure {
 pub struct GpuConditions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_clock_hz: Option<f64>,
+    /// The device's maximum SM clock (its attribute), against which a held clock is measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_max_hz: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_clock_hz: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -216,6 +216,7 @@ fn timeline(o: &mut String, recs: &[&Record]) -> fmt::Result {
 
 /// CSS for the section.
 pub const STYLE: &str = "
+#conditions, .card .cause { overflow-wrap: anywhere; }
 .conditions tr.diagnosed td { background: #fff6e5; }
 .timeline .strip { margin: 0.2em 0; } .timeline .strip-label { font-size: 0.85em; color: #555; }
 ";

@@ -429,7 +429,7 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
                 None => by_cause.push((c, 1)),
             }
         }
-        by_cause.sort_by(|a, b| b.1.cmp(&a.1));
+        by_cause.sort_by_key(|c| std::cmp::Reverse(c.1));
         let list: Vec<String> = by_cause.iter().map(|(c, n)| format!("{c} {n}")).collect();
         writeln!(
             out,

@@ -41,6 +41,8 @@ pub struct EffectiveCores {
     pub pairs: Vec<(usize, usize, f64)>,
     /// CPUs that other processes kept busy during the all-CPU run (cpu, share).
     pub busy: Vec<(usize, f64)>,
+    /// CPUs the hypervisor took time from (steal) during the probe (cpu, share).
+    pub stolen: Vec<(usize, f64)>,
     /// The tightest cgroup CPU quota, when it throttled the probe (its value is then the quota's,
     /// not the hardware's).
     pub quota: Option<f64>,
@@ -63,7 +65,8 @@ impl EffectiveCores {
     /// Whether something other than the hardware held the probe down (a neighbour, a quota):
     /// its value then describes that moment, not the host, and no record is diagnosed with it.
     pub fn disturbed(&self) -> bool {
-        self.value < self.cpus as f64 * 0.9 && (!self.busy.is_empty() || self.quota.is_some())
+        self.value < self.cpus as f64 * 0.9
+            && (!self.busy.is_empty() || !self.stolen.is_empty() || self.quota.is_some())
     }
 
     pub fn summary(&self) -> String {
@@ -83,6 +86,16 @@ impl EffectiveCores {
                 .collect();
             format!(
                 "other processes kept {} busy during the probe",
+                list.join(", ")
+            )
+        } else if !self.stolen.is_empty() {
+            let list: Vec<String> = self
+                .stolen
+                .iter()
+                .map(|(c, s)| format!("CPU {c} ({:.0} %)", s * 100.0))
+                .collect();
+            format!(
+                "the hypervisor took time from {} (steal) during the probe",
                 list.join(", ")
             )
         } else if self.cores < self.cpus && self.value <= self.cores as f64 * 1.3 {
@@ -146,6 +159,12 @@ pub fn probe(order: &[usize]) -> Result<EffectiveCores, BenchError> {
         .filter(|c| c.other_share >= floor)
         .map(|c| (c.cpu, c.other_share))
         .collect();
+    let stolen: Vec<(usize, f64)> = cond
+        .per_cpu
+        .iter()
+        .filter(|c| c.steal_share >= floor)
+        .map(|c| (c.cpu, c.steal_share))
+        .collect();
     let quota = cond
         .cgroup
         .as_ref()
@@ -200,6 +219,7 @@ pub fn probe(order: &[usize]) -> Result<EffectiveCores, BenchError> {
         value,
         pairs,
         busy,
+        stolen,
         quota,
         basis,
     })
@@ -268,6 +288,7 @@ mod tests {
             value: 8.3,
             pairs: vec![],
             busy: vec![],
+            stolen: vec![],
             quota: None,
             basis: String::new(),
         };

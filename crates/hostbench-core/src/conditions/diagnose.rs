@@ -34,6 +34,10 @@ impl Diagnosis {
     }
 }
 
+/// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
+/// which its shares are judged: 4 ticks per CPU.
+pub const MAX_RESOLUTION: f64 = 0.25;
+
 /// Below this share of its peak a record is a shortfall.
 pub const SHORT_OF_PEAK: f64 = 0.90;
 /// A scaling step below this share of linear is a shortfall.
@@ -123,9 +127,12 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             ));
         }
     }
+    // /proc/stat counts in ticks: over a record shorter than a few ticks per CPU its shares are
+    // not findings at all, and within two ticks of zero they are noise.
+    let ticks_ok = cond.share_resolution.is_none_or(|r| r <= MAX_RESOLUTION);
     if let Some(steal) = cond
         .steal_share
-        .filter(|s| *s >= 0.02f64.max(2.0 * cond.share_resolution.unwrap_or(0.0)))
+        .filter(|s| ticks_ok && *s >= 0.02f64.max(2.0 * cond.share_resolution.unwrap_or(0.0)))
     {
         let cpus: Vec<usize> = cond
             .per_cpu
@@ -149,16 +156,21 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             ),
         ));
     }
-    // /proc/stat counts in ticks: a share within two ticks of zero is not a finding.
     let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
     let other = cond.other_cpu_share.unwrap_or(0.0);
-    let other = if other >= floor.min(0.5) { other } else { 0.0 };
+    let other = if ticks_ok && other >= floor {
+        other
+    } else {
+        0.0
+    };
     let busiest: Vec<_> = cond
         .per_cpu
         .iter()
-        .filter(|c| c.other_share >= 0.05f64.max(floor))
+        .filter(|c| ticks_ok && c.other_share >= 0.05f64.max(floor))
         .collect();
-    let delay = cond.run_delay_share.unwrap_or(0.0);
+    // Run-queue waits alone are no finding: where the benchmark's own threads outnumber the
+    // CPUs (a loopback test's clients and servers) they wait for each other. Only CPU time that
+    // others took is a cause.
     if other >= 0.02 || !busiest.is_empty() {
         let mut worst: Vec<_> = busiest.clone();
         worst.sort_by(|a, b| b.other_share.total_cmp(&a.other_share));
@@ -185,14 +197,20 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
                 parts.join(", ")
             )
         };
-        out.push(Diagnosis::new("cpu_contention", other.max(delay), text));
-    } else if delay >= 0.05 && !oversubscribed {
+        out.push(Diagnosis::new("cpu_contention", other, text));
+    }
+    if let Some(h) = cond
+        .helper_cpu_share
+        .filter(|h| ticks_ok && *h >= 0.05f64.max(floor))
+    {
         out.push(Diagnosis::new(
             "cpu_contention",
-            delay,
+            h,
             format!(
-                "the measuring threads waited {} of their time on a run queue",
-                pct(delay)
+                "hostbench's own threads outside the measurement (an OpenCL runtime's workers,                  a reference tool's threads) used {} of CPU{} {}",
+                pct(h),
+                if cond.cpus.len() == 1 { "" } else { "s" },
+                cpu_list(&cond.cpus)
             ),
         ));
     }
@@ -356,10 +374,10 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
 /// The sources a `none_found` diagnosis looked at, and those it could not.
 fn sources_read(c: &Conditions) -> String {
     let mut read = Vec::new();
+    let ticks_ok = c.share_resolution.is_none_or(|r| r <= MAX_RESOLUTION);
     for (name, ok) in [
-        ("steal", c.steal_share.is_some()),
-        ("run queue", c.run_delay_share.is_some()),
-        ("other processes", c.other_cpu_share.is_some()),
+        ("steal", c.steal_share.is_some() && ticks_ok),
+        ("other processes", c.other_cpu_share.is_some() && ticks_ok),
         ("cgroup quota", c.cgroup.is_some()),
         ("affinity", true),
         ("clock", c.clock_hz.is_some()),
@@ -372,6 +390,12 @@ fn sources_read(c: &Conditions) -> String {
         }
     }
     let mut s = read.join(", ");
+    if !ticks_ok {
+        s.push_str(&format!(
+            " (steal and other processes not judged: {:.3} s is too short for /proc/stat's ticks)",
+            c.seconds
+        ));
+    }
     if !c.unavailable.is_empty() {
         let missing: Vec<&str> = c.unavailable.keys().map(String::as_str).collect();
         s.push_str(&format!(" (not readable here: {})", missing.join(", ")));
@@ -595,13 +619,52 @@ mod tests {
         assert_eq!(r.diagnosis[0].cause, "none_found");
         assert!(r.diagnosis[0]
             .text
-            .starts_with("no cause found among: steal, run queue"));
+            .starts_with("no cause found among: steal, other processes"));
         assert!(r.diagnosis[0].text.ends_with("(not readable here: energy)"));
         // A record at its peak with quiet conditions carries no diagnosis at all.
         let mut r = rec("cpu.flops", 2, 1e9);
         r.conditions = Some(quiet());
         apply(&mut r, &ctx(), None);
         assert!(r.diagnosis.is_empty());
+    }
+
+    #[test]
+    fn a_record_shorter_than_a_few_ticks_is_not_judged_by_them() {
+        // 3 ms of samples: one /proc/stat tick is the whole record.
+        let mut c = quiet();
+        c.seconds = 0.003;
+        c.share_resolution = Some(1.0);
+        c.other_cpu_share = Some(0.82);
+        c.per_cpu = vec![CpuShare {
+            cpu: 1,
+            steal_share: 0.0,
+            other_share: 0.82,
+        }];
+        let mut r = short(rec("gpu.bandwidth", 1, 1e9), c.clone());
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis[0].cause, "none_found", "{:?}", r.diagnosis);
+        assert!(r.diagnosis[0]
+            .text
+            .contains("too short for /proc/stat's ticks"));
+        // Long enough, the same share is a finding.
+        c.seconds = 1.0;
+        c.share_resolution = Some(0.01);
+        let mut r = short(rec("gpu.bandwidth", 1, 1e9), c);
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis[0].cause, "cpu_contention");
+    }
+
+    #[test]
+    fn hostbench_s_own_helper_threads_are_named_apart_from_other_processes() {
+        let mut c = quiet();
+        c.share_resolution = Some(0.01);
+        c.helper_cpu_share = Some(0.4);
+        let mut r = short(rec("cpu.flops", 2, 1e9), c);
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis[0].cause, "cpu_contention");
+        assert!(r.diagnosis[0]
+            .text
+            .starts_with("hostbench's own threads outside the measurement"));
     }
 
     #[test]

@@ -53,6 +53,11 @@ pub struct Conditions {
     /// CPU time of other processes on those CPUs, as a share of their time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_cpu_share: Option<f64>,
+    /// CPU time of hostbench's own threads outside the measurement (an OpenCL runtime's
+    /// workers, a reference tool's threads) as a share of those CPUs' time: only known where the
+    /// measuring threads account for themselves (pinned workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helper_cpu_share: Option<f64>,
     /// One `/proc/stat` tick as a share of one CPU's time over these samples: the shares above
     /// are counted in ticks, so a share below about twice this is within their noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,6 +340,11 @@ impl Recorder<'_> {
             c.steal_share = Some(total.steal);
             c.share_resolution = Some(1.0 / (seconds * p.tick_hz).max(1.0));
             c.other_cpu_share = Some(total.other);
+            let tallied_all = spans.iter().all(|s| s.tally.is_some());
+            if tallied_all && total.ticks > 0.0 {
+                let helper: f64 = spans.iter().map(|s| s.helper_s()).sum();
+                c.helper_cpu_share = Some((helper / total.ticks).clamp(0.0, 1.0));
+            }
             let mut per_cpu: Vec<CpuShare> = cpus
                 .iter()
                 .filter_map(|&cpu| {
@@ -477,6 +487,15 @@ struct Shares {
 }
 
 impl Span {
+    /// Seconds of CPU the process spent outside its measuring threads (with a tally only).
+    fn helper_s(&self) -> f64 {
+        let tracked = self
+            .tally
+            .as_ref()
+            .map_or(0, |t| t.by_cpu.values().sum::<u64>());
+        self.own_ns.saturating_sub(tracked) as f64 / 1e9
+    }
+
     fn shares(&self, cpus: &[usize], tick_hz: f64) -> Shares {
         let mut s = Shares::default();
         let ticks: Vec<(usize, CpuTicks)> = cpus

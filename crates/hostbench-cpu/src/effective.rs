@@ -151,18 +151,26 @@ fn probe_once(order: &[usize]) -> Result<EffectiveCores, BenchError> {
     let ops = |blocks: u64| blocks as f64 * k.ops_per_block();
     // Each thread's own rate: its blocks over its own time, so a thread that started late does
     // not count against the others.
-    let rates = |cpus: &[usize], blocks: u64| -> Result<Vec<f64>, BenchError> {
+    // Each thread also says where it ran: two threads found on one CPU are not a finding about
+    // the hardware.
+    let placed = |cpus: &[usize], blocks: u64| -> Result<Vec<(f64, Option<usize>)>, BenchError> {
         let t = parallel::run_pinned(
             cpus.len(),
             cpus,
             |_| {
                 let t = Instant::now();
                 k.run(blocks)?;
-                Ok(ops(blocks) / t.elapsed().as_secs_f64())
+                Ok((
+                    ops(blocks) / t.elapsed().as_secs_f64(),
+                    affinity::current_cpu(),
+                ))
             },
             |_| (),
         )?;
         Ok(t.results)
+    };
+    let rates = |cpus: &[usize], blocks: u64| -> Result<Vec<f64>, BenchError> {
+        Ok(placed(cpus, blocks)?.into_iter().map(|r| r.0).collect())
     };
     // Rounds of one CPU alone, then all at once, spread over time: a disturbance that lasts a
     // few runs (a neighbour VM's burst) lands in a minority of rounds, and the median of the
@@ -172,11 +180,18 @@ fn probe_once(order: &[usize]) -> Result<EffectiveCores, BenchError> {
     let mut rec = probe.begin();
     let mut single: f64 = 0.0;
     let mut all = Vec::with_capacity(ROUNDS);
+    let mut rounds = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
         single = single.max(rates(&order[..1], blocks)?[0]);
-        all.push(rates(order, blocks)?.iter().sum::<f64>());
+        let r = placed(order, blocks)?;
+        all.push(r.iter().map(|x| x.0).sum::<f64>());
+        rounds.push(r);
         rec.sample_done();
     }
+    // The median round's threads: their rates and the CPUs they were found on, for the basis.
+    let mut by_total: Vec<usize> = (0..rounds.len()).collect();
+    by_total.sort_by(|&a, &b| all[a].total_cmp(&all[b]));
+    let median_round = &rounds[by_total[by_total.len() / 2]];
     let cond: Conditions = rec.finish(None, None);
     // Only what /proc/stat's ticks can resolve over the probe counts as a busy neighbour.
     let floor = 0.1f64.max(2.0 * cond.share_resolution.unwrap_or(0.0));
@@ -233,6 +248,20 @@ fn probe_once(order: &[usize]) -> Result<EffectiveCores, BenchError> {
         if let Some(w) = pairs.first().filter(|w| w.2 < PAIR_SHARED_BELOW) {
             basis.push_str(&format!(" (worst: CPUs {}, {} at {:.2} x)", w.0, w.1, w.2));
         }
+    }
+    if n <= 16 {
+        let each: Vec<String> = median_round
+            .iter()
+            .zip(order)
+            .map(|((r, at), want)| match at {
+                Some(c) if c != want => format!("{:.1} on CPU {c} (pinned to {want})", r / 1e9),
+                _ => format!("{:.1} on CPU {want}", r / 1e9),
+            })
+            .collect();
+        basis.push_str(&format!(
+            "; the median round's threads, GFLOP/s: {}",
+            each.join(", ")
+        ));
     }
     if !busy.is_empty() {
         let cpus: Vec<usize> = busy.iter().map(|b| b.0).collect();

@@ -331,9 +331,13 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     };
     let found = causes(rec, &cond, ctx);
     let short = trigger.or_else(|| shortfall(rec));
-    let large = found
-        .iter()
-        .any(|d| d.share >= LARGE_CAUSE || matches!(d.cause.as_str(), "affinity" | "cgroup_quota"));
+    // Shared execution units are the host's standing property, measured once per run, and the
+    // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
+    // record that did not fall short did not meet it.
+    let large = found.iter().any(|d| {
+        (d.share >= LARGE_CAUSE && d.cause != "shared_cores")
+            || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
+    });
     if short.is_none() && !large {
         return;
     }
@@ -415,7 +419,11 @@ fn set_efficiency_effective(rec: &mut Record, ctx: &Context) {
     };
     let used = t.min(ctx.cores.max(1)) as f64;
     if e < used - 0.25 && t as f64 > e && peak.value > 0.0 {
-        rec.efficiency_effective = Some(rec.value / (peak.value / used * e));
+        let eff = rec.value / (peak.value / used * e);
+        // Above 105 % the sharing the probe saw was not there during this record.
+        if eff <= 1.05 {
+            rec.efficiency_effective = Some(eff);
+        }
     }
 }
 
@@ -604,8 +612,19 @@ mod tests {
         let e = r.efficiency_effective.unwrap();
         assert!((e - 592.0 / (1243.0 / 16.0 * 8.3)).abs() < 1e-9, "{e}");
         // Below the effective cores there is nothing to add.
-        let mut r = short(rec("cpu.flops", 8, 500e9), c);
+        let mut r = short(rec("cpu.flops", 8, 500e9), c.clone());
         apply(&mut r, &ctx, None);
+        assert_eq!(r.efficiency_effective, None);
+        // At its peak, a record did not meet the sharing the probe saw: no cause, no second
+        // efficiency above 100 %.
+        let mut r = rec("cpu.flops", 16, 1200e9);
+        r.set_peak(Some(Peak {
+            value: 1243e9,
+            basis: "test".into(),
+        }));
+        r.conditions = Some(c);
+        apply(&mut r, &ctx, None);
+        assert!(r.diagnosis.is_empty(), "{:?}", r.diagnosis);
         assert_eq!(r.efficiency_effective, None);
     }
 

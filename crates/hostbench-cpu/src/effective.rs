@@ -96,7 +96,8 @@ impl EffectiveCores {
             )
         } else if let Some(h) = self.helpers {
             format!(
-                "hostbench's own threads outside the probe (an OpenCL runtime's workers) took                  {:.0} % of the CPUs during it",
+                "hostbench's own threads outside the probe (an OpenCL runtime's workers) took \
+                 {:.0} % of the CPUs during it",
                 h * 100.0
             )
         } else if !self.stolen.is_empty() {

@@ -207,7 +207,8 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             "cpu_contention",
             h,
             format!(
-                "hostbench's own threads outside the measurement (an OpenCL runtime's workers,                  a reference tool's threads) used {} of CPU{} {}",
+                "hostbench's own threads outside the measurement (an OpenCL runtime's workers, \
+                 a reference tool's threads) used {} of CPU{} {}",
                 pct(h),
                 if cond.cpus.len() == 1 { "" } else { "s" },
                 cpu_list(&cond.cpus)

@@ -168,6 +168,8 @@ pub(super) fn factor_and_solve_with<K: Micro>(
                     if !gate.wait() {
                         return true;
                     }
+                    // The worker's CPU time and run-queue waits, for the record's conditions.
+                    let _measuring = hostbench_core::conditions::track::Measuring::start(Some(cpu));
                     let run = || worker::<K>(sh, tid, ps, apack.as_mut_slice());
                     let ok = catch_unwind(AssertUnwindSafe(run)).is_ok();
                     if !ok {

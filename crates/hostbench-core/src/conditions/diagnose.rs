@@ -105,7 +105,9 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     if let Some(cg) = &cond.cgroup {
         let t = threads.unwrap_or(cond.cpus.len()).max(1) as f64;
         let quota_short = cg.quota_cpus.filter(|q| *q < t - 0.01);
-        let throttled = cg.throttled_s / cond.seconds.max(1e-9);
+        // The kernel sums throttled time over the CPUs' run queues: per CPU-second of the record.
+        let cpu_s = cond.seconds.max(1e-9) * cond.cpus.len().max(1) as f64;
+        let throttled = cg.throttled_s / cpu_s;
         if quota_short.is_some() || (cg.nr_throttled > 0 && throttled >= 0.01) {
             let share = quota_short
                 .map_or(0.0, |q| 1.0 - q / t)
@@ -117,12 +119,12 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
                 "cgroup_quota",
                 share,
                 format!(
-                    "{quota} for {} thread{}: throttled {} times ({:.2} s of {:.2} s)",
+                    "{quota} for {} thread{}: throttled {} times ({:.2} of {:.2} CPU-seconds)",
                     t as usize,
                     if t as usize == 1 { "" } else { "s" },
                     cg.nr_throttled,
                     cg.throttled_s,
-                    cond.seconds
+                    cpu_s
                 ),
             ));
         }

@@ -110,6 +110,7 @@ pub struct CgroupConditions {
     /// The tightest CPU quota from our cgroup up, in CPUs; null when none limits.
     pub quota_cpus: Option<f64>,
     pub nr_throttled: u64,
+    /// Time the group's run queues spent throttled, summed over the CPUs (CPU-seconds).
     pub throttled_s: f64,
     /// CPUs in this process's affinity mask (its cpuset, taskset or Slurm binding).
     pub allowed_cpus: usize,
@@ -463,7 +464,9 @@ impl Recorder<'_> {
             .zip(spans)
             .enumerate()
             .filter(|(_, (sh, s))| {
-                let throttled = s.throttle.throttled_s / s.seconds.max(1e-9);
+                // Summed over the CPUs' run queues by the kernel.
+                let throttled =
+                    s.throttle.throttled_s / (s.seconds.max(1e-9) * cpus.len().max(1) as f64);
                 sh.steal.max(sh.other).max(sh.run_delay).max(throttled) >= DISTURBED_SHARE
             })
             .map(|(i, _)| i)

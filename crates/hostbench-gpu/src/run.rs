@@ -318,15 +318,56 @@ fn small_block_note(rec: &mut Record, block: u64) {
     }
 }
 
-/// The device's telemetry for a record's conditions: NVML for a CUDA device, or why none.
-fn gpu_telemetry(info: &DeviceInfo) -> Result<crate::nvml::Telemetry, String> {
-    match info.backend {
-        Backend::Cuda => crate::nvml::Telemetry::open(
-            info.facts.get("pci_bus_id").and_then(|v| v.as_str()),
-            info.index,
-        ),
-        Backend::OpenCl => {
-            Err("OpenCL devices expose no clock, power or throttle-reason interface to read".into())
+/// The device's telemetry over a case's measured samples, for the record's conditions: NVML
+/// for a CUDA device, read after every sample past the warm-up; or why there is none.
+struct Watch {
+    telemetry: std::cell::RefCell<Result<crate::nvml::Telemetry, String>>,
+    warmup: usize,
+    samples: std::cell::Cell<usize>,
+}
+
+impl Watch {
+    fn new(info: &DeviceInfo, warmup: usize) -> Watch {
+        let telemetry = match info.backend {
+            Backend::Cuda => crate::nvml::Telemetry::open(
+                info.facts.get("pci_bus_id").and_then(|v| v.as_str()),
+                info.index,
+            ),
+            Backend::OpenCl => Err(
+                "OpenCL devices expose no clock, power or throttle-reason interface to read".into(),
+            ),
+        };
+        Watch {
+            telemetry: std::cell::RefCell::new(telemetry),
+            warmup,
+            samples: std::cell::Cell::new(0),
+        }
+    }
+
+    /// A sample just ended, while the device's clocks still hold.
+    fn sample_done(&self) {
+        let n = self.samples.get() + 1;
+        self.samples.set(n);
+        if n > self.warmup {
+            if let Ok(t) = &mut *self.telemetry.borrow_mut() {
+                t.sample();
+            }
+        }
+    }
+
+    fn attach(&self, rec: &mut Record, info: &DeviceInfo) {
+        let Some(c) = rec.conditions.as_mut() else {
+            return;
+        };
+        match &*self.telemetry.borrow() {
+            Ok(t) => {
+                let mut g = t.conditions();
+                g.sm_clock_max_hz = info.clock_hz;
+                c.gpu = Some(g);
+            }
+            Err(why) => {
+                c.unavailable.insert("gpu".into(), why.clone());
+            }
         }
     }
 }
@@ -353,9 +394,7 @@ fn run_timed(
     let work = t.work() * scale;
     let facts = t.facts();
     let mut n = 0u64;
-    // Read after every measured sample, summarised when the record is made.
-    let telemetry = std::cell::RefCell::new(gpu_telemetry(info));
-    let warmup = runner.config().warmup as u64;
+    let watch = Watch::new(info, runner.config().warmup);
     runner.run_case(
         case,
         || {
@@ -363,26 +402,11 @@ fn run_timed(
             t.prepare(n)?;
             let secs = t.run(reps)?;
             t.validate()?;
-            if n > warmup {
-                if let Ok(tel) = &mut *telemetry.borrow_mut() {
-                    tel.sample();
-                }
-            }
+            watch.sample_done();
             Ok(Sample::new(work * reps as f64 / secs).with("seconds_per_op", secs / reps as f64))
         },
         |rec| {
-            if let Some(c) = rec.conditions.as_mut() {
-                match &*telemetry.borrow() {
-                    Ok(tel) => {
-                        let mut g = tel.conditions();
-                        g.sm_clock_max_hz = info.clock_hz;
-                        c.gpu = Some(g);
-                    }
-                    Err(why) => {
-                        c.unavailable.insert("gpu".into(), why.clone());
-                    }
-                }
-            }
+            watch.attach(rec, info);
             device_extra(rec, info, facts);
             rec.extra.insert("ops_per_sample".into(), json!(reps));
             finish(rec);
@@ -476,6 +500,7 @@ fn run_launch(
         Ok(r) => r.max(5),
         Err(e) => return runner.skip(&case, &e),
     };
+    let watch = Watch::new(info, runner.config().warmup);
     runner.run_case(
         &case,
         || {
@@ -489,6 +514,7 @@ fn run_launch(
                 }
             }
             t.validate()?;
+            watch.sample_done();
             lat.sort_by(f64::total_cmp);
             let p = |q: f64| hostbench_core::stats::percentile_sorted(&lat, q);
             Ok(Sample::new(p(50.0))
@@ -497,6 +523,7 @@ fn run_launch(
                 .with("round_trips", lat.len() as f64))
         },
         |rec| {
+            watch.attach(rec, info);
             device_extra(rec, info, facts);
             rec.extra.insert(
                 "measures".into(),

@@ -155,6 +155,9 @@ fn opencl_kernels_are_validated_and_records_follow_the_contract() {
         if r["benchmark"] != "gpu.launch" {
             assert_eq!(r["extra"]["validated"], true, "{r}");
         }
+        // An OpenCL device has no telemetry to read, and every record says so.
+        let why = r["conditions"]["unavailable"]["gpu"].as_str().unwrap_or("");
+        assert!(why.contains("OpenCL devices expose no clock"), "{r}");
     }
     let compute: Vec<&Value> = records(&doc, "gpu.flops")
         .into_iter()

@@ -104,7 +104,9 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     }
     if let Some(cg) = &cond.cgroup {
         let t = threads.unwrap_or(cond.cpus.len()).max(1) as f64;
-        let quota_short = cg.quota_cpus.filter(|q| *q < t - 0.01);
+        // A quota below the threads is a cause for CPU-bound workers; for others (I/O, network)
+        // only the throttling it actually did.
+        let quota_short = threads.and(cg.quota_cpus.filter(|q| *q < t - 0.01));
         // The kernel sums throttled time over the CPUs' run queues: per CPU-second of the record.
         let cpu_s = cond.seconds.max(1e-9) * cond.cpus.len().max(1) as f64;
         let throttled = cg.throttled_s / cpu_s;

@@ -688,7 +688,10 @@ mod tests {
             assert!(g.is_none_or(|g| g >= 1.0), "{:?}", rec.extra);
             return;
         };
-        assert_eq!(c["before"], json!(0.0), "{c}");
+        // Touched on base pages; khugepaged may have collapsed part of it in the background
+        // before the check (a CI run found 0.75): short is what matters.
+        let before = c["before"].as_f64().expect("before");
+        assert!(before < 1.0, "{c}");
         let after = c["after"].as_f64().expect("after");
         // Whether the kernel made it whole is the kernel's business (the pool's own test,
         // tests/huge_pages.rs, checks a refusal-free collapse in a binary of its own; here other

@@ -85,14 +85,9 @@ impl EffectiveCores {
         } else if let Some(q) = self.quota {
             format!("a cgroup quota of {q:.1} CPU throttled the probe")
         } else if !self.busy.is_empty() {
-            let list: Vec<String> = self
-                .busy
-                .iter()
-                .map(|(c, s)| format!("CPU {c} ({:.0} %)", s * 100.0))
-                .collect();
             format!(
                 "other processes kept {} busy during the probe",
-                list.join(", ")
+                shares(&self.busy)
             )
         } else if let Some(h) = self.helpers {
             format!(
@@ -101,14 +96,9 @@ impl EffectiveCores {
                 h * 100.0
             )
         } else if !self.stolen.is_empty() {
-            let list: Vec<String> = self
-                .stolen
-                .iter()
-                .map(|(c, s)| format!("CPU {c} ({:.0} %)", s * 100.0))
-                .collect();
             format!(
                 "the hypervisor took time from {} (steal) during the probe",
-                list.join(", ")
+                shares(&self.stolen)
             )
         } else if self.cores < self.cpus && self.value <= self.cores as f64 * 1.3 {
             format!(
@@ -120,6 +110,15 @@ impl EffectiveCores {
         };
         format!("{head}: {why}")
     }
+}
+
+/// "CPU 1 (67 %), CPU 3 (12 %)".
+fn shares(per_cpu: &[(usize, f64)]) -> String {
+    let list: Vec<String> = per_cpu
+        .iter()
+        .map(|(c, s)| format!("CPU {c} ({:.0} %)", s * 100.0))
+        .collect();
+    list.join(", ")
 }
 
 /// Run the probe on the CPUs in `order` (the allowed CPUs in placement order). A probe that

@@ -166,12 +166,7 @@ fn parse_mountinfo(text: &str) -> Vec<Mount> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    use crate::host::tests::put as write;
 
     #[test]
     fn v1_quota_is_the_tightest_ancestor_and_throttling_is_summed() {

@@ -58,10 +58,16 @@ pub struct Context {
 
 impl Context {
     pub fn of(host: &Host) -> Context {
-        let allowed = crate::affinity::allowed_cpus();
+        // The mask and its cores are fixed for the process (`allowed_cpus` keeps its first
+        // answer): read the topology once, not at every record.
+        static CPUS: std::sync::OnceLock<(usize, usize)> = std::sync::OnceLock::new();
+        let (allowed_cpus, cores) = *CPUS.get_or_init(|| {
+            let allowed = crate::affinity::allowed_cpus();
+            (allowed.len(), crate::affinity::physical_cores(&allowed))
+        });
         Context {
-            cores: crate::affinity::physical_cores(&allowed),
-            allowed_cpus: allowed.len(),
+            allowed_cpus,
+            cores,
             effective_cores: host.cpu.effective_cores,
         }
     }

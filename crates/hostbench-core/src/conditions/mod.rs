@@ -508,11 +508,7 @@ impl Span {
         let busy_all: u64 = ticks.iter().map(|(_, t)| t.busy).sum();
         // Our own CPU time on each CPU: the tally's per-CPU time, plus whatever the process
         // spent outside it (the runner, I/O threads) spread in proportion to busy time.
-        let tracked: u64 = self
-            .tally
-            .as_ref()
-            .map_or(0, |t| t.by_cpu.values().sum::<u64>());
-        let untracked = self.own_ns.saturating_sub(tracked) as f64 / 1e9;
+        let untracked = self.helper_s();
         let (mut steal, mut other, mut total) = (0.0, 0.0, 0.0);
         for (cpu, t) in &ticks {
             let secs = t.total() as f64 / tick_hz;
@@ -584,28 +580,27 @@ impl Shares {
     }
 }
 
-/// "8–15", "0, 2, 5": CPU numbers as a user reads them, consecutive ones as ranges.
+/// "8–15", "0, 2, 5": CPU numbers as a user reads them — the kernel's list
+/// (`host::format_cpu_list`) with an en dash for a range of three or more and two
+/// neighbours named apart.
 pub fn cpu_list(cpus: &[usize]) -> String {
     let mut v: Vec<usize> = cpus.to_vec();
     v.sort_unstable();
     v.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i + 1 {
-            format!("{}–{}", v[i], v[j])
-        } else if j == i + 1 {
-            format!("{}, {}", v[i], v[j])
-        } else {
-            v[i].to_string()
-        });
-        i = j + 1;
+    if v.is_empty() {
+        return String::new();
     }
-    parts.join(", ")
+    crate::host::format_cpu_list(&v)
+        .split(',')
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) if b.parse::<usize>().ok() == a.parse::<usize>().ok().map(|a| a + 1) => {
+                format!("{a}, {b}")
+            }
+            Some((a, b)) => format!("{a}–{b}"),
+            None => part.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]

@@ -194,12 +194,7 @@ fn find_rapl(sys: &Path) -> Result<Vec<(PathBuf, u64)>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn write(root: &Path, rel: &str, text: &str) {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
+    use crate::host::tests::put as write;
 
     #[test]
     fn a_fixture_tree_reads_every_sensor() {

@@ -248,9 +248,13 @@ pub fn locate(tool: &str) -> Option<std::path::PathBuf> {
             .output()
             .ok()?;
         let text = String::from_utf8_lossy(&out.stdout);
+        // `libfoo.so` without a version stands for any of its sonames (`libfoo.so.12`, `.13`).
+        let any_version = tool.ends_with(".so").then(|| format!("{tool}."));
         return text.lines().find_map(|l| {
             let (name, path) = l.trim().split_once(" => ")?;
-            (name.split_whitespace().next() == Some(tool)).then(|| path.trim().into())
+            let name = name.split_whitespace().next()?;
+            let hit = name == tool || any_version.as_ref().is_some_and(|p| name.starts_with(p));
+            hit.then(|| path.trim().into())
         });
     }
     locate_program(tool)

@@ -10,6 +10,8 @@ use std::time::Duration;
 use hostbench_core::subsystem::ReferenceScope;
 use hostbench_core::BenchError;
 
+use crate::tensor::TensorType;
+
 hostbench_core::named_enum! {
     /// A programming interface to the device.
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +115,18 @@ impl ComputeConfig {
     }
 }
 
+/// The tensor cores: input precisions, each on the best of the instruction forms tried.
+#[derive(Debug, Clone)]
+pub struct TensorConfig {
+    pub types: Vec<TensorType>,
+    /// Asked for by name (`--tensor`): a precision the device lacks is a skipped case (exit 3);
+    /// otherwise it is left out, and OpenCL devices get no tensor case at all.
+    pub explicit: bool,
+    /// Try every instruction form written for the device (`hostbench gpu`), or only the first,
+    /// the one that measured fastest (a run's quick and standard profiles).
+    pub sweep: bool,
+}
+
 /// Device-memory bandwidth: kernels × block sizes.
 #[derive(Debug, Clone)]
 pub struct MemoryConfig {
@@ -135,6 +149,7 @@ pub struct GpuConfig {
     /// Device indices (within each backend); `None`: every device.
     pub devices: Option<Vec<usize>>,
     pub compute: Option<ComputeConfig>,
+    pub tensor: Option<TensorConfig>,
     pub memory: Option<MemoryConfig>,
     pub transfer: Option<TransferConfig>,
     pub launch: bool,
@@ -166,6 +181,11 @@ impl Default for GpuConfig {
                 dtypes: Dtype::ALL.to_vec(),
                 widths: VECTOR_WIDTHS.to_vec(),
                 explicit: false,
+            }),
+            tensor: Some(TensorConfig {
+                types: TensorType::ALL.to_vec(),
+                explicit: false,
+                sweep: true,
             }),
             memory: Some(MemoryConfig {
                 kernels: MemKernel::ALL.to_vec(),
@@ -199,6 +219,9 @@ impl GpuConfig {
                     "block size must be between 1 B and 1 GiB, got {b} B"
                 )));
             }
+        }
+        if self.tensor.as_ref().is_some_and(|t| t.types.is_empty()) {
+            return Err(BenchError::invalid("empty tensor precision list"));
         }
         if let Some(c) = &self.compute {
             if let Some(w) = c.widths.iter().find(|w| !VECTOR_WIDTHS.contains(w)) {

@@ -18,9 +18,11 @@ use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
 use hostbench_core::BenchError;
 use serde_json::{json, Value};
 
+use crate::cublas::{self, Types};
 use crate::ptx::{self, Arg, KernelArgs};
 use crate::replay::{self, FLOAT_B, INT_A, INT_B, STEPS};
 use crate::session::time_batch;
+use crate::tensor::{self, Form, TensorType};
 use crate::{
     peak, Backend, DeviceInfo, Direction, Dtype, HostMemory, MemKernel, PeakOr, Session, Timed,
 };
@@ -28,16 +30,21 @@ use crate::{
 /// Independent chains per thread (scalar SIMT lanes: latency 4 × 2 issue covers Volta–Hopper).
 pub const CHAINS: u32 = 8;
 
-/// The most 256-thread blocks per SM a memory kernel is launched with (8 are resident at once,
-/// so 32 is 4 waves). Measured on an H200 at 1 GiB, each kernel as hostbench times it: read
-/// 4.48 TB/s with 32 and 4.21 with 128; write 4.34 and 4.44; copy 0.94 and 0.96 of the driver's
-/// copy. A read's threads each keep a running sum, and fewer of them hold more loads in flight;
-/// a write or copy drains better through many short-lived blocks. (A sweep of the same copy
-/// kernel from CuPy reached 1.00 of the driver's copy with one to two vectors per thread, 512 or
-/// 1024 blocks per SM: untested in hostbench, left for the next session with a GPU.)
-fn blocks_per_sm(kind: MemKernel) -> u32 {
+/// The most 256-thread blocks per SM a memory kernel is launched with; `resident` is how many
+/// the SM holds at once (8 on Hopper). The read kernel runs one wave of resident blocks, each
+/// thread looping over the block: measured on an H200 (BENCHMARKS.md, issue 34), 8, 16, 32, 64
+/// and 128 blocks per SM read 4.29, 4.17, 4.10, 4.02 and 3.95 TB/s at 256 MiB and 4.55, 4.52,
+/// 4.47, 4.37 and 4.28 at 1 GiB. With several waves, blocks retire and start at different times
+/// and the last wave's tail leaves SMs idle: a fixed few microseconds per launch, 9 % of a 256
+/// MiB read (62 µs) and 2 % of a 1 GiB one. What stays (about 5 µs per launch: the gap between
+/// launches, the first loads' latency and the last loads' drain) still puts 256 MiB 6 % below
+/// 1 GiB, and the record says so. A write or copy drains better through many short-lived
+/// blocks: at 1 GiB write 4.34 TB/s with 32 and 4.44 with 128, copy 0.94 and 0.96 of the
+/// driver's copy. (A sweep of the same copy kernel from CuPy reached 1.00 of the driver's copy
+/// with one to two vectors per thread, 512 or 1024 blocks per SM: untested in hostbench.)
+fn blocks_per_sm(kind: MemKernel, resident: u32) -> u32 {
     match kind {
-        MemKernel::Read => 32,
+        MemKernel::Read => resident.max(1),
         MemKernel::Write | MemKernel::Copy => 128,
     }
 }
@@ -162,6 +169,12 @@ fn describe(index: usize) -> Result<DeviceInfo, BenchError> {
         attr(dev, Attr::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
         attr(dev, Attr::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID),
     );
+    // The L2's size: blocks that fit in it are labelled level=L2, the rest DRAM.
+    if let Ok(l2) = attr(dev, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE) {
+        if l2 > 0 {
+            facts.insert("l2_bytes".into(), json!(l2));
+        }
+    }
     if let (Ok(d), Ok(b), Ok(s)) = pci {
         facts.insert(
             "pci_bus_id".into(),
@@ -517,6 +530,78 @@ impl Timed for CuMemcpy<'_> {
     }
 }
 
+/// cuBLASLt's GEMM of the tensor record's precision (see `cublas`), the reference beside it.
+struct CuGemm<'a> {
+    s: &'a CudaSession,
+    lt: cublas::Lt,
+    types: Types,
+    n: u64,
+    a: DevBuf,
+    b: DevBuf,
+    d: DevBuf,
+    ws: DevBuf,
+}
+
+impl Timed for CuGemm<'_> {
+    fn prepare(&mut self, _sample: u64) -> Result<(), BenchError> {
+        // SAFETY: clears exactly the output allocation, so a sample must write it again.
+        unsafe { result::memset_d8_sync(self.d.ptr, 0, self.d.bytes) }.map_err(cu_err("cuMemsetD8"))
+    }
+
+    fn run(&mut self, reps: u64) -> Result<f64, BenchError> {
+        let plan = self.lt.plan(&self.types, self.n)?;
+        let (s, types, a, b, d, ws) = (
+            self.s,
+            self.types,
+            self.a.ptr,
+            self.b.ptr,
+            self.d.ptr,
+            self.ws.ptr,
+        );
+        time_batch(
+            reps,
+            // SAFETY: the buffers hold n×n elements of their types and the workspace
+            // `cublas::WORKSPACE` bytes, all alive until `sync` below.
+            || unsafe { plan.enqueue(&types, a, b, d, ws, s.stream.cast()) },
+            || s.sync(),
+        )
+    }
+
+    fn validate(&mut self) -> Result<(), BenchError> {
+        // Every element of D is K = n (a power of two) in D's type.
+        let want = Types::power_of_two(self.types.c, self.n.trailing_zeros());
+        let size = want.len() as u64;
+        let total = self.n * self.n * size;
+        for off in [0, total / 2, total - 4096.min(total)] {
+            let len = 4096.min(total - off);
+            let got = self.d.read(off, len)?;
+            if let Some(i) = got
+                .chunks_exact(want.len())
+                .position(|c| c != want.as_slice())
+            {
+                return Err(BenchError::Validation(format!(
+                    "cuBLASLt GEMM: element {} of D is {:02x?}, the product of ones gives {want:02x?}",
+                    (off / size) + i as u64,
+                    &got[i * want.len()..(i + 1) * want.len()]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn work(&self) -> f64 {
+        2.0 * (self.n as f64).powi(3)
+    }
+
+    fn facts(&self) -> Vec<(String, Value)> {
+        vec![
+            ("tool".into(), json!("cuBLASLt")),
+            ("version".into(), json!(self.lt.version)),
+            ("library".into(), json!(self.lt.path)),
+        ]
+    }
+}
+
 struct CuTransfer<'a> {
     s: &'a CudaSession,
     dir: Direction,
@@ -664,11 +749,15 @@ impl Session for CudaSession {
         let name = format!("bw_{}_{suffix}", kind.name());
         let f = self.function(&src, &name)?;
         let block = 256u32;
+        // SAFETY: `f` was just resolved from a loaded module.
+        let resident =
+            unsafe { result::occupancy::max_active_block_per_multiprocessor(f, block as i32, 0) }
+                .map_or(8, |r| r.max(1) as u32);
         // The 32-bit kernels move 16-byte vectors: one thread per vector before the cap.
         let grid = self.grid_for(
             if elem == 4 { n.div_ceil(4) } else { n },
             block,
-            blocks_per_sm(kind),
+            blocks_per_sm(kind, resident),
         );
         let threads = u64::from(grid) * u64::from(block);
         let mut bufs = Vec::new();
@@ -784,6 +873,94 @@ impl Session for CudaSession {
                 src,
                 dst,
                 elem,
+            }) as Box<dyn Timed + '_>)
+        })();
+        Some(made)
+    }
+
+    fn tensor(&mut self, t: TensorType, form: Form) -> Result<Box<dyn Timed + '_>, BenchError> {
+        let k = tensor::kernel(t, form);
+        let f = self.function(&k.ptx, &k.entry)?;
+        // SAFETY: `f` was just resolved from a loaded module.
+        let per_sm =
+            unsafe { result::occupancy::max_active_block_per_multiprocessor(f, k.block as i32, 0) }
+                .map_err(cu_err("cuOccupancyMaxActiveBlocksPerMultiprocessor"))?
+                .max(1) as u32;
+        // One wave of resident blocks: every block runs the same chunks, so the SMs finish
+        // together and a launch has no tail.
+        let grid = self.info.compute_units.max(1) * per_sm;
+        // About 2 ms per launch at the table's rate (the gap between launches is then well
+        // under 1 %), at least 4 chunks.
+        let (major, minor) = self.info.compute_capability().unwrap_or((0, 0));
+        let rate = tensor::macs_per_sm(major, minor, t, &self.info.name)
+            .map(|(m, _)| {
+                f64::from(m)
+                    * f64::from(self.info.compute_units)
+                    * self.info.clock_hz.unwrap_or(1.5e9)
+            })
+            .unwrap_or(1e14);
+        let per_chunk = k.macs_per_launch(grid, 1);
+        let chunks = ((2e-3 * rate / per_chunk).ceil() as u32).clamp(4, 1 << 16);
+        let out = DevBuf::new(u64::from(grid * k.block) * 4)?;
+        let args = KernelArgs::new(&[Arg::U64(out.ptr), Arg::U32(chunks)]);
+        let expected = k.expected(chunks);
+        Ok(Box::new(CuKernel {
+            s: self,
+            f,
+            args,
+            grid,
+            block: k.block,
+            bufs: vec![out],
+            check: Check::Checksums([expected, expected]),
+            work: 2.0 * k.macs_per_launch(grid, chunks),
+            facts: vec![
+                ("instruction".into(), json!(form.describe(t))),
+                ("accumulate".into(), json!(t.accumulate())),
+                ("grid".into(), json!(grid)),
+                ("block".into(), json!(k.block)),
+                ("blocks_per_sm".into(), json!(per_sm)),
+                ("chunks".into(), json!(chunks)),
+                ("instructions_per_chunk".into(), json!(k.per_chunk)),
+                (
+                    "validated".into(),
+                    json!(format!(
+                        "every input 1: each accumulator is {} x {} = {} at the end of each chunk; \
+                         every thread's sum of them over the chunks is checked ({expected:#x})",
+                        k.per_chunk,
+                        k.k,
+                        k.per_chunk * k.k
+                    )),
+                ),
+                ("kernel".into(), json!("PTX, driver JIT")),
+            ],
+        }))
+    }
+
+    fn gemm(&mut self, t: TensorType, n: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
+        let made = (|| {
+            let lt = cublas::Lt::open()?;
+            let types = Types::for_tensor(t);
+            let fill = |ty, count: u64| -> Result<DevBuf, BenchError> {
+                let one = Types::one(ty);
+                let bytes = count * one.len() as u64;
+                let buf = DevBuf::new(bytes)?;
+                let host: Vec<u8> = one.iter().copied().cycle().take(bytes as usize).collect();
+                buf.write(0, &host)?;
+                Ok(buf)
+            };
+            let a = fill(types.a, n * n)?;
+            let b = fill(types.b, n * n)?;
+            let d = DevBuf::new(n * n * Types::bytes(types.c) as u64)?;
+            let ws = DevBuf::new(cublas::WORKSPACE as u64)?;
+            Ok(Box::new(CuGemm {
+                s: &*self,
+                lt,
+                types,
+                n,
+                a,
+                b,
+                d,
+                ws,
             }) as Box<dyn Timed + '_>)
         })();
         Some(made)

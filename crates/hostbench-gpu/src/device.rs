@@ -66,6 +66,13 @@ impl DeviceInfo {
         }
     }
 
+    /// The compute capability (major, minor) of a CUDA device.
+    pub fn compute_capability(&self) -> Option<(u32, u32)> {
+        let cc = self.facts.get("compute_capability")?.as_str()?;
+        let (major, minor) = cc.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    }
+
     pub fn peak(&self, dtype: Dtype) -> Option<&PeakOr> {
         self.dtypes
             .iter()

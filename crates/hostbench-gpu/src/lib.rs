@@ -15,6 +15,9 @@
 //!
 //! * `opencl` / `cuda` — the backends: device listing, sessions, timed operations.
 //! * `kernels` — the OpenCL C sources (generated per dtype, vector width and chain count).
+//! * `tensor` — the tensor cores: precisions, dense peaks per SM, the wgmma and mma.sync kernels
+//!   and the model that predicts their results exactly.
+//! * `cublas` — cuBLASLt's GEMM (dlopen'ed where installed), the reference beside the tensor cases.
 //! * `ptx` — the CUDA kernels as PTX text (JIT-compiled by the driver, no NVRTC needed) and the
 //!   kernel-argument marshalling.
 //! * `replay` — the host side of validation: chain replay and memory patterns.
@@ -26,6 +29,7 @@
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
 mod config;
+pub mod cublas;
 pub mod cuda;
 mod device;
 pub mod kernels;
@@ -38,12 +42,15 @@ pub mod replay;
 mod run;
 mod session;
 pub mod subsystem;
+pub mod tensor;
 
 pub use config::{
     default_mem_blocks, default_transfer_blocks, Backend, ComputeConfig, Direction, Dtype,
-    GpuConfig, HostMemory, MemKernel, MemoryConfig, TransferConfig, MAX_BLOCK, VECTOR_WIDTHS,
+    GpuConfig, HostMemory, MemKernel, MemoryConfig, TensorConfig, TransferConfig, MAX_BLOCK,
+    VECTOR_WIDTHS,
 };
 pub use device::{list_devices, select, DeviceInfo, Listing, PeakOr};
 pub use run::{run_available, run_gpu};
 pub use session::{open, Session, Timed};
 pub use subsystem::Gpu;
+pub use tensor::TensorType;

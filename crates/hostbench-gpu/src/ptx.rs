@@ -517,6 +517,28 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<String>> {
     )
 }
 
+/// NVIDIA's assembler for the tests, where one is installed: `HOSTBENCH_PTXAS` or `ptxas` on the
+/// PATH (`scripts/test` fetches it from the CUDA compiler's Python wheel). CI on x86-64 must have
+/// it; elsewhere a missing ptxas is only said.
+#[cfg(test)]
+pub(crate) fn ptxas_for_tests() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("HOSTBENCH_PTXAS") {
+        return Some(p.into());
+    }
+    let found = std::process::Command::new("ptxas")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none() || !cfg!(target_arch = "x86_64"),
+            "CI needs ptxas (HOSTBENCH_PTXAS): scripts/test installs it"
+        );
+        eprintln!("ptxas not found: skipped (set HOSTBENCH_PTXAS)");
+    }
+    found.then(|| "ptxas".into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,30 +620,11 @@ mod tests {
         assert!(lint(&EMPTY_PTX.replace("ret;", "bra NOWHERE;")).is_err());
     }
 
-    /// NVIDIA's assembler, where one is installed: `HOSTBENCH_PTXAS` or `ptxas` on the PATH
-    /// (`scripts/test` fetches it from the CUDA compiler's Python wheel).
-    fn ptxas() -> Option<std::path::PathBuf> {
-        if let Some(p) = std::env::var_os("HOSTBENCH_PTXAS") {
-            return Some(p.into());
-        }
-        let found = std::process::Command::new("ptxas")
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        found.then(|| "ptxas".into())
-    }
-
     /// Every kernel assembles for its own target and for Hopper (sm_90), as the driver's JIT
     /// would do it: the lint above checks form, this checks the instructions and operand types.
     #[test]
     fn ptxas_accepts_every_kernel() {
-        let Some(ptxas) = ptxas() else {
-            // scripts/test fetches the x86-64 wheel; elsewhere a missing ptxas is only said.
-            assert!(
-                std::env::var_os("CI").is_none() || !cfg!(target_arch = "x86_64"),
-                "CI needs ptxas (HOSTBENCH_PTXAS): scripts/test installs it"
-            );
-            eprintln!("ptxas not found: skipped (set HOSTBENCH_PTXAS)");
+        let Some(ptxas) = ptxas_for_tests() else {
             return;
         };
         let dir = std::env::temp_dir().join(format!("hb-ptxas-{}", std::process::id()));

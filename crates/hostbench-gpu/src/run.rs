@@ -17,7 +17,9 @@ use crate::config::{Dtype, GpuConfig, MemKernel};
 use crate::device::{list_devices, select, DeviceInfo, PeakOr};
 use crate::reference::{Peer, Test};
 use crate::session::{open, reps_for, Session, Timed};
+use crate::tensor::{self, Form, TensorType};
 use crate::Backend;
+use hostbench_core::units::format_bytes_iec;
 
 fn base_case(bench: &str, metric: Metric, unit: &str, info: &DeviceInfo) -> Case {
     Case::new(bench, metric, unit)
@@ -63,6 +65,7 @@ pub fn run_gpu(
         if let Some(c) = &cfg.compute {
             cases += c.dtypes_for(info).len();
         }
+        cases += tensor_types(cfg, info).len();
         if let Some(m) = &cfg.memory {
             cases += m.kernels.len() * m.blocks.len();
         }
@@ -191,6 +194,9 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
             run_compute(runner, cfg, s, &info, d, &c.widths, &mut peer)?;
         }
     }
+    for t in tensor_types(cfg, &info) {
+        run_tensor(runner, cfg, s, &info, t)?;
+    }
     if let Some(m) = &cfg.memory {
         let largest = m.blocks.iter().copied().max();
         for &k in &m.kernels {
@@ -199,12 +205,24 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
                 let beside = (k == MemKernel::Copy && cfg.reference.wants(Some(b) == largest))
                     .then(|| driver_copy(runner, cfg, s, b))
                     .flatten();
-                let case = base_case("gpu.bandwidth", Metric::Throughput, "B/s", &info)
+                let mut case = base_case("gpu.bandwidth", Metric::Throughput, "B/s", &info)
                     .param("kind", k.name())
                     .param("block_bytes", b);
+                let level = memory_level(&info, k, b);
+                if let Some((level, _)) = &level {
+                    case = case.param("level", *level);
+                }
                 let made = s.memory(k, b);
                 run_timed(runner, cfg, &case, &info, made, k.traffic(), |rec| {
-                    set_peak_or(rec, Some(&info.mem_peak));
+                    match &level {
+                        Some(("L2", why)) => {
+                            rec.extra.insert("peak_note".into(), json!(why));
+                        }
+                        _ => set_peak_or(rec, Some(&info.mem_peak)),
+                    }
+                    if k == MemKernel::Read && matches!(level, Some(("DRAM", _))) {
+                        short_launch_note(rec);
+                    }
                     rec.extra.insert("bytes_counted".into(), json!(match k {
                         MemKernel::Copy => "read + write (2 x block per copy, as bandwidthTest)",
                         MemKernel::Read => "block bytes read (the per-work-item sums written back are not counted)",
@@ -271,34 +289,12 @@ fn driver_copy(
         // The copy case itself is about to be skipped for the budget: nothing to stand beside.
         return None;
     }
-    let (warmup, repeat) = (runner.config().warmup, runner.config().repeat.max(1));
     let mut t = match s.driver_copy(block)? {
         Ok(t) => t,
         Err(e) => return Some((Err(e), String::new())),
     };
-    let facts = t.facts();
-    let fact = |k: &str| {
-        facts
-            .iter()
-            .find(|(n, _)| n == k)
-            .and_then(|(_, v)| v.as_str())
-            .unwrap_or("unknown")
-            .to_string()
-    };
-    let (tool, version) = (fact("tool"), fact("version"));
-    let measured = (|| {
-        let reps = reps_for(t.as_mut(), cfg.duration, 1 << 20)?;
-        let mut values = Vec::with_capacity(repeat);
-        for n in 0..warmup + repeat {
-            t.prepare(n as u64)?;
-            let secs = t.run(reps)?;
-            t.validate()?;
-            if n >= warmup {
-                values.push(2.0 * t.work() * reps as f64 / secs);
-            }
-        }
-        Ok((reps, values))
-    })();
+    let (tool, version, _) = tool_facts(t.as_ref());
+    let measured = measure_beside(runner, cfg, t.as_mut(), 2.0);
     let cmd = match &measured {
         Ok((reps, _)) => format!(
             "{tool}(dst, src, {block}) x {reps} per sample on one stream, host clock around the \
@@ -307,6 +303,26 @@ fn driver_copy(
         Err(_) => format!("{tool}(dst, src, {block})"),
     };
     Some((measured.map(|(_, v)| (tool, version, v)), cmd))
+}
+
+/// Why a DRAM read of a block that takes well under a millisecond reads below the large
+/// blocks' rate: a fixed cost per launch (measured on an H200, see `cuda::blocks_per_sm`).
+fn short_launch_note(rec: &mut Record) {
+    let Some(t) = rec.extra.get("seconds_per_op").and_then(Value::as_f64) else {
+        return;
+    };
+    if t < 500e-6 {
+        rec.extra.insert(
+            "launch_note".into(),
+            json!(format!(
+                "one launch reads this block in {:.0} µs, and each launch carries a fixed few \
+                 microseconds (the gap between launches, the first loads' latency, the last \
+                 loads' drain: about 5 µs on an H200), so it reads a few % below a block that \
+                 takes a millisecond or more",
+                t * 1e6
+            )),
+        );
+    }
 }
 
 fn small_block_note(rec: &mut Record, block: u64) {
@@ -425,7 +441,9 @@ fn run_compute(
     peer: &mut Peer,
 ) -> Result<(), BenchError> {
     let (bench, unit) = dtype.benchmark();
-    let case = base_case(bench, Metric::Throughput, unit, info).param("dtype", dtype.name());
+    let case = base_case(bench, Metric::Throughput, unit, info)
+        .param("dtype", dtype.name())
+        .param("unit", "fma");
     if let Some((_, why)) = info.missing.iter().find(|(d, _)| *d == dtype) {
         return runner.skip_with(&case, "unsupported", why);
     }
@@ -480,6 +498,256 @@ fn run_compute(
             peer.attach(rec, t);
         }
     })
+}
+
+/// Where a memory kernel's working set lives: `L2` when it fits in the device's L2 (a copy's
+/// source and destination together), else `DRAM`, with why the DRAM limit does not bound an L2
+/// figure; `None` where the device does not report its L2.
+fn memory_level(info: &DeviceInfo, k: MemKernel, block: u64) -> Option<(&'static str, String)> {
+    let l2 = info.facts.get("l2_bytes")?.as_u64()?;
+    let set = block * if k == MemKernel::Copy { 2 } else { 1 };
+    if set <= l2 {
+        Some((
+            "L2",
+            format!(
+                "level=L2: the working set ({}) fits in the {} L2, so the device-memory limit \
+                 does not bound it (an L2 figure above the DRAM peak is the cache, not a wrong \
+                 basis), and no L2 bandwidth is published to hold it against",
+                format_bytes_iec(set),
+                format_bytes_iec(l2)
+            ),
+        ))
+    } else {
+        Some(("DRAM", String::new()))
+    }
+}
+
+/// The tensor precisions this device gets cases for: every configured one on a CUDA device;
+/// on an OpenCL device none, unless they were asked for by name (then each is a skip saying
+/// why).
+fn tensor_types(cfg: &GpuConfig, info: &DeviceInfo) -> Vec<TensorType> {
+    match &cfg.tensor {
+        Some(t) if info.backend == Backend::Cuda || t.explicit => t.types.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// The square size of the cuBLASLt GEMM beside a tensor record: compute-bound on any GPU with
+/// tensor cores (8192³ bf16 is 1.1 TFLOP, about 1.4 ms on an H100), 1.5 GiB of f64 matrices.
+const GEMM_N: u64 = 8192;
+
+/// The SM clock the tensor peak is taken at: NVML's reading after each sample, else the
+/// device's maximum clock attribute, saying which.
+fn tensor_clock(rec: &Record, info: &DeviceInfo) -> Option<(f64, &'static str)> {
+    let measured = rec
+        .conditions
+        .as_ref()
+        .and_then(|c| c.gpu.as_ref())
+        .and_then(|g| g.sm_clock_hz)
+        .filter(|&c| c > 0.0);
+    match (measured, info.clock_hz) {
+        (Some(c), _) => Some((c, "SM clock NVML read after each sample")),
+        (None, Some(c)) => Some((
+            c,
+            "CU_DEVICE_ATTRIBUTE_CLOCK_RATE, the maximum clock: no NVML reading",
+        )),
+        (None, None) => None,
+    }
+}
+
+/// Tensor cores: each instruction form written for the device, validated and timed for a
+/// quarter of a sample (only the first outside a sweep); then the runner's samples on the
+/// fastest; the peak at the SM clock measured over those samples; cuBLASLt beside it where
+/// asked.
+fn run_tensor(
+    runner: &mut Runner,
+    cfg: &GpuConfig,
+    s: &mut dyn Session,
+    info: &DeviceInfo,
+    t: TensorType,
+) -> Result<(), BenchError> {
+    let (bench, unit) = t.benchmark();
+    let case = base_case(bench, Metric::Throughput, unit, info)
+        .param("dtype", t.name())
+        .param("unit", "tensor");
+    if info.backend != Backend::Cuda {
+        return runner.skip_with(
+            &case,
+            "unsupported",
+            "OpenCL has no portable tensor-core instruction: the tensor cases run on CUDA devices",
+        );
+    }
+    let Some((major, minor)) = info.compute_capability() else {
+        return runner.skip_with(
+            &case,
+            "unsupported",
+            "the device reports no compute capability",
+        );
+    };
+    let forms = match tensor::forms(major, minor, t) {
+        Ok(f) => f,
+        Err(why) => return runner.skip_with(&case, "unsupported", &why),
+    };
+    if runner.over_budget() {
+        return runner.skip_with(&case, "budget", "time budget exhausted before this case");
+    }
+    let sweep = cfg.tensor.as_ref().is_some_and(|c| c.sweep);
+    let tried: &[Form] = if sweep { &forms } else { &forms[..1] };
+    let mut results = serde_json::Map::new();
+    let mut best: Option<(Form, f64)> = None;
+    let mut failed = Vec::new();
+    for &form in tried {
+        let r = (|| -> Result<f64, BenchError> {
+            let mut k = s.tensor(t, form)?;
+            let reps = reps_for(k.as_mut(), cfg.duration / 4, 1 << 16)?;
+            k.prepare(0)?;
+            let secs = k.run(reps)?;
+            k.validate()?;
+            Ok(k.work() * reps as f64 / secs)
+        })();
+        let name = form.describe(t);
+        match r {
+            Ok(v) => {
+                results.insert(name, json!(v));
+                if best.is_none_or(|(_, b)| v > b) {
+                    best = Some((form, v));
+                }
+            }
+            Err(e) => {
+                results.insert(name.clone(), json!(e.to_string()));
+                failed.push(format!("{name}: {e}"));
+            }
+        }
+    }
+    let Some((form, _)) = best else {
+        return runner.skip(&case, &BenchError::Failed(failed.join("; ")));
+    };
+    let headline = t == TensorType::Bf16;
+    let beside = cfg
+        .reference
+        .wants(headline)
+        .then(|| gemm_beside(runner, cfg, s, t))
+        .flatten();
+    let made = s.tensor(t, form);
+    let sms = info.compute_units;
+    let table = tensor::macs_per_sm(major, minor, t, &info.name);
+    run_timed(runner, cfg, &case, info, made, 1.0, |rec| {
+        rec.extra
+            .insert("form_sweep".into(), Value::Object(results));
+        for f in &failed {
+            rec.warnings.push(format!("instruction form left out: {f}"));
+        }
+        match (&table, tensor_clock(rec, info)) {
+            (Ok((macs, source)), Some((clock, clock_source))) => {
+                rec.set_peak(Some(tensor::tensor_peak(
+                    sms,
+                    clock,
+                    clock_source,
+                    t,
+                    *macs,
+                    source,
+                )));
+                if let Some(max) = info.clock_hz {
+                    let at_max = tensor::tensor_peak(sms, max, "maximum", t, *macs, source);
+                    rec.extra
+                        .insert("peak_at_max_clock".into(), json!(at_max.value));
+                }
+            }
+            (Err(why), _) => {
+                rec.extra.insert("peak_note".into(), json!(why));
+            }
+            (_, None) => {
+                rec.extra.insert(
+                    "peak_note".into(),
+                    json!("no SM clock: neither NVML nor the clock attribute"),
+                );
+            }
+        }
+        if let Some((outcome, cmd, note)) = beside {
+            let r = outcome.and_then(|(tool, version, values)| {
+                reference::reference(&tool, version, &values, rec.value, Better::Higher)
+            });
+            reference::attach(rec, r, &cmd, GEMM_APART);
+            if let Some(n) = note {
+                rec.extra.insert("reference_note".into(), json!(n));
+            }
+        }
+    })
+}
+
+/// Why the tensor kernel and cuBLASLt's GEMM may differ beyond the parity band.
+const GEMM_APART: &str = "the GEMM also loads its matrices from device memory through shared \
+     memory and writes D, which the throughput kernel does not; it runs the library's own \
+     tiling, and at a lower clock where the extra traffic draws power";
+
+/// cuBLASLt's GEMM of `t` measured as the tensor kernel is (the runner's warm-ups and repeat
+/// count, each sample validated): `(tool, version, FLOP/s per sample)`, the command, and what
+/// it multiplies where that is not exactly `t`.
+type GemmBeside = (
+    Result<(String, String, Vec<f64>), BenchError>,
+    String,
+    Option<&'static str>,
+);
+
+fn gemm_beside(
+    runner: &Runner,
+    cfg: &GpuConfig,
+    s: &mut dyn Session,
+    t: TensorType,
+) -> Option<GemmBeside> {
+    if runner.over_budget() {
+        return None;
+    }
+    let note = crate::cublas::Types::for_tensor(t).note;
+    let n = GEMM_N;
+    let mut g = match s.gemm(t, n)? {
+        Ok(g) => g,
+        Err(e) => return Some((Err(e), String::new(), note)),
+    };
+    let (tool, version, library) = tool_facts(g.as_ref());
+    let measured = measure_beside(runner, cfg, g.as_mut(), 1.0);
+    let cmd = format!(
+        "cublasLtMatmul {n}x{n}x{n} {} (A transposed, inputs 1, the heuristic's first algorithm, \
+         32 MiB workspace) on one stream, in process; library {library}",
+        t.name()
+    );
+    Some((measured.map(|(_, v)| (tool, version, v)), cmd, note))
+}
+
+/// `tool`, `version` and `library` facts of a reference's timed operation.
+fn tool_facts(t: &dyn Timed) -> (String, String, String) {
+    let facts = t.facts();
+    let fact = |k: &str| {
+        facts
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.as_str())
+            .unwrap_or("unknown")
+            .to_string()
+    };
+    (fact("tool"), fact("version"), fact("library"))
+}
+
+/// A reference's timed operation measured as hostbench's own cases are: the runner's warm-ups
+/// and repeat count of batches a sample long, each validated; `scale` × work per second.
+fn measure_beside(
+    runner: &Runner,
+    cfg: &GpuConfig,
+    t: &mut dyn Timed,
+    scale: f64,
+) -> Result<(u64, Vec<f64>), BenchError> {
+    let (warmup, repeat) = (runner.config().warmup, runner.config().repeat.max(1));
+    let reps = reps_for(t, cfg.duration, 1 << 20)?;
+    let mut values = Vec::with_capacity(repeat);
+    for n in 0..warmup + repeat {
+        t.prepare(n as u64)?;
+        let secs = t.run(reps)?;
+        t.validate()?;
+        if n >= warmup {
+            values.push(scale * t.work() * reps as f64 / secs);
+        }
+    }
+    Ok((reps, values))
 }
 
 /// Launch latency: an empty kernel, enqueue + wait, one round trip at a time; the sample is the
@@ -651,6 +919,148 @@ mod tests {
                 }) as Box<dyn Timed>)
             })
         }
+        /// 1e15 FLOP/s in wgmma's n=256 form, half of it in the others.
+        fn tensor(&mut self, _: TensorType, form: Form) -> Result<Box<dyn Timed + '_>, BenchError> {
+            let fast = matches!(
+                form,
+                Form::Wgmma {
+                    n: 256,
+                    a_in_regs: false
+                }
+            );
+            Ok(Box::new(FakeOp {
+                bytes: 1e12,
+                secs_per_byte: if fast { 1e-15 } else { 2e-15 },
+                tool: false,
+            }))
+        }
+        /// cuBLASLt at 0.8 of the fast form.
+        fn gemm(
+            &mut self,
+            _: TensorType,
+            _: u64,
+        ) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
+            self.driver.then(|| {
+                Ok(Box::new(FakeOp {
+                    bytes: 1e12,
+                    secs_per_byte: 1.25e-15,
+                    tool: true,
+                }) as Box<dyn Timed>)
+            })
+        }
+    }
+
+    fn hopper(name: &str) -> DeviceInfo {
+        let mut d = device(Backend::Cuda, 0, name, "gpu");
+        d.compute_units = 132;
+        d.clock_hz = Some(1.98e9);
+        d.facts.insert("compute_capability".into(), json!("9.0"));
+        d.facts.insert("l2_bytes".into(), json!(50u64 << 20));
+        d
+    }
+
+    #[test]
+    fn tensor_records_take_the_fastest_form_the_table_peak_and_cublas_beside() {
+        let cfg = GpuConfig {
+            compute: None,
+            memory: None,
+            transfer: None,
+            launch: false,
+            tensor: Some(crate::config::TensorConfig {
+                types: vec![TensorType::Bf16, TensorType::F64],
+                explicit: true,
+                sweep: true,
+            }),
+            reference: ReferenceScope::All,
+            ..GpuConfig::default()
+        };
+        let mut runner = Runner::new(
+            hostbench_core::RunnerConfig::quiet(2),
+            hostbench_core::model::Host::default(),
+        );
+        let mut s = Fake {
+            info: hopper("NVIDIA H200"),
+            driver: true,
+        };
+        run_device(&mut runner, &cfg, &mut s).expect("run");
+        let run = runner.finish().expect("finish");
+        let bf16 = run
+            .records
+            .iter()
+            .find(|r| r.params["dtype"] == "bf16")
+            .expect("bf16 record");
+        assert_eq!(bf16.params["unit"], "tensor");
+        assert_eq!(bf16.benchmark, "gpu.flops");
+        // The sweep kept the fast form, and every form tried is in the record.
+        assert!((bf16.value - 1e15).abs() < 1e9, "{}", bf16.value);
+        let sweep = bf16.extra["form_sweep"].as_object().expect("sweep");
+        assert_eq!(sweep.len(), 4, "{sweep:?}");
+        // No NVML here: the peak is at the clock attribute, and its basis says so.
+        let peak = bf16.peak.as_ref().expect("peak");
+        assert!((peak.value - 132.0 * 1.98e9 * 2048.0 * 2.0).abs() < 1e6);
+        assert!(
+            peak.basis.contains("CU_DEVICE_ATTRIBUTE_CLOCK_RATE"),
+            "{}",
+            peak.basis
+        );
+        assert!(peak.basis.contains("2048 dense bf16 tensor MACs/SM/clock"));
+        let r = bf16.reference.as_ref().expect("cuBLASLt beside");
+        assert!((r.ratio - 1.25).abs() < 1e-9, "{}", r.ratio);
+        // f64 on Hopper runs mma.sync forms.
+        let f64r = run
+            .records
+            .iter()
+            .find(|r| r.params["dtype"] == "f64")
+            .expect("f64 record");
+        assert!(f64r.extra["form_sweep"]
+            .as_object()
+            .expect("sweep")
+            .keys()
+            .all(|k| k.starts_with("mma.sync")));
+        // A device of another generation: a precision it lacks is a skip with the reason.
+        let mut runner = Runner::new(
+            hostbench_core::RunnerConfig::quiet(2),
+            hostbench_core::model::Host::default(),
+        );
+        let mut ampere = hopper("NVIDIA A40");
+        ampere
+            .facts
+            .insert("compute_capability".into(), json!("8.6"));
+        let mut s = Fake {
+            info: ampere,
+            driver: false,
+        };
+        run_device(&mut runner, &cfg, &mut s).expect("run");
+        let run = runner.finish().expect("finish");
+        assert_eq!(run.skipped.len(), 1, "{:?}", run.skipped);
+        assert!(
+            run.skipped[0].reason.contains("no f64 inputs"),
+            "{}",
+            run.skipped[0].reason
+        );
+    }
+
+    #[test]
+    fn blocks_that_fit_in_the_l2_are_labelled_l2() {
+        let mut d = device(Backend::Cuda, 0, "H200", "gpu");
+        assert!(memory_level(&d, MemKernel::Read, 16 << 20).is_none());
+        d.facts.insert("l2_bytes".into(), json!(50u64 << 20));
+        let (level, why) = memory_level(&d, MemKernel::Read, 16 << 20).expect("level");
+        assert_eq!(level, "L2");
+        assert!(why.contains("not a wrong basis"), "{why}");
+        // A copy's working set is its source and its destination.
+        assert_eq!(
+            memory_level(&d, MemKernel::Copy, 32 << 20).map(|l| l.0),
+            Some("DRAM")
+        );
+        assert_eq!(
+            memory_level(&d, MemKernel::Write, 32 << 20).map(|l| l.0),
+            Some("L2")
+        );
+        assert_eq!(
+            memory_level(&d, MemKernel::Read, 256 << 20).map(|l| l.0),
+            Some("DRAM")
+        );
     }
 
     fn copy_refs(driver: bool, scope: ReferenceScope) -> Vec<(String, u64, Option<f64>, bool)> {

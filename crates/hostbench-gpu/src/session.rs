@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::config::{Backend, Direction, Dtype, HostMemory, MemKernel};
 use crate::device::DeviceInfo;
+use crate::tensor::{Form, TensorType};
 use crate::{cuda, opencl};
 
 /// One timed operation on a device: a kernel launch, a transfer, or a round trip, ready to run.
@@ -46,6 +47,18 @@ pub trait Session {
     /// kernel: the reference beside it (CUDA: `cuMemcpyDtoDAsync`, what `cudaMemcpy` calls).
     /// `None` where the backend's reference is an outside tool instead (OpenCL: clpeak).
     fn driver_copy(&mut self, _block: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
+        None
+    }
+    /// The tensor-core throughput kernel for `t` in `form` (CUDA only: OpenCL has no portable
+    /// tensor instruction).
+    fn tensor(&mut self, _t: TensorType, _form: Form) -> Result<Box<dyn Timed + '_>, BenchError> {
+        Err(BenchError::unsupported(
+            "OpenCL has no portable tensor-core instruction: use --backend cuda",
+        ))
+    }
+    /// A vendor GEMM of `t` at n×n×n, validated: the reference beside the tensor records
+    /// (CUDA: cuBLASLt). `None` where the backend has none.
+    fn gemm(&mut self, _t: TensorType, _n: u64) -> Option<Result<Box<dyn Timed + '_>, BenchError>> {
         None
     }
 }

@@ -1,5 +1,5 @@
 //! The GPU subsystem for `hostbench run`, on every OpenCL and CUDA device found (none: not
-//! applicable, with the reason): `standard` runs every dtype, the three memory kernels at 1 B,
+//! applicable, with the reason): `standard` runs every dtype and every tensor precision (CUDA), the three memory kernels at 1 B,
 //! 1 KiB, 1 MiB and 256 MiB, transfers of 1 MiB and 64 MiB and the launch latency; `quick` trims
 //! each; `full` is `hostbench gpu`'s default (blocks up to 1 GiB); `classic` the 1 B / 1 KiB /
 //! 1 MiB points.
@@ -10,7 +10,7 @@ use hostbench_core::model::Host;
 use hostbench_core::subsystem::{Applicable, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
-use crate::{Dtype, GpuConfig, MemKernel};
+use crate::{Dtype, GpuConfig, MemKernel, TensorType};
 
 /// Compute, device memory, transfers and launch latency per device.
 pub struct Gpu;
@@ -26,6 +26,9 @@ pub fn profile_config(profile: Profile) -> GpuConfig {
             }
             if let Some(m) = cfg.memory.as_mut() {
                 m.kernels = vec![MemKernel::Read, MemKernel::Copy];
+            }
+            if let Some(t) = cfg.tensor.as_mut() {
+                t.types = vec![TensorType::Bf16];
             }
             cfg.duration = Duration::from_millis(50);
             (vec![1 << 20, 64 << 20], vec![64 << 20])
@@ -45,6 +48,11 @@ pub fn profile_config(profile: Profile) -> GpuConfig {
     };
     if let Some(m) = cfg.memory.as_mut() {
         m.blocks = mem;
+    }
+    // A run measures each tensor precision on the instruction form that measured fastest on
+    // the devices it was tuned on (the first); `hostbench gpu --tensor` tries them all.
+    if let Some(t) = cfg.tensor.as_mut() {
+        t.sweep = profile == Profile::Full;
     }
     if let Some(t) = cfg.transfer.as_mut() {
         t.blocks = xfer;
@@ -82,7 +90,8 @@ impl Subsystem for Gpu {
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
         let cfg = run_config(ctx);
         // Devices are not known before probing: one device's worth, corrected by `plan`.
-        let compute = cfg.compute.as_ref().map_or(0, |c| c.dtypes.len());
+        let compute = cfg.compute.as_ref().map_or(0, |c| c.dtypes.len())
+            + cfg.tensor.as_ref().map_or(0, |t| t.types.len());
         let memory = cfg
             .memory
             .as_ref()
@@ -107,6 +116,15 @@ impl Subsystem for Gpu {
                      on a CPU OpenCL device, whose headline is cache-resident)",
             also: "once per device, every test the cases want; scripts/bench/gpu-vs-clpeak for \
                    interleaved rounds",
+        },
+        ReferenceTool {
+            name: "libcublasLt.so",
+            package: "nvidia-cuda-toolkit",
+            serves: "gpu.flops / gpu.iops unit=tensor (cuBLASLt's GEMM, 8192 square, of the same \
+                     input precision)",
+            in_run: "bf16 tensor (the headline) on a CUDA device",
+            also: "in process (dlopen): the CUDA toolkit's copy or a Python wheel's \
+                   (nvidia/cublas/lib), HOSTBENCH_CUBLASLT=PATH names one",
         },
         ReferenceTool {
             name: "libcuda.so.1",

@@ -563,6 +563,14 @@ pub struct GpuArgs {
     /// Only the compute section (FLOP/s, OP/s per dtype, best vector width).
     #[arg(long)]
     pub compute: bool,
+    /// Only the tensor cores (CUDA): f16, bf16, tf32, fp8-e4m3, fp8-e5m2, i8 and f64 inputs on
+    /// wgmma (Hopper) or mma.sync, each checked exactly, with the dense peak at the measured SM
+    /// clock; with --reference, cuBLASLt's GEMM of the same precision beside each.
+    #[arg(long)]
+    pub tensor: bool,
+    /// Tensor precisions: f16, bf16, tf32, fp8-e4m3, fp8-e5m2, i8, f64 (selects the tensor section).
+    #[arg(long, value_name = "LIST")]
+    pub tensor_dtype: Option<String>,
     /// Only the device-memory bandwidth section.
     #[arg(long)]
     pub memory: bool,
@@ -595,7 +603,8 @@ pub struct GpuArgs {
     pub transfer_block: Option<String>,
     /// Also run clpeak on the same OpenCL device (once, its tests for the cases asked) and record
     /// its global bandwidth beside the read kernel at the largest block and its compute beside
-    /// f32, f64 and i32, with the ratio (needs the `clpeak` package).
+    /// f32, f64 and i32, with the ratio (needs the `clpeak` package); on a CUDA device the
+    /// driver's copy beside the copy kernel and cuBLASLt's GEMM beside each tensor precision.
     #[arg(long)]
     pub reference: bool,
     #[command(flatten)]

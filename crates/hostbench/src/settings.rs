@@ -815,8 +815,9 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
     let memory_flags = args.kernel.is_some() || args.block.is_some();
     let transfer_flags =
         args.direction.is_some() || args.host_memory.is_some() || args.transfer_block.is_some();
-    let explicit = args.compute || args.memory || args.transfer || args.launch;
-    let any = explicit || compute_flags || memory_flags || transfer_flags;
+    let tensor_flags = args.tensor_dtype.is_some();
+    let explicit = args.compute || args.memory || args.transfer || args.launch || args.tensor;
+    let any = explicit || compute_flags || memory_flags || transfer_flags || tensor_flags;
     let want = |section: bool, flags: bool| !any || section || flags;
     if let Some(c) = cfg.compute.as_mut() {
         if let Some(d) = &args.dtype {
@@ -861,6 +862,24 @@ pub fn gpu(args: &GpuArgs, common: &Common) -> Result<hostbench_gpu::GpuConfig, 
         if let Some(b) = &args.transfer_block {
             t.blocks = sizes_list("transfer-block", b)?;
         }
+    }
+    if let Some(t) = cfg.tensor.as_mut() {
+        if let Some(d) = &args.tensor_dtype {
+            t.types = flag(
+                "tensor-dtype",
+                parse_list(d, "tensor precision", hostbench_gpu::TensorType::parse),
+            )?;
+        }
+        t.explicit = args.tensor || tensor_flags;
+    }
+    if (args.tensor || tensor_flags) && !cfg.backends.contains(&Backend::Cuda) {
+        return Err(BenchError::invalid(
+            "--tensor: OpenCL has no portable tensor-core instruction; the tensor cases need \
+             --backend cuda",
+        ));
+    }
+    if !want(args.tensor, tensor_flags) {
+        cfg.tensor = None;
     }
     if !want(args.compute, compute_flags) {
         cfg.compute = None;

@@ -171,6 +171,8 @@ fn opencl_kernels_are_validated_and_records_follow_the_contract() {
         };
         assert_eq!(r["unit"], unit);
         assert_eq!(r["benchmark"], if float { "gpu.flops" } else { "gpu.iops" });
+        // The FMA pipes, as against the tensor cores (unit=tensor, CUDA only).
+        assert_eq!(r["params"]["unit"], "fma");
         let sweep = r["extra"]["width_sweep"].as_object().expect("sweep");
         assert!(sweep.contains_key("1") && sweep.contains_key("16"), "{r}");
         let w = r["extra"]["vector_width"].as_u64().expect("width");
@@ -402,10 +404,63 @@ fn gpu_bad_input_is_one_line_and_exit_2() {
     assert_usage_error(&["gpu", "--block", "2GiB"], "1 GiB");
     assert_usage_error(&["gpu", "--device", "x"], "'x'");
     assert_usage_error(&["gpu", "--host-memory", "locked"], "locked");
+    // OpenCL has no portable tensor instruction: asking for the tensor cores there is refused.
+    assert_usage_error(
+        &["gpu", "--tensor", "--backend", "opencl"],
+        "--backend cuda",
+    );
+    assert_usage_error(&["gpu", "--tensor-dtype", "fp4"], "fp4");
     if opencl_device() {
         assert_usage_error(
             &["gpu", "--backend", "opencl", "--device", "7"],
             "no device 7",
         );
     }
+}
+
+/// `hostbench gpu --tensor` where CUDA has no device: one line saying so and exit 3, nothing
+/// panics; through an OpenCL device (PoCL) every precision is a skip with the reason.
+#[test]
+fn tensor_without_a_cuda_device_is_one_line_and_exit_3() {
+    if std::path::Path::new("/dev/nvidia0").exists() {
+        return;
+    }
+    let out = hostbench()
+        .args(["gpu", "--tensor", "--backend", "cuda", "--json", "-"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("cuda: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    if !opencl_device() {
+        return;
+    }
+    let out = hostbench()
+        .args(["gpu", "--tensor-dtype", "bf16,fp8-e4m3", "--json", "-"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let doc = json_of(&out);
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    for t in ["bf16", "fp8-e4m3"] {
+        let s = skipped
+            .iter()
+            .find(|s| s["params"]["dtype"] == t && s["params"]["unit"] == "tensor")
+            .unwrap_or_else(|| panic!("no skip for {t}: {skipped:?}"));
+        assert_eq!(s["benchmark"], "gpu.flops");
+        assert!(
+            s["reason"]
+                .as_str()
+                .expect("reason")
+                .contains("no portable tensor-core instruction"),
+            "{s}"
+        );
+    }
+    // Only the tensor section ran: no FMA or memory records.
+    assert!(
+        doc["records"].as_array().is_none_or(|r| r.is_empty()),
+        "{doc}"
+    );
 }

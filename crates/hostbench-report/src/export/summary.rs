@@ -93,6 +93,12 @@ fn what_of(r: &Record, what_key: Option<&str>) -> String {
                 .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
         })
         .unwrap_or_default();
+    // The GPU's tensor cores and its FMA pipes measure the same dtype on different units.
+    let base = if r.params.get("unit").and_then(|v| v.as_str()) == Some("tensor") {
+        format!("{base} tensor")
+    } else {
+        base
+    };
     if is_under_load(r) {
         format!("{base} under load").trim_start().to_string()
     } else {
@@ -626,6 +632,25 @@ mod tests {
         // Granted in full, the huge-page figure is the headline again.
         huge.extra.clear();
         assert_eq!(headlines(&[&small, &huge])[0].value, 88e-9);
+    }
+
+    #[test]
+    fn the_gpus_tensor_cores_and_fma_pipes_are_separate_headlines() {
+        use crate::testdata::record;
+        let mk = |unit: &str, v: f64| {
+            record(
+                "gpu.flops",
+                Metric::Throughput,
+                "FLOP/s",
+                serde_json::json!({"backend": "cuda", "device": 0, "dtype": "f16", "unit": unit}),
+                &[v],
+            )
+        };
+        let (fma, tensor) = (mk("fma", 1.3e14), mk("tensor", 9.0e14));
+        let heads = headlines(&[&fma, &tensor]);
+        assert_eq!(heads.len(), 2);
+        assert_eq!(what_of(heads[1], Some("dtype")), "f16 tensor");
+        assert_eq!(what_of(heads[0], Some("dtype")), "f16");
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub struct Telemetry {
     readings: Vec<Reading>,
     energy_start_mj: Option<u64>,
     energy_end_mj: Option<u64>,
+    /// When the energy counter was first read, and seconds from then to its last reading.
+    opened: std::time::Instant,
+    energy_secs: f64,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -105,6 +108,8 @@ impl Telemetry {
                 readings: Vec::new(),
                 energy_start_mj: None,
                 energy_end_mj: None,
+                opened: std::time::Instant::now(),
+                energy_secs: 0.0,
             };
             t.energy_start_mj = t.energy_mj();
             Ok(t)
@@ -183,11 +188,18 @@ impl Telemetry {
         };
         self.readings.push(r);
         self.energy_end_mj = self.energy_mj();
+        self.energy_secs = self.opened.elapsed().as_secs_f64();
     }
 
     /// The conditions over the samples read so far.
     pub fn conditions(&self) -> GpuConditions {
-        summarize(&self.readings, self.energy_start_mj, self.energy_end_mj)
+        let mut c = summarize(&self.readings, self.energy_start_mj, self.energy_end_mj);
+        // The instantaneous reading after a sample can miss the load (an H200 under tensor
+        // load read 245-430 W); the energy counter over the case cannot.
+        if self.energy_secs > 0.0 {
+            c.power_avg_w = c.energy_j.map(|e| e / self.energy_secs);
+        }
+        c
     }
 }
 
@@ -208,6 +220,7 @@ fn summarize(readings: &[Reading], e0: Option<u64>, e1: Option<u64>) -> GpuCondi
         power_w: median(&|r| r.power_mw).map(|m| m / 1e3),
         power_limit_w: median(&|r| r.limit_mw).map(|m| m / 1e3),
         energy_j: e0.zip(e1).map(|(a, b)| b.saturating_sub(a) as f64 / 1e3),
+        power_avg_w: None,
         temperature_c: readings
             .iter()
             .filter_map(|r| r.temp_c)

@@ -288,19 +288,24 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         };
         if capped {
             let share = held;
-            out.push(Diagnosis::new(
-                "power_cap",
-                share,
-                format!(
-                    "GPU clock held at {} by its power cap{}",
-                    g.sm_clock_hz
-                        .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6)),
-                    match (g.power_w, g.power_limit_w) {
-                        (Some(p), Some(l)) => format!(" ({p:.0} W of {l:.0} W)"),
-                        _ => String::new(),
-                    }
+            let clock = g
+                .sm_clock_hz
+                .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6));
+            // NVML sets the reason for the power management's clock decisions, and its power
+            // reading (after the sample, an average over its own window) can sit far below
+            // the limit while the reason is set (an H200 under tensor load read 262 W of
+            // 700 W): say what was read rather than that the cap held the clock.
+            let text = match (g.power_avg_w.or(g.power_w), g.power_limit_w) {
+                (Some(p), Some(l)) if p >= 0.9 * l => {
+                    format!("GPU clock held at {clock} by its power cap ({p:.0} W of {l:.0} W)")
+                }
+                (Some(p), Some(l)) => format!(
+                    "GPU clock at {clock} with NVML's power-cap reason set ({p:.0} W of \
+                     {l:.0} W over the samples)"
                 ),
-            ));
+                _ => format!("GPU clock held at {clock} by its power cap"),
+            };
+            out.push(Diagnosis::new("power_cap", share, text));
         }
         if g.clock_reasons
             .iter()

@@ -146,6 +146,9 @@ pub struct GpuConditions {
     pub power_limit_w: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_j: Option<f64>,
+    /// Average power over the case (warm-ups and samples) from the energy counter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_avg_w: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature_c: Option<f64>,
     /// Why the clock was held down during the samples (`sw_power_cap`, `hw_slowdown`,

@@ -216,6 +216,38 @@ fn linpack_json_reports_hpl_residual() {
     let residual = r["extra"]["residual"].as_f64().expect("residual");
     assert!(residual.is_finite() && residual < 16.0, "{residual}");
     assert_eq!(r["extra"]["passed"], true);
+    // what the record keeps beside n: NB, where the time went, how n was chosen, and the ratio
+    // to the all-thread FMA rate with its basis (where this host has an FMA kernel)
+    assert_eq!(r["extra"]["nb"], 256);
+    let share = r["extra"]["panel_share"].as_f64().expect("panel_share");
+    assert!((0.0..=1.0).contains(&share), "{share}");
+    assert!(r["extra"]["idle_share"].as_f64().is_some());
+    assert_eq!(r["extra"]["sizing"]["rule"], "given (--n)");
+    if let Some(of) = r["extra"]["of_fma_rate"].as_f64() {
+        assert!(of > 0.0, "{of}");
+        assert!(r["extra"]["of_fma_rate_basis"]
+            .as_str()
+            .is_some_and(|b| b.contains("FMA")));
+    }
+}
+
+/// `--mem-share` is a share of the available memory in (0, 0.9]: anything else is one line and
+/// exit 2 before anything runs, for `linpack` and for `run`.
+#[test]
+fn mem_share_outside_its_range_is_a_usage_error() {
+    for bad in ["0", "-0.1", "0.95", "1", "nan", "half"] {
+        assert_usage_error(&["linpack", &format!("--mem-share={bad}")], bad);
+        assert_usage_error(
+            &[
+                "run",
+                "--only",
+                "linpack",
+                "--no-history",
+                &format!("--mem-share={bad}"),
+            ],
+            bad,
+        );
+    }
 }
 
 #[test]

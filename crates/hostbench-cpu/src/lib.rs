@@ -468,7 +468,7 @@ pub fn run_linpack(
             {
                 runner.say(&format!(
                     "linpack: n = {} ({what}: {} needed of {} available), about {} per solve \
-                     at {} ({:.0} % of the measured FMA rate), {samples} solves: about {} in all",
+                     at {} ({:.0} % of the measured FMA rate), {samples} solve{}: about {} in all",
                     c.n,
                     hostbench_core::units::format_bytes_iec(linpack::memory_needed(c.n)),
                     hostbench_core::units::format_bytes_iec(avail),
@@ -478,6 +478,7 @@ pub fn run_linpack(
                         "FLOP/s"
                     ),
                     linpack::EXPECTED_OF_FMA_RATE * 100.0,
+                    if samples == 1 { "" } else { "s" },
                     format_duration(c.expected_seconds * samples as f64),
                 ));
             }

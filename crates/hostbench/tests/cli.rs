@@ -231,6 +231,34 @@ fn linpack_json_reports_hpl_residual() {
     }
 }
 
+/// The standard profile's linpack sizes n from the FMA rate it measures first (scaled down here
+/// to the floor), keeps how it chose in the record, and passes HPL's residual.
+#[test]
+fn standard_linpack_is_sized_to_the_host_and_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok(
+        "run --only linpack --scale 0.01 --repeat 1 --warmup 0 --no-history --no-reference --quiet --out",
+        &[dir.path().as_ref()],
+    );
+    let doc = common::only_run_json(dir.path());
+    let r = doc["records"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["benchmark"] == "cpu.linpack"))
+        .expect("a linpack record");
+    assert_eq!(r["extra"]["passed"], true, "{r}");
+    assert!(r["extra"]["residual"].as_f64().is_some_and(|x| x < 16.0));
+    let sizing = &r["extra"]["sizing"];
+    assert_eq!(sizing["rule"], "time budget", "{sizing}");
+    // 2 s × 0.01 at this build's rate: a small n, by the budget or its scaled-down floor
+    let n = r["params"]["n"].as_u64().expect("n");
+    assert!(n.is_multiple_of(64) && (64..=2048).contains(&n), "{n}");
+    assert!(
+        ["time budget", "smallest order"].contains(&sizing["limited_by"].as_str().unwrap_or("")),
+        "{sizing}"
+    );
+    assert!(sizing["expected_seconds"].as_f64().is_some_and(|s| s > 0.0));
+}
+
 /// `--mem-share` is a share of the available memory in (0, 0.9]: anything else is one line and
 /// exit 2 before anything runs, for `linpack` and for `run`.
 #[test]

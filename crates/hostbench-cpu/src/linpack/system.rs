@@ -65,8 +65,10 @@ pub(super) const THRESHOLD: f64 = 16.0;
 /// Share of the measured all-thread FMA rate a solve is expected to reach once n hides the
 /// panel (measured 0.84 to 0.98 on 2-CPU VMs); only for sizing n and stating the time.
 pub const EXPECTED_OF_FMA_RATE: f64 = 0.85;
-/// The least order a sizing chooses: below it the panel and the solve's ends dominate.
+/// The least order a time budget of [`FLOOR_AT_SECONDS`] or more chooses: below it the panel and
+/// the solve's ends dominate.
 const MIN_N: usize = 1024;
+const FLOOR_AT_SECONDS: f64 = 2.0;
 /// Orders are multiples of this (whole tiles of every micro-kernel).
 const N_STEP: usize = 64;
 
@@ -109,9 +111,10 @@ pub const BUDGET_MEMORY_SHARE: f64 = 0.5;
 /// as the cube root of rate × seconds, and stops at the memory share; no fixed cap (a cap of
 /// 8000 left a 16-vCPU node a sub-second solve that the panel dominated).
 pub fn choose_n(sizing: Sizing, fma_rate: f64, available_bytes: u64) -> SizeChoice {
-    let (share, by_time) = match sizing {
+    let (share, by_time, floor) = match sizing {
         Sizing::Seconds(secs) => {
-            let flops = EXPECTED_OF_FMA_RATE * fma_rate.max(0.0) * secs.max(0.0);
+            let secs = secs.max(0.0);
+            let flops = EXPECTED_OF_FMA_RATE * fma_rate.max(0.0) * secs;
             // 2/3 n³ = flops
             let n = (1.5 * flops).cbrt();
             let n = if n.is_finite() {
@@ -119,14 +122,18 @@ pub fn choose_n(sizing: Sizing, fma_rate: f64, available_bytes: u64) -> SizeChoi
             } else {
                 usize::MAX
             };
-            (BUDGET_MEMORY_SHARE, Some(n / N_STEP * N_STEP))
+            // A budget below the standard 2 s is a `--scale`d run asking for less work: the
+            // floor shrinks with it as n does (cube root), down to one step.
+            let floor = (MIN_N as f64 * (secs / FLOOR_AT_SECONDS).min(1.0).cbrt()).round() as usize;
+            let floor = (floor / N_STEP * N_STEP).max(N_STEP);
+            (BUDGET_MEMORY_SHARE, Some(n / N_STEP * N_STEP), floor)
         }
-        Sizing::MemoryShare(share) => (share, None),
+        Sizing::MemoryShare(share) => (share, None, N_STEP),
     };
     let by_memory = n_for_memory(available_bytes, share);
     let (n, limit) = match by_time {
-        Some(t) if t <= by_memory && t >= MIN_N => (t, SizeLimit::Time),
-        Some(t) if t < MIN_N => (MIN_N.min(by_memory), SizeLimit::Floor),
+        Some(t) if t <= by_memory && t >= floor => (t, SizeLimit::Time),
+        Some(t) if t < floor => (floor.min(by_memory), SizeLimit::Floor),
         _ if by_memory <= N_STEP => (by_memory, SizeLimit::Floor),
         _ => (by_memory, SizeLimit::Memory),
     };
@@ -550,6 +557,10 @@ mod tests {
         assert!(tiny.n < 1024 && memory_needed(tiny.n) <= 20 << 20);
         // an unknown rate (0) is the floor, not a panic
         assert_eq!(choose_n(budget, 0.0, avail).n, 1024);
+        // a scaled-down budget lowers the floor with n's cube root: 2 ms → 1024 / 10 → 64
+        let scaled = choose_n(Sizing::Seconds(0.002), 1e8, avail);
+        assert_eq!((scaled.n, scaled.limit), (64, SizeLimit::Floor));
+        assert_eq!(choose_n(Sizing::Seconds(0.25), 0.0, avail).n, 512);
     }
 
     #[test]

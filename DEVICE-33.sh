@@ -108,7 +108,7 @@ for i in range(3):
     best = dt if best is None else min(best, dt)
 print(f"scipy best: {flops/best/1e9:.1f} GFLOP/s = (2/3 n^3 + 2 n^2) / {best:.3f} s at n={n}")
 EOF
-    echo "scipy rc=$?"
+    echo "scipy rc=${PIPESTATUS[0]}"
 fi
 date -u
 ls -l "$OUT"

@@ -321,6 +321,31 @@ impl Runner {
         }
     }
 
+    /// A line the user should read before something long starts (a memory-sized solve's
+    /// expected time): above the bar when there is one, else a plain line on stderr.
+    pub fn say(&self, line: &str) {
+        if self.config.progress {
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// A hook that shows how far one long sample has got (0 to 1) after the case's message on
+    /// the bar; it does nothing without a bar. Made before `run_case`, called from the sample,
+    /// from any thread.
+    pub fn sample_progress(&self) -> impl Fn(f64) + Send + Sync + 'static {
+        let bar = self.bar.clone();
+        move |done: f64| {
+            if bar.is_hidden() {
+                return;
+            }
+            let msg = bar.message();
+            let base = msg.split(" · ").next().unwrap_or_default().to_string();
+            bar.set_message(format!("{base} · {:.0} % of this sample", done * 100.0));
+        }
+    }
+
     /// Has the whole-run budget been spent?
     pub fn over_budget(&self) -> bool {
         self.config

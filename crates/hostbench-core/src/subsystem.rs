@@ -66,6 +66,9 @@ pub struct RunContext<'a> {
     pub scratch_dir: &'a Path,
     /// Which cases run their reference tool beside them.
     pub reference: ReferenceScope,
+    /// `--mem-share`: the share of the available memory a memory-sized workload fills (the
+    /// linpack matrix); `None` leaves it to the profile.
+    pub mem_share: Option<f64>,
 }
 
 /// Which cases run their reference tool (likwid-bench, fio, iperf3, sockperf…) beside them.
@@ -364,6 +367,7 @@ mod tests {
             duration: Some(Duration::from_millis(40)),
             scratch_dir: Path::new("."),
             reference: ReferenceScope::Off,
+            mem_share: None,
         };
         let mut runner = Runner::new(crate::RunnerConfig::quiet(2), host.clone());
         let selected = select(&reg, None, Some("a")).unwrap();

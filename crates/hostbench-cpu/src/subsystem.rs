@@ -8,7 +8,7 @@ use hostbench_core::spec::Spec;
 use hostbench_core::subsystem::{PeakLine, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{affinity, BenchError, Phase, Runner};
 
-use crate::{CpuConfig, Dtype, IsaChoice};
+use crate::{CpuConfig, Dtype, IsaChoice, LinpackSize};
 
 /// Compute throughput per dtype, ISA and thread count.
 pub struct Cpu;
@@ -103,30 +103,42 @@ impl Subsystem for Cpu {
     }
 }
 
-/// Seconds one linpack solve of the standard profile takes (its n is sized to it).
+/// Seconds one linpack solve of the standard profile takes (its n is sized to it): the phase
+/// keeps the length it had when n was capped at 8000, on hosts where the cap did not bind.
 pub const STANDARD_SOLVE_SECONDS: f64 = 2.0;
+/// Seconds of the solve `hostbench linpack` and the classic profile size n to: under about 3 s
+/// the panel and the solve's start and end weigh on the figure on a large node.
+pub const LINPACK_SOLVE_SECONDS: f64 = 3.0;
+/// The memory share the full profile sizes n to (HPL's rule of thumb, with room for the copy
+/// of `A` that the residual check needs).
+pub const FULL_MEMORY_SHARE: f64 = 0.5;
+/// The order of the quick profile: a smoke test, not a figure.
+const QUICK_N: usize = 2000;
 
-/// Linpack's order per profile: `quick` a fixed 2000, `standard` the n of a
-/// [`STANDARD_SOLVE_SECONDS`] solve at this host's fp64 peak (`budget`, see
-/// `linpack_budget_n`), the others sized from free memory (see `linpack::default_n`); the work
-/// (n³) follows `--scale`.
-pub fn linpack_n(
-    profile: Profile,
-    scale: f64,
-    budget: impl FnOnce(f64) -> Option<usize>,
-) -> Option<usize> {
-    let fixed = match profile {
-        Profile::Quick => Some(2000),
-        Profile::Standard => budget(STANDARD_SOLVE_SECONDS),
+/// Linpack's order per profile: `quick` a fixed 2000; `standard` the n of a
+/// [`STANDARD_SOLVE_SECONDS`] solve at the all-thread FMA rate measured before it, `classic` of
+/// a [`LINPACK_SOLVE_SECONDS`] one, both within half the memory available; `full` (or any
+/// profile given `mem_share`) the largest n that fits in that share of the memory available
+/// (default [`FULL_MEMORY_SHARE`]). The work (n³) follows `--scale`: the time budget scales
+/// with it, a fixed n by its cube root, a memory share by its two-thirds power (memory grows as
+/// n²).
+pub fn linpack_size(profile: Profile, scale: f64, mem_share: Option<f64>) -> LinpackSize {
+    use crate::linpack::Sizing;
+    let share = match (profile, mem_share) {
+        (_, Some(f)) => Some(f),
+        (Profile::Full, None) => Some(FULL_MEMORY_SHARE),
         _ => None,
     };
-    if scale == 1.0 {
-        return fixed;
+    if let Some(f) = share {
+        return LinpackSize::Sized(Sizing::MemoryShare(f * scale.powf(2.0 / 3.0)));
     }
-    let n = fixed.unwrap_or_else(|| {
-        crate::linpack::default_n(hostbench_core::host::available_memory_bytes())
-    });
-    Some(((n as f64 * scale.cbrt()).round() as usize).max(64))
+    match profile {
+        Profile::Quick => {
+            LinpackSize::Fixed(((QUICK_N as f64 * scale.cbrt()).round() as usize).max(64))
+        }
+        Profile::Standard => LinpackSize::Sized(Sizing::Seconds(STANDARD_SOLVE_SECONDS * scale)),
+        _ => LinpackSize::Sized(Sizing::Seconds(LINPACK_SOLVE_SECONDS * scale)),
+    }
 }
 
 impl Subsystem for Linpack {
@@ -135,28 +147,39 @@ impl Subsystem for Linpack {
     }
 
     fn summary(&self) -> &'static str {
-        "HPL-style dense solve (blocked LU, HPL residual) against the all-core fp64 peak"
+        "HPL-style dense solve (blocked LU, HPL residual) against the all-core fp64 peak and FMA rate"
     }
 
     fn estimate(&self, ctx: &RunContext<'_>) -> Phase {
-        // The estimate does not measure the peak: the budget's own length stands for it.
-        let n = match ctx.profile {
-            Profile::Standard if ctx.scale == 1.0 => {
-                return Phase::new(self.name(), 1, 4.0 * STANDARD_SOLVE_SECONDS)
+        // The estimate does not measure the FMA rate: a time budget stands for itself, a fixed
+        // or memory-sized n is costed at a modest 20 GFLOP/s per CPU.
+        let per_solve = match linpack_size(ctx.profile, ctx.scale, ctx.mem_share) {
+            // The solve, plus restoring the matrix and checking the residual on one thread:
+            // about 1.5 × the budget per sample on a 2-vCPU VM.
+            LinpackSize::Sized(crate::linpack::Sizing::Seconds(s)) => 1.5 * s,
+            LinpackSize::Sized(crate::linpack::Sizing::MemoryShare(f)) => {
+                let n =
+                    crate::linpack::n_for_memory(hostbench_core::host::available_memory_bytes(), f);
+                let cpus = affinity::allowed_cpus().len().max(1) as f64;
+                crate::linpack::expected_seconds(
+                    n,
+                    20e9 * cpus / crate::linpack::EXPECTED_OF_FMA_RATE,
+                )
             }
-            _ => linpack_n(ctx.profile, ctx.scale, |_| None).unwrap_or(8000) as f64,
+            LinpackSize::Fixed(n) => {
+                let n = n as f64;
+                2.0 / 3.0 * n.powi(3) / 20e9
+            }
         };
-        // 2/3 n³ FLOP at a modest 20 GFLOP/s.
-        Phase::new(self.name(), 1, 2.0 / 3.0 * n.powi(3) / 20e9)
+        // The FMA run and the effective-cores probe before it, then warm-up and samples.
+        Phase::new(self.name(), 1, per_solve + 0.5)
     }
 
     fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
         let threads = affinity::allowed_cpus().len().max(1);
         crate::run_linpack(
             runner,
-            linpack_n(ctx.profile, ctx.scale, |secs| {
-                crate::linpack_budget_n(ctx.host, ctx.spec, secs)
-            }),
+            linpack_size(ctx.profile, ctx.scale, ctx.mem_share),
             threads,
             ctx.host,
             ctx.spec,
@@ -168,7 +191,11 @@ impl Subsystem for Linpack {
         &[ReferenceTool {
             name: "libopenblas.so.0",
             package: "libopenblas0",
-            serves: "cpu.linpack (LAPACK dgesv: dgetrf + dgetrs on the same system, n and threads)",
+            serves:
+                "cpu.linpack (LAPACK dgesv: dgetrf + dgetrs on the same system, n and threads; \
+                     the core type it ran named, and a fallback core run again with the right \
+                     OPENBLAS_CORETYPE; another OpenBLAS found on the system, e.g. a Python \
+                     wheel's, used when faster)",
             in_run: "the linpack solve (same n and threads)",
             also: "loaded at run time (dlopen), no link-time dependency",
         }]
@@ -192,19 +219,40 @@ mod tests {
 
     #[test]
     fn linpack_work_follows_the_scale() {
-        let none = |_| None;
-        assert_eq!(linpack_n(Profile::Quick, 1.0, none), Some(2000));
-        assert_eq!(linpack_n(Profile::Quick, 0.125, none), Some(1000));
-        assert_eq!(linpack_n(Profile::Full, 1.0, none), None);
-        // Standard: the budget's n, scaled like any other.
+        use crate::linpack::Sizing;
         assert_eq!(
-            linpack_n(Profile::Standard, 1.0, |s| Some((s * 2000.0) as usize)),
-            Some(4000)
+            linpack_size(Profile::Quick, 1.0, None),
+            LinpackSize::Fixed(2000)
         );
         assert_eq!(
-            linpack_n(Profile::Standard, 0.125, |_| Some(4000)),
-            Some(2000)
+            linpack_size(Profile::Quick, 0.125, None),
+            LinpackSize::Fixed(1000)
         );
-        assert_eq!(linpack_n(Profile::Standard, 1.0, none), None);
+        assert_eq!(
+            linpack_size(Profile::Standard, 1.0, None),
+            LinpackSize::Sized(Sizing::Seconds(STANDARD_SOLVE_SECONDS))
+        );
+        assert_eq!(
+            linpack_size(Profile::Standard, 0.5, None),
+            LinpackSize::Sized(Sizing::Seconds(STANDARD_SOLVE_SECONDS / 2.0))
+        );
+        assert_eq!(
+            linpack_size(Profile::Classic, 1.0, None),
+            LinpackSize::Sized(Sizing::Seconds(LINPACK_SOLVE_SECONDS))
+        );
+        // full: half the memory by default, the share given otherwise, in any profile
+        assert_eq!(
+            linpack_size(Profile::Full, 1.0, None),
+            LinpackSize::Sized(Sizing::MemoryShare(FULL_MEMORY_SHARE))
+        );
+        assert_eq!(
+            linpack_size(Profile::Standard, 1.0, Some(0.25)),
+            LinpackSize::Sized(Sizing::MemoryShare(0.25))
+        );
+        // an eighth of the work: a quarter of the memory (n halves)
+        match linpack_size(Profile::Full, 0.125, None) {
+            LinpackSize::Sized(Sizing::MemoryShare(f)) => assert!((f - 0.125).abs() < 1e-12),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -211,9 +211,14 @@ pub enum ScalingArg {
 
 #[derive(Debug, Args)]
 pub struct LinpackArgs {
-    /// Matrix order. Default: from available memory, at most 8000.
+    /// Matrix order. Default: the n of a 3 s solve at the all-thread FMA rate measured first,
+    /// within half the available memory (MemAvailable, and the cgroup's limit if any).
     #[arg(long, value_name = "N")]
     pub n: Option<String>,
+    /// Size n to fill this share of the available memory instead (HPL's rule of thumb; the
+    /// expected time is printed before the solve starts), in (0, 0.9].
+    #[arg(long, value_name = "F", conflicts_with = "n")]
+    pub mem_share: Option<String>,
     /// Threads (default: all CPUs).
     #[arg(long, value_name = "T")]
     pub threads: Option<String>,
@@ -641,6 +646,10 @@ pub struct RunArgs {
     /// matrix's work are multiplied by F (e.g. 0.1 for a tenth of the time).
     #[arg(long, value_name = "F", default_value = "1")]
     pub scale: String,
+    /// Size linpack's matrix to this share of the available memory, in (0, 0.9] (default: 0.5
+    /// in the full profile; the other profiles size it to a time budget).
+    #[arg(long, value_name = "F")]
+    pub mem_share: Option<String>,
     /// Also write every chart as a PNG image into DIR.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,

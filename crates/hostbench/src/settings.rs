@@ -146,25 +146,35 @@ pub fn cpu(args: &CpuArgs, common: &Common) -> Result<CpuConfig, BenchError> {
     Ok(cfg)
 }
 
-/// Linpack settings: matrix order (None = from memory) and thread count.
+/// Linpack settings: how the matrix order is chosen and the thread count.
 #[derive(Debug, Clone)]
 pub struct Linpack {
-    pub n: Option<usize>,
+    pub size: hostbench_cpu::LinpackSize,
     pub threads: usize,
 }
 
 pub fn linpack(args: &LinpackArgs) -> Result<Linpack, BenchError> {
+    use hostbench_cpu::linpack::Sizing;
+    use hostbench_cpu::LinpackSize;
     let n = args
         .n
         .as_deref()
         .map(|n| flag("n", parse_positive(n, "matrix order")))
         .transpose()?;
+    let share = args.mem_share.as_deref().map(mem_share).transpose()?;
+    let size = match (n, share) {
+        (Some(n), _) => LinpackSize::Fixed(n),
+        (None, Some(f)) => LinpackSize::Sized(Sizing::MemoryShare(f)),
+        (None, None) => LinpackSize::Sized(Sizing::Seconds(
+            hostbench_cpu::subsystem::LINPACK_SOLVE_SECONDS,
+        )),
+    };
     let threads = match &args.threads {
         Some(t) => flag("threads", parse_positive(t, "thread count"))?,
         None => hostbench_core::affinity::allowed_cpus().len().max(1),
     };
     // The upper bound is `run_linpack`'s to enforce, once, for every caller.
-    Ok(Linpack { n, threads })
+    Ok(Linpack { size, threads })
 }
 
 fn sizes_list(flag_name: &str, text: &str) -> Result<Vec<u64>, BenchError> {
@@ -754,6 +764,17 @@ pub fn scale(text: &str) -> Result<f64, BenchError> {
         Ok(f) if f.is_finite() && f > 0.0 && f <= 100.0 => Ok(f),
         _ => Err(BenchError::invalid(format!(
             "--scale: invalid factor '{text}' (expected a number above 0 and at most 100, e.g. 0.1)"
+        ))),
+    }
+}
+
+/// `--mem-share F`: the share of the available memory linpack's matrix may fill, in (0, 0.9]
+/// (above 0.9 the OS and the page cache are squeezed and the solve swaps or is killed).
+pub fn mem_share(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 0.9 => Ok(f),
+        _ => Err(BenchError::invalid(format!(
+            "--mem-share: invalid share '{text}' (expected a number above 0 and at most 0.9, e.g. 0.5)"
         ))),
     }
 }

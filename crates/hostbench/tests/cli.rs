@@ -216,6 +216,66 @@ fn linpack_json_reports_hpl_residual() {
     let residual = r["extra"]["residual"].as_f64().expect("residual");
     assert!(residual.is_finite() && residual < 16.0, "{residual}");
     assert_eq!(r["extra"]["passed"], true);
+    // what the record keeps beside n: NB, where the time went, how n was chosen, and the ratio
+    // to the all-thread FMA rate with its basis (where this host has an FMA kernel)
+    assert_eq!(r["extra"]["nb"], 256);
+    let share = r["extra"]["panel_share"].as_f64().expect("panel_share");
+    assert!((0.0..=1.0).contains(&share), "{share}");
+    assert!(r["extra"]["idle_share"].as_f64().is_some());
+    assert_eq!(r["extra"]["sizing"]["rule"], "given (--n)");
+    if let Some(of) = r["extra"]["of_fma_rate"].as_f64() {
+        assert!(of > 0.0, "{of}");
+        assert!(r["extra"]["of_fma_rate_basis"]
+            .as_str()
+            .is_some_and(|b| b.contains("FMA")));
+    }
+}
+
+/// The standard profile's linpack sizes n from the FMA rate it measures first (scaled down here
+/// to the floor), keeps how it chose in the record, and passes HPL's residual.
+#[test]
+fn standard_linpack_is_sized_to_the_host_and_passes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_ok(
+        "run --only linpack --scale 0.01 --repeat 1 --warmup 0 --no-history --no-reference --quiet --out",
+        &[dir.path().as_ref()],
+    );
+    let doc = common::only_run_json(dir.path());
+    let r = doc["records"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["benchmark"] == "cpu.linpack"))
+        .expect("a linpack record");
+    assert_eq!(r["extra"]["passed"], true, "{r}");
+    assert!(r["extra"]["residual"].as_f64().is_some_and(|x| x < 16.0));
+    let sizing = &r["extra"]["sizing"];
+    assert_eq!(sizing["rule"], "time budget", "{sizing}");
+    // 2 s × 0.01 at this build's rate: a small n, by the budget or its scaled-down floor
+    let n = r["params"]["n"].as_u64().expect("n");
+    assert!(n.is_multiple_of(64) && (64..=2048).contains(&n), "{n}");
+    assert!(
+        ["time budget", "smallest order"].contains(&sizing["limited_by"].as_str().unwrap_or("")),
+        "{sizing}"
+    );
+    assert!(sizing["expected_seconds"].as_f64().is_some_and(|s| s > 0.0));
+}
+
+/// `--mem-share` is a share of the available memory in (0, 0.9]: anything else is one line and
+/// exit 2 before anything runs, for `linpack` and for `run`.
+#[test]
+fn mem_share_outside_its_range_is_a_usage_error() {
+    for bad in ["0", "-0.1", "0.95", "1", "nan", "half"] {
+        assert_usage_error(&["linpack", &format!("--mem-share={bad}")], bad);
+        assert_usage_error(
+            &[
+                "run",
+                "--only",
+                "linpack",
+                "--no-history",
+                &format!("--mem-share={bad}"),
+            ],
+            bad,
+        );
+    }
 }
 
 #[test]

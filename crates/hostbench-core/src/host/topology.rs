@@ -11,15 +11,85 @@ use std::fs;
 use std::path::Path;
 
 use super::{read_trimmed, CPU_DIR};
+
 use crate::error::BenchError;
 
 /// Largest CPU number a CPU list may name: far above any kernel's NR_CPUS, yet low enough that a
 /// hostile list such as `0-4000000000` cannot make us allocate gigabytes.
 const MAX_CPU_ID: usize = 1 << 20;
 
-/// Available memory (`MemAvailable` in `/proc/meminfo`) in bytes; 0 if unknown.
+/// Available memory in bytes: `MemAvailable` in `/proc/meminfo`, or less where our cgroup (or
+/// an ancestor) has a memory limit closer than that (a container's `--memory`, a Slurm job's
+/// allocation: exceeding it gets the process killed however much the host has free); 0 if
+/// unknown.
 pub fn available_memory_bytes() -> u64 {
-    meminfo_bytes(Path::new("/"), "MemAvailable").unwrap_or(0)
+    let root = Path::new("/");
+    let host = meminfo_bytes(root, "MemAvailable").unwrap_or(0);
+    match cgroup_memory_headroom(root) {
+        Some(h) if host == 0 || h < host => h,
+        _ => host,
+    }
+}
+
+/// Limits at or above this are "no limit" (v1 writes 2^63 rounded down to a page).
+const NO_LIMIT: u64 = 1 << 62;
+
+/// How much more memory our cgroup may use before its limit (or the tightest ancestor's), with
+/// the inactive page cache counted as free (the kernel reclaims it before it kills anyone);
+/// `None` without a limit or a memory controller. Read under `root` (`/proc/self/cgroup`, then
+/// `sys/fs/cgroup/memory/…` for v1 or `sys/fs/cgroup/…` for v2).
+pub fn cgroup_memory_headroom(root: &Path) -> Option<u64> {
+    let membership = read_trimmed(root, "proc/self/cgroup")?;
+    // (hierarchy directory, limit file, usage file, inactive-cache key in memory.stat)
+    let (base, path, files) = membership.lines().find_map(|line| {
+        let mut f = line.splitn(3, ':');
+        let (id, ctrls, path) = (f.next()?, f.next()?, f.next()?);
+        if ctrls.split(',').any(|c| c == "memory") {
+            Some((
+                "sys/fs/cgroup/memory",
+                path,
+                (
+                    "memory.limit_in_bytes",
+                    "memory.usage_in_bytes",
+                    "total_inactive_file",
+                ),
+            ))
+        } else if id == "0" && ctrls.is_empty() {
+            Some((
+                "sys/fs/cgroup",
+                path,
+                ("memory.max", "memory.current", "inactive_file"),
+            ))
+        } else {
+            None
+        }
+    })?;
+    let (limit_file, usage_file, inactive_key) = files;
+    let mut dir = std::path::PathBuf::from(base).join(path.trim_start_matches('/'));
+    let mut best: Option<u64> = None;
+    loop {
+        let at = |file: &str| read_trimmed(root, &dir.join(file).to_string_lossy());
+        let limit = at(limit_file).and_then(|v| v.parse::<u64>().ok());
+        if let Some(limit) = limit.filter(|&l| l < NO_LIMIT) {
+            let usage = at(usage_file)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            let inactive = at("memory.stat")
+                .and_then(|stat| {
+                    stat.lines().find_map(|l| {
+                        let (k, v) = l.split_once(' ')?;
+                        (k == inactive_key).then(|| v.trim().parse::<u64>().ok())?
+                    })
+                })
+                .unwrap_or(0);
+            let room = limit.saturating_sub(usage.saturating_sub(inactive));
+            best = Some(best.map_or(room, |b| b.min(room)));
+        }
+        if dir.as_path() == Path::new(base) || !dir.pop() {
+            break;
+        }
+    }
+    best
 }
 
 /// Parse a kernel CPU list such as `0-3,8-11` or `5` into sorted, distinct CPU numbers.
@@ -481,5 +551,71 @@ mod tests {
         }
         assert_eq!(cpu_relation_in(e.path(), 0, 1), CpuRelation::Llc);
         assert_eq!(CpuRelation::Llc.name(), "llc");
+    }
+
+    #[test]
+    fn cgroup_memory_headroom_takes_the_tightest_limit_less_usage() {
+        use crate::host::tests::put;
+        // v1: a job's limit (4 GiB, 1 GiB used of which 256 MiB inactive cache) under an
+        // unlimited parent.
+        let d = tempfile::tempdir().expect("tempdir");
+        let r = d.path();
+        put(
+            r,
+            "proc/self/cgroup",
+            "5:cpu,cpuacct:/\n4:memory:/slurm/job1\n0::/\n",
+        );
+        let job = "sys/fs/cgroup/memory/slurm/job1";
+        put(r, &format!("{job}/memory.limit_in_bytes"), "4294967296\n");
+        put(r, &format!("{job}/memory.usage_in_bytes"), "1073741824\n");
+        put(
+            r,
+            &format!("{job}/memory.stat"),
+            "cache 1\ntotal_inactive_file 268435456\n",
+        );
+        put(
+            r,
+            "sys/fs/cgroup/memory/slurm/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        put(
+            r,
+            "sys/fs/cgroup/memory/memory.limit_in_bytes",
+            "9223372036854771712\n",
+        );
+        assert_eq!(
+            cgroup_memory_headroom(r),
+            Some((4 << 30) - (1 << 30) + (256 << 20))
+        );
+        // a tighter ancestor wins
+        put(
+            r,
+            "sys/fs/cgroup/memory/slurm/memory.limit_in_bytes",
+            "2147483648\n",
+        );
+        put(
+            r,
+            "sys/fs/cgroup/memory/slurm/memory.usage_in_bytes",
+            "1073741824\n",
+        );
+        assert_eq!(cgroup_memory_headroom(r), Some(1 << 30));
+
+        // v2: "max" is no limit; a container's memory.max is.
+        let e = tempfile::tempdir().expect("tempdir");
+        let r = e.path();
+        put(r, "proc/self/cgroup", "0::/box\n");
+        put(r, "sys/fs/cgroup/box/memory.max", "max\n");
+        assert_eq!(cgroup_memory_headroom(r), None);
+        put(r, "sys/fs/cgroup/box/memory.max", "8589934592\n");
+        put(r, "sys/fs/cgroup/box/memory.current", "1073741824\n");
+        put(
+            r,
+            "sys/fs/cgroup/box/memory.stat",
+            "anon 1\ninactive_file 0\n",
+        );
+        assert_eq!(cgroup_memory_headroom(r), Some(7 << 30));
+        // no cgroup file at all: no limit known
+        let f = tempfile::tempdir().expect("tempdir");
+        assert_eq!(cgroup_memory_headroom(f.path()), None);
     }
 }

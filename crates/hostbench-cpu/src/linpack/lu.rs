@@ -12,7 +12,7 @@
 //! full.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -33,7 +33,7 @@ use super::system::{alloc_error, try_vec, AlignedBuf, System};
 
 /// Panel width. HPL's tuning guide puts NB in 32..256; 256 keeps the update's inner dimension
 /// long enough for the micro-kernel while the panel work (which grows with NB) stays small.
-pub(super) const NB: usize = 256;
+pub const NB: usize = 256;
 /// Widest column chunk of the trailing update: the packed `U₁₂` chunk (CHUNK × NB doubles,
 /// 576 KiB) stays in a 1 MiB L2 while each packed `L₂₁` micro-panel is reused across it.
 const CHUNK: usize = 288;
@@ -41,21 +41,37 @@ const CHUNK: usize = 288;
 // ---------------------------------------------------------------------------------------------
 // The parallel factorisation
 
-/// Factor `sys.a` in place and solve for `sys.b` with `backend`; returns `x` and the wall time
-/// of the factorisation plus the solve.
+/// Told the share of the factorisation's work done so far (0 to 1) after every panel, by the
+/// thread that factors the panels: a solve at a memory-sized n takes minutes.
+pub(in crate::linpack) type Progress<'a> = Option<&'a (dyn Fn(f64) + Sync)>;
+
+/// One factorisation and solve: the answer, its wall time and where the time went.
+pub(in crate::linpack) struct Solved {
+    pub(super) x: Vec<f64>,
+    /// Wall time of the factorisation plus the solve.
+    pub(super) seconds: f64,
+    /// Time thread 0 spent factoring panels (the latency-bound part the look-ahead hides).
+    pub(super) panel_s: f64,
+    /// Time all workers together spent waiting at the factorisation's step barriers: work the
+    /// look-ahead did not hide (and the load imbalance at the end of each step).
+    pub(super) wait_s: f64,
+}
+
+/// Factor `sys.a` in place and solve for `sys.b` with `backend`.
 pub(super) fn factor_and_solve(
     sys: &mut System,
     threads: usize,
     backend: Backend,
-) -> Result<(Vec<f64>, f64), BenchError> {
+    progress: Progress<'_>,
+) -> Result<Solved, BenchError> {
     match backend {
-        Backend::Faer => factor_and_solve_with::<FaerOnly>(sys, threads),
+        Backend::Faer => factor_and_solve_with::<FaerOnly>(sys, threads, progress),
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 if avx2_available() => factor_and_solve_with::<Avx2>(sys, threads),
+        Backend::Avx2 if avx2_available() => factor_and_solve_with::<Avx2>(sys, threads, progress),
         Backend::Avx2 => Err(BenchError::unsupported("this CPU has no AVX2 + FMA")),
-        Backend::Avx512 => avx512::factor_and_solve(sys, threads),
+        Backend::Avx512 => avx512::factor_and_solve(sys, threads, progress),
         #[cfg(test)]
-        Backend::Scalar => factor_and_solve_with::<Scalar>(sys, threads),
+        Backend::Scalar => factor_and_solve_with::<Scalar>(sys, threads, progress),
     }
 }
 
@@ -91,7 +107,8 @@ fn zeros(len: usize) -> Result<Vec<usize>, BenchError> {
 pub(super) fn factor_and_solve_with<K: Micro>(
     sys: &mut System,
     threads: usize,
-) -> Result<(Vec<f64>, f64), BenchError> {
+    progress: Progress<'_>,
+) -> Result<Solved, BenchError> {
     let n = sys.n;
     let npan = n.div_ceil(NB);
     let (lpack_len, linv_len, apack_len) = if K::PACKED {
@@ -146,6 +163,9 @@ pub(super) fn factor_and_solve_with<K: Micro>(
         counters: atomics(npan)?,
         barrier: Barrier::new(threads),
         x: x.as_mut_ptr(),
+        panel_ns: AtomicU64::new(0),
+        wait_ns: AtomicU64::new(0),
+        progress,
     };
     warm_up_faer();
 
@@ -209,7 +229,13 @@ pub(super) fn factor_and_solve_with<K: Micro>(
             ))
         }
     })?;
-    Ok((x, seconds))
+    let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
+    Ok(Solved {
+        panel_s: secs(&sh.panel_ns),
+        wait_s: secs(&sh.wait_ns),
+        x,
+        seconds,
+    })
 }
 
 /// faer sizes its GEMM blocking from the cache sizes in sysfs the first time it multiplies;
@@ -227,14 +253,27 @@ fn warm_up_faer() {
     );
 }
 
-fn worker<K: Micro>(sh: &Shared, tid: usize, mut ps: Option<PanelScratch>, apack: &mut [f64]) {
+fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, apack: &mut [f64]) {
     let n = sh.n;
     let npan = n.div_ceil(NB);
+    // Where the time goes, for the record (two clock reads per step and thread: nothing next
+    // to a step's milliseconds of GEMM).
+    let (mut panel_s, mut wait_s) = (0.0f64, 0.0f64);
+    let timed = |f: &mut dyn FnMut(), acc: &mut f64| {
+        let t = Instant::now();
+        f();
+        *acc += t.elapsed().as_secs_f64();
+    };
     if let Some(ps) = ps.as_mut() {
         // SAFETY: the other threads wait at the barrier below.
-        unsafe { factor_panel::<K>(sh, 0, ps) };
+        timed(
+            &mut || unsafe { factor_panel::<K>(sh, 0, ps) },
+            &mut panel_s,
+        );
     }
-    if !sh.barrier.wait() {
+    let mut ok = true;
+    timed(&mut || ok = sh.barrier.wait(), &mut wait_s);
+    if !ok {
         return;
     }
     for p in 0..npan {
@@ -246,10 +285,17 @@ fn worker<K: Micro>(sh: &Shared, tid: usize, mut ps: Option<PanelScratch>, apack
                 // Look-ahead: the next panel's columns first, then its factorisation, while
                 // the other threads work on the columns after it.
                 // SAFETY: thread 0 alone owns columns [rest0, next_end) in this step.
-                unsafe {
-                    update_cols::<K>(sh, p, rest0, next_end, apack);
-                    factor_panel::<K>(sh, p + 1, ps);
-                }
+                unsafe { update_cols::<K>(sh, p, rest0, next_end, apack) };
+                // SAFETY: as above.
+                timed(
+                    &mut || unsafe { factor_panel::<K>(sh, p + 1, ps) },
+                    &mut panel_s,
+                );
+            }
+            if let Some(report) = sh.progress {
+                // The work left after this step is the trailing (n - next_end)³ of n³.
+                let left = (n - next_end.min(n)) as f64 / n as f64;
+                report(1.0 - left * left * left);
             }
         }
         if next_end < n {
@@ -269,10 +315,14 @@ fn worker<K: Micro>(sh: &Shared, tid: usize, mut ps: Option<PanelScratch>, apack
                 unsafe { update_cols::<K>(sh, p, j0, (j0 + width).min(n), apack) };
             }
         }
-        if !sh.barrier.wait() {
+        timed(&mut || ok = sh.barrier.wait(), &mut wait_s);
+        if !ok {
             return;
         }
     }
+    let ns = |s: f64| (s * 1e9) as u64;
+    sh.panel_ns.fetch_add(ns(panel_s), Ordering::Relaxed);
+    sh.wait_ns.fetch_add(ns(wait_s), Ordering::Relaxed);
     // SAFETY: the factorisation is complete on all threads (last barrier).
     unsafe { solve::<K>(sh, tid) };
 }
@@ -282,7 +332,7 @@ fn worker<K: Micro>(sh: &Shared, tid: usize, mut ps: Option<PanelScratch>, apack
 ///
 /// # Safety
 /// The calling thread owns the panel's columns, and panel buffers p % 2, in this step.
-unsafe fn factor_panel<K: Micro>(sh: &Shared, p: usize, ps: &mut PanelScratch) {
+unsafe fn factor_panel<K: Micro>(sh: &Shared<'_>, p: usize, ps: &mut PanelScratch) {
     let n = sh.n;
     let k = p * NB;
     let kb = NB.min(n - k);
@@ -392,7 +442,7 @@ unsafe fn factor_panel<K: Micro>(sh: &Shared, p: usize, ps: &mut PanelScratch) {
 /// # Safety
 /// The panel is owned by the caller and S holds `lds × kb` values.
 unsafe fn copy_panel(
-    sh: &Shared,
+    sh: &Shared<'_>,
     k: usize,
     m: usize,
     kb: usize,
@@ -427,7 +477,7 @@ unsafe fn copy_panel(
 /// The rows and columns are in range; `dst` holds `ceil(w / MR)·MR·kb` values.
 unsafe fn pack_rows<K: Micro>(
     dst: *mut f64,
-    sh: &Shared,
+    sh: &Shared<'_>,
     kb: usize,
     j0: usize,
     w: usize,
@@ -456,7 +506,13 @@ unsafe fn pack_rows<K: Micro>(
 ///
 /// # Safety
 /// The calling thread owns columns [j0, j1) in this step, and `apack` has room for the chunk.
-unsafe fn update_cols<K: Micro>(sh: &Shared, p: usize, j0: usize, j1: usize, apack: &mut [f64]) {
+unsafe fn update_cols<K: Micro>(
+    sh: &Shared<'_>,
+    p: usize,
+    j0: usize,
+    j1: usize,
+    apack: &mut [f64],
+) {
     let n = sh.n;
     let k = p * NB;
     let kb = NB.min(n - k);
@@ -573,7 +629,7 @@ fn share(tid: usize, threads: usize, lo: usize, hi: usize) -> (usize, usize) {
 /// # Safety
 /// Called by every worker once the factorisation is complete. x is written by thread 0 alone
 /// (diagonal blocks) or by each thread in its own rows, with barriers between the phases.
-unsafe fn solve<K: Micro>(sh: &Shared, tid: usize) {
+unsafe fn solve<K: Micro>(sh: &Shared<'_>, tid: usize) {
     let (n, lda, x) = (sh.n, sh.lda, sh.x);
     let npan = n.div_ceil(NB);
     // SAFETY (both closures): the factored matrix is read-only now, and the x block read is
@@ -683,7 +739,7 @@ mod tests {
         let scale = max_abs((0..n).map(|i| reference[(i, 0)]));
         for backend in backends() {
             let mut sys = System::generate(&cfg(n, 2)).unwrap();
-            let (x, _) = factor_and_solve(&mut sys, 2, backend).unwrap();
+            let x = factor_and_solve(&mut sys, 2, backend, None).unwrap().x;
             let diff = max_abs((0..n).map(|i| x[i] - reference[(i, 0)]));
             assert!(
                 diff / scale < 1e-10,

@@ -43,7 +43,8 @@
 //! # Layout
 //!
 //! - `system`: the configuration and outcome, the generated `A` and `b` and their aligned
-//!   buffers, the residual check, the sizing of `n` and the run entry points;
+//!   buffers, the residual check, the sizing of `n` (from the measured FMA rate, a time budget
+//!   and the memory available) and the run entry points;
 //! - `micro`: the packed micro-kernels per ISA (AVX-512, AVX2 + FMA, the faer fallback) and the
 //!   choice between them;
 //! - `sync`: the poisonable barrier and the state the worker threads share;
@@ -55,7 +56,11 @@ pub mod openblas;
 mod sync;
 mod system;
 
-pub use system::{default_n, memory_needed, run, LinpackConfig, LinpackOutcome, Prepared};
+pub use lu::NB;
+pub use system::{
+    choose_n, expected_seconds, memory_needed, n_for_memory, run, LinpackConfig, LinpackOutcome,
+    Prepared, SizeChoice, SizeLimit, Sizing, BUDGET_MEMORY_SHARE, EXPECTED_OF_FMA_RATE,
+};
 
 /// Helpers shared by the submodules' tests.
 #[cfg(test)]

@@ -3,12 +3,13 @@
 //! the pivots carried in atomics, the double-buffered packed operands, the chunk counters),
 //! with the ownership rules that make sharing it sound.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use faer::{MatMut, MatRef};
 use hostbench_core::BenchError;
 
+use super::lu::Progress;
 use super::system::try_vec;
 
 /// A barrier that can be poisoned: a worker that panics releases the others instead of leaving
@@ -85,7 +86,7 @@ impl Barrier {
 /// factorisation every thread writes a disjoint set of columns (thread 0 the next panel, the
 /// others the chunks they claimed), reads only what no one writes in that step (the current
 /// panel, its packed copies and its pivots), and steps are separated by the barrier.
-pub(super) struct Shared {
+pub(super) struct Shared<'a> {
     pub(super) a: *mut f64,
     pub(super) lda: usize,
     pub(super) n: usize,
@@ -110,14 +111,20 @@ pub(super) struct Shared {
     pub(super) barrier: Barrier,
     /// The right-hand side, overwritten with the solution.
     pub(super) x: *mut f64,
+    /// Thread 0's time factoring panels and all workers' time at the step barriers, in ns,
+    /// added by each worker once it has factored.
+    pub(super) panel_ns: AtomicU64,
+    pub(super) wait_ns: AtomicU64,
+    /// Told how far the factorisation is, by thread 0.
+    pub(super) progress: Progress<'a>,
 }
 
 // SAFETY: the raw pointers are only dereferenced under the ownership rules documented on
 // `Shared` (disjoint columns or rows per thread within a phase, barriers between phases); the
 // atomics carry the pivots, and the barrier orders the plain memory accesses between phases.
-unsafe impl Sync for Shared {}
+unsafe impl Sync for Shared<'_> {}
 
-impl Shared {
+impl Shared<'_> {
     /// Pointer to `A(i, j)`.
     ///
     /// # Safety

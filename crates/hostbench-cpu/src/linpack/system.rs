@@ -36,12 +36,118 @@ pub struct LinpackOutcome {
     pub residual: f64,
     /// `residual < 16`.
     pub passed: bool,
+    /// Share of the wall time thread 0 spent factoring panels.
+    pub panel_share: f64,
+    /// Share of all workers' time spent waiting at the factorisation's step barriers: what the
+    /// look-ahead did not hide.
+    pub idle_share: f64,
+}
+
+impl LinpackOutcome {
+    fn new(sys: &System, threads: usize, solved: &super::lu::Solved) -> Self {
+        let residual = scaled_residual(&sys.a0, sys.n, &solved.x, &sys.b);
+        let seconds = solved.seconds;
+        Self {
+            n: sys.n,
+            threads,
+            seconds,
+            flops: hpl_flops(sys.n),
+            residual,
+            passed: residual < THRESHOLD,
+            panel_share: solved.panel_s / seconds,
+            idle_share: solved.wait_s / (seconds * threads as f64),
+        }
+    }
 }
 
 /// HPL's pass threshold for the scaled residual.
 pub(super) const THRESHOLD: f64 = 16.0;
-/// Cap of [`default_n`]: the default run should take seconds, not minutes, on a 2-core machine.
-const DEFAULT_N_CAP: usize = 8000;
+/// Share of the measured all-thread FMA rate a solve is expected to reach once n hides the
+/// panel (measured 0.84 to 0.98 on 2-CPU VMs); only for sizing n and stating the time.
+pub const EXPECTED_OF_FMA_RATE: f64 = 0.85;
+/// The least order a time budget of [`FLOOR_AT_SECONDS`] or more chooses: below it the panel and
+/// the solve's ends dominate.
+const MIN_N: usize = 1024;
+const FLOOR_AT_SECONDS: f64 = 2.0;
+/// Orders are multiples of this (whole tiles of every micro-kernel).
+const N_STEP: usize = 64;
+
+/// How `n` is chosen when it is not given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sizing {
+    /// The n whose solve takes about this many seconds at [`EXPECTED_OF_FMA_RATE`] of the
+    /// measured FMA rate, within half the memory available.
+    Seconds(f64),
+    /// The largest n whose run fits in this share of the memory available (HPL's rule of
+    /// thumb: fill most of the memory, whatever the time).
+    MemoryShare(f64),
+}
+
+/// Why a sized `n` is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeLimit {
+    /// The time budget at the measured rate.
+    Time,
+    /// The memory share.
+    Memory,
+    /// The floor ([`MIN_N`], or the smallest order at all where memory allows no more).
+    Floor,
+}
+
+/// A chosen order, why, and how long one solve should take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeChoice {
+    pub n: usize,
+    pub limit: SizeLimit,
+    /// Seconds of one solve at [`EXPECTED_OF_FMA_RATE`] of the rate it was sized with.
+    pub expected_seconds: f64,
+}
+
+/// The memory share a time budget may fill: the other half is the OS's and everyone else's.
+pub const BUDGET_MEMORY_SHARE: f64 = 0.5;
+
+/// Choose `n` for `sizing` from the measured all-thread FMA rate (`fma_rate`, FLOP/s) and the
+/// memory available (`available_bytes`). Pure, so its rules are tested: n grows with the rate
+/// as the cube root of rate × seconds, and stops at the memory share; no fixed cap (a cap of
+/// 8000 left a 16-vCPU node a sub-second solve that the panel dominated).
+pub fn choose_n(sizing: Sizing, fma_rate: f64, available_bytes: u64) -> SizeChoice {
+    let (share, by_time, floor) = match sizing {
+        Sizing::Seconds(secs) => {
+            let secs = secs.max(0.0);
+            let flops = EXPECTED_OF_FMA_RATE * fma_rate.max(0.0) * secs;
+            // 2/3 n³ = flops
+            let n = (1.5 * flops).cbrt();
+            let n = if n.is_finite() {
+                n as usize
+            } else {
+                usize::MAX
+            };
+            // A budget below the standard 2 s is a `--scale`d run asking for less work: the
+            // floor shrinks with it as n does (cube root), down to one step.
+            let floor = (MIN_N as f64 * (secs / FLOOR_AT_SECONDS).min(1.0).cbrt()).round() as usize;
+            let floor = (floor / N_STEP * N_STEP).max(N_STEP);
+            (BUDGET_MEMORY_SHARE, Some(n / N_STEP * N_STEP), floor)
+        }
+        Sizing::MemoryShare(share) => (share, None, N_STEP),
+    };
+    let by_memory = n_for_memory(available_bytes, share);
+    let (n, limit) = match by_time {
+        Some(t) if t <= by_memory && t >= floor => (t, SizeLimit::Time),
+        Some(t) if t < floor => (floor.min(by_memory), SizeLimit::Floor),
+        _ if by_memory <= N_STEP => (by_memory, SizeLimit::Floor),
+        _ => (by_memory, SizeLimit::Memory),
+    };
+    SizeChoice {
+        n,
+        limit,
+        expected_seconds: expected_seconds(n, fma_rate),
+    }
+}
+
+/// Seconds one solve of order `n` takes at [`EXPECTED_OF_FMA_RATE`] of `fma_rate`.
+pub fn expected_seconds(n: usize, fma_rate: f64) -> f64 {
+    hpl_flops(n) / (EXPECTED_OF_FMA_RATE * fma_rate)
+}
 
 /// Bytes a run of order `n` allocates: `A` (row-major, padded), the copy of `A` kept for the
 /// residual, `b`, `x`, the panel scratch and packing buffers and the pivot bookkeeping. Each
@@ -67,15 +173,15 @@ pub fn memory_needed(n: usize) -> u64 {
         .saturating_add(vectors)
 }
 
-/// Largest `n` (a multiple of 64, at least 64, at most 8000) whose run fits in half of
-/// `available_bytes`, leaving the other half to the OS and everything else.
-pub fn default_n(available_bytes: u64) -> usize {
-    let budget = available_bytes / 2;
-    let mut n = DEFAULT_N_CAP;
-    while n > 64 && memory_needed(n) > budget {
-        n -= 64;
+/// Largest `n` (a multiple of 64, at least 64) whose run fits in `share` of `available_bytes`.
+pub fn n_for_memory(available_bytes: u64, share: f64) -> usize {
+    let budget = (available_bytes as f64 * share.clamp(0.0, 1.0)) as u64;
+    // memory_needed grows as 16 n²: start from that estimate and step down to the exact bound.
+    let mut n = ((budget as f64 / 16.0).sqrt() as usize / N_STEP + 1) * N_STEP;
+    while n > N_STEP && memory_needed(n) > budget {
+        n -= N_STEP;
     }
-    n
+    n.max(N_STEP)
 }
 
 /// Generate the system, time the LU factorisation and solve on `cfg.threads` threads, and check
@@ -104,22 +210,18 @@ impl Prepared {
         })
     }
 
-    /// Factor and solve a fresh copy of the system, timed, and check the answer.
-    pub fn solve(&mut self) -> Result<LinpackOutcome, BenchError> {
+    /// Factor and solve a fresh copy of the system, timed, and check the answer; `progress`
+    /// is told the share of the factorisation done after every panel.
+    pub fn solve(
+        &mut self,
+        progress: Option<&(dyn Fn(f64) + Sync)>,
+    ) -> Result<LinpackOutcome, BenchError> {
         if self.used {
             self.sys.restore();
         }
         self.used = true;
-        let (x, seconds) = factor_and_solve(&mut self.sys, self.threads, Backend::best())?;
-        let residual = scaled_residual(&self.sys.a0, self.sys.n, &x, &self.sys.b);
-        Ok(LinpackOutcome {
-            n: self.sys.n,
-            threads: self.threads,
-            seconds,
-            flops: hpl_flops(self.sys.n),
-            residual,
-            passed: residual < THRESHOLD,
-        })
+        let solved = factor_and_solve(&mut self.sys, self.threads, Backend::best(), progress)?;
+        Ok(LinpackOutcome::new(&self.sys, self.threads, &solved))
     }
 }
 
@@ -134,16 +236,8 @@ pub(super) fn run_with(
     backend: Backend,
 ) -> Result<LinpackOutcome, BenchError> {
     let mut sys = System::generate(cfg)?;
-    let (x, seconds) = factor_and_solve(&mut sys, cfg.threads, backend)?;
-    let residual = scaled_residual(&sys.a0, sys.n, &x, &sys.b);
-    Ok(LinpackOutcome {
-        n: sys.n,
-        threads: cfg.threads,
-        seconds,
-        flops: hpl_flops(sys.n),
-        residual,
-        passed: residual < THRESHOLD,
-    })
+    let solved = factor_and_solve(&mut sys, cfg.threads, backend, None)?;
+    Ok(LinpackOutcome::new(&sys, cfg.threads, &solved))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -337,7 +431,7 @@ mod tests {
         let c = cfg(515, 2);
         let mut sys = System::generate(&c).unwrap();
         assert!(sys.lda > sys.n);
-        factor_and_solve(&mut sys, 2, Backend::best()).unwrap();
+        factor_and_solve(&mut sys, 2, Backend::best(), None).expect("solve");
         assert_ne!(
             sys.a.as_mut_slice(),
             System::generate(&c).unwrap().a.as_mut_slice()
@@ -351,7 +445,10 @@ mod tests {
             .all(|(x, y)| x.to_bits() == y.to_bits());
         assert!(same, "restored working copy differs from the generated one");
         let mut p = Prepared::new(&c).unwrap();
-        let (first, second) = (p.solve().unwrap(), p.solve().unwrap());
+        let (first, second) = (
+            p.solve(None).expect("first"),
+            p.solve(None).expect("second"),
+        );
         assert!(first.passed && second.passed);
         assert_eq!(first.residual.to_bits(), second.residual.to_bits());
     }
@@ -360,7 +457,9 @@ mod tests {
     fn corrupted_solution_fails_the_residual_check() {
         let n = 200;
         let mut sys = System::generate(&cfg(n, 1)).unwrap();
-        let (mut x, _) = factor_and_solve(&mut sys, 1, Backend::Faer).unwrap();
+        let mut x = factor_and_solve(&mut sys, 1, Backend::Faer, None)
+            .expect("solve")
+            .x;
         assert!(scaled_residual(&sys.a0, n, &x, &sys.b) < THRESHOLD);
         // An error of one part in a million in a single entry is far above rounding level.
         x[n / 2] += 1e-6 * max_abs(x.iter().copied());
@@ -382,29 +481,86 @@ mod tests {
     }
 
     #[test]
-    fn default_n_and_memory_needed_are_sane() {
-        assert_eq!(default_n(0), 64);
-        assert_eq!(default_n(u64::MAX), 8000);
-        for avail in [1u64 << 20, 100 << 20, 1 << 30, 2 << 30, 3 << 30, 64 << 30] {
-            let n = default_n(avail);
-            assert!(
-                (64..=8000).contains(&n) && n.is_multiple_of(64),
-                "{avail}: {n}"
-            );
-            if n > 64 {
-                assert!(memory_needed(n) <= avail / 2, "{avail}: {n} does not fit");
-            }
-            if n < 8000 {
+    fn memory_bound_and_memory_needed_are_sane() {
+        assert_eq!(n_for_memory(0, 0.5), 64);
+        for avail in [
+            1u64 << 20,
+            100 << 20,
+            1 << 30,
+            2 << 30,
+            3 << 30,
+            64 << 30,
+            1 << 40,
+        ] {
+            for share in [0.1, 0.5, 0.9] {
+                let n = n_for_memory(avail, share);
+                let budget = (avail as f64 * share) as u64;
+                assert!(n >= 64 && n.is_multiple_of(64), "{avail}: {n}");
+                if n > 64 {
+                    assert!(memory_needed(n) <= budget, "{avail}: {n} does not fit");
+                }
                 assert!(
-                    memory_needed(n + 64) > avail / 2,
+                    memory_needed(n + 64) > budget,
                     "{avail}: {n} is not the largest"
                 );
             }
         }
+        // no cap: 1 TiB at half holds n in the hundreds of thousands
+        assert!(n_for_memory(1 << 40, 0.5) > 180_000);
         // at least the matrix and its copy, growing with n, saturating instead of overflowing
         assert!(memory_needed(1000) >= 2 * 8 * 1000 * 1000);
         assert!(memory_needed(2000) > memory_needed(1000));
         assert_eq!(memory_needed(usize::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn chosen_n_grows_with_the_rate_and_stops_at_the_memory_share() {
+        let avail = 16u64 << 30;
+        let budget = Sizing::Seconds(2.0);
+        let mut last = 0;
+        let mut limits = Vec::new();
+        for rate in [1e8, 1e9, 10e9, 50e9, 100e9, 500e9, 2e12, 10e12, 100e12] {
+            let c = choose_n(budget, rate, avail);
+            assert!(c.n >= last, "{rate}: {} after {last}", c.n);
+            assert!(c.n.is_multiple_of(64) && c.n >= 1024);
+            assert!(
+                memory_needed(c.n) <= avail / 2,
+                "{rate}: {} does not fit",
+                c.n
+            );
+            if c.limit == SizeLimit::Time {
+                // a 2 s solve at 85 % of the rate, within one step of 64
+                assert!((1.8..=2.0).contains(&c.expected_seconds), "{c:?}");
+            }
+            limits.push(c.limit);
+            last = c.n;
+        }
+        // slow: the floor; then the time budget; fast: the memory share, and no cap at 8000
+        assert_eq!(limits[0], SizeLimit::Floor);
+        assert!(limits.contains(&SizeLimit::Time));
+        assert_eq!(limits[limits.len() - 1], SizeLimit::Memory);
+        assert_eq!(last, n_for_memory(avail, 0.5));
+        assert!(last > 8000);
+        // 40 GFLOP/s for 2 s: 2/3 n³ = 68 GFLOP at 85 % of it, n = 4672
+        assert_eq!(choose_n(budget, 40e9, avail).n, 4672);
+        // the memory share ignores the rate but states the time at it
+        let full = choose_n(Sizing::MemoryShare(0.5), 80e9, avail);
+        assert_eq!(
+            (full.n, full.limit),
+            (n_for_memory(avail, 0.5), SizeLimit::Memory)
+        );
+        assert!((full.expected_seconds - expected_seconds(full.n, 80e9)).abs() < 1e-9);
+        let smaller = choose_n(Sizing::MemoryShare(0.1), 80e9, avail);
+        assert!(smaller.n < full.n);
+        // so little memory that even the floor does not fit: what fits, never more
+        let tiny = choose_n(budget, 100e9, 40 << 20);
+        assert!(tiny.n < 1024 && memory_needed(tiny.n) <= 20 << 20);
+        // an unknown rate (0) is the floor, not a panic
+        assert_eq!(choose_n(budget, 0.0, avail).n, 1024);
+        // a scaled-down budget lowers the floor with n's cube root: 2 ms → 1024 / 10 → 64
+        let scaled = choose_n(Sizing::Seconds(0.002), 1e8, avail);
+        assert_eq!((scaled.n, scaled.limit), (64, SizeLimit::Floor));
+        assert_eq!(choose_n(Sizing::Seconds(0.25), 0.0, avail).n, 512);
     }
 
     #[test]

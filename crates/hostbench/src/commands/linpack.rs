@@ -13,7 +13,7 @@ pub fn run(args: &LinpackArgs) -> anyhow::Result<Exit> {
     let mut runner = Runner::new(common.runner.clone(), host.clone());
     hostbench_cpu::run_linpack(
         &mut runner,
-        lp.n,
+        lp.size,
         lp.threads,
         &host,
         &common.spec,

@@ -23,6 +23,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     hostbench_core::interrupt::install();
     let mut common = settings::common(&args.common)?;
     let scale = settings::scale(&args.scale)?;
+    let mem_share = args
+        .mem_share
+        .as_deref()
+        .map(settings::mem_share)
+        .transpose()?;
     // Open the history first: a bad --db fails before minutes of measuring, not after.
     let mut store = if args.no_history {
         None
@@ -78,6 +83,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         duration: common.duration,
         scratch_dir: &args.disk_dir,
         reference: reference_scope(args),
+        mem_share,
     };
     subsystem::run_all(&selected, &mut runner, &ctx)?;
     // Interrupted while the last case ran: the handler keeps the run and exits.

@@ -8,7 +8,7 @@ use std::arch::x86_64::*;
 use hostbench_core::BenchError;
 
 use super::Micro;
-use crate::linpack::lu::factor_and_solve_with;
+use crate::linpack::lu::{factor_and_solve_with, Progress, Solved};
 use crate::linpack::system::System;
 
 pub fn available() -> bool {
@@ -166,9 +166,10 @@ unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
 pub(in crate::linpack) fn factor_and_solve(
     sys: &mut System,
     threads: usize,
-) -> Result<(Vec<f64>, f64), BenchError> {
+    progress: Progress<'_>,
+) -> Result<Solved, BenchError> {
     if !available() {
         return Err(BenchError::unsupported("this CPU has no AVX-512"));
     }
-    factor_and_solve_with::<Avx512>(sys, threads)
+    factor_and_solve_with::<Avx512>(sys, threads, progress)
 }

@@ -540,6 +540,9 @@ struct CuGemm<'a> {
     b: DevBuf,
     d: DevBuf,
     ws: DevBuf,
+    /// The algorithm timed fastest, and every trial's FLOP/s (heuristic order).
+    chosen: Option<usize>,
+    trials: Vec<f64>,
 }
 
 impl Timed for CuGemm<'_> {
@@ -558,13 +561,34 @@ impl Timed for CuGemm<'_> {
             self.d.ptr,
             self.ws.ptr,
         );
-        time_batch(
-            reps,
-            // SAFETY: the buffers hold n×n elements of their types and the workspace
-            // `cublas::WORKSPACE` bytes, all alive until `sync` below.
-            || unsafe { plan.enqueue(&types, a, b, d, ws, s.stream.cast()) },
-            || s.sync(),
-        )
+        // SAFETY: the buffers hold n×n elements of their types and the workspace
+        // `cublas::WORKSPACE` bytes, all alive until each batch's `sync`.
+        let batch = |which: usize, reps: u64| {
+            time_batch(
+                reps,
+                || unsafe { plan.enqueue(which, &types, a, b, d, ws, s.stream.cast()) },
+                || s.sync(),
+            )
+        };
+        let chosen = match self.chosen {
+            Some(c) => c,
+            None => {
+                // A short trial of each proposed algorithm (one warm call, then three).
+                let flop = 2.0 * (self.n as f64).powi(3);
+                let mut trials = Vec::with_capacity(plan.algos.len());
+                for which in 0..plan.algos.len() {
+                    let rate = batch(which, 1).and_then(|_| batch(which, 3));
+                    trials.push(rate.map_or(0.0, |secs| 3.0 * flop / secs));
+                }
+                let best = (0..trials.len())
+                    .max_by(|&x, &y| trials[x].total_cmp(&trials[y]))
+                    .unwrap_or(0);
+                self.trials = trials;
+                self.chosen = Some(best);
+                best
+            }
+        };
+        batch(chosen, reps)
     }
 
     fn validate(&mut self) -> Result<(), BenchError> {
@@ -598,6 +622,8 @@ impl Timed for CuGemm<'_> {
             ("tool".into(), json!("cuBLASLt")),
             ("version".into(), json!(self.lt.version)),
             ("library".into(), json!(self.lt.path)),
+            ("algorithm".into(), json!(self.chosen)),
+            ("algorithm_trials".into(), json!(self.trials)),
         ]
     }
 }
@@ -961,6 +987,8 @@ impl Session for CudaSession {
                 b,
                 d,
                 ws,
+                chosen: None,
+                trials: Vec::new(),
             }) as Box<dyn Timed + '_>)
         })();
         Some(made)

@@ -704,12 +704,26 @@ fn gemm_beside(
         Ok(g) => g,
         Err(e) => return Some((Err(e), String::new(), note)),
     };
-    let (tool, version, library) = tool_facts(g.as_ref());
     let measured = measure_beside(runner, cfg, g.as_mut(), 1.0);
+    let (tool, version, library) = tool_facts(g.as_ref());
+    // Which of the heuristic's algorithms ran, and what each did in its trial (TFLOP/s).
+    let facts = g.facts();
+    let fact = |k: &str| facts.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let trials: Vec<String> = fact("algorithm_trials")
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(Value::as_f64)
+        .map(|r| format!("{:.0}", r / 1e12))
+        .collect();
+    let chosen = fact("algorithm").and_then(|v| v.as_u64()).unwrap_or(0);
     let cmd = format!(
-        "cublasLtMatmul {n}x{n}x{n} {} (A transposed, inputs 1, the heuristic's first algorithm, \
-         32 MiB workspace) on one stream, in process; library {library}",
-        t.name()
+        "cublasLtMatmul {n}x{n}x{n} {} (A transposed, inputs 1, 32 MiB workspace; the fastest \
+         of the heuristic's {} algorithms in a short trial, number {chosen}: [{}] TFLOP/s) on \
+         one stream, in process; library {library}",
+        t.name(),
+        trials.len(),
+        trials.join(", ")
     );
     Some((measured.map(|(_, v)| (tool, version, v)), cmd, note))
 }

@@ -125,6 +125,9 @@ pub struct TensorConfig {
     /// Try every instruction form written for the device (`hostbench gpu`), or only the first,
     /// the one that measured fastest (a run's quick and standard profiles).
     pub sweep: bool,
+    /// Asked for by name, an OpenCL device gets a skip per precision saying why; `run_gpu`
+    /// turns this off when a CUDA device is measured beside it.
+    pub opencl_skips: bool,
 }
 
 /// Device-memory bandwidth: kernels × block sizes.
@@ -186,6 +189,7 @@ impl Default for GpuConfig {
                 types: TensorType::ALL.to_vec(),
                 explicit: false,
                 sweep: true,
+                opencl_skips: true,
             }),
             memory: Some(MemoryConfig {
                 kernels: MemKernel::ALL.to_vec(),

@@ -60,6 +60,14 @@ pub fn run_gpu(
     devices: &[DeviceInfo],
 ) -> Result<(), BenchError> {
     cfg.validate()?;
+    // The tensor cases asked for by name on a machine with a CUDA device: the OpenCL devices
+    // beside it (NVIDIA's OpenCL view of the same GPU, PoCL) get none rather than a skip each.
+    let any_cuda = devices.iter().any(|d| d.backend == Backend::Cuda);
+    let mut cfg = cfg.clone();
+    if let Some(t) = cfg.tensor.as_mut().filter(|_| any_cuda) {
+        t.opencl_skips = false;
+    }
+    let cfg = &cfg;
     for info in devices {
         let mut cases = 0;
         if let Some(c) = &cfg.compute {
@@ -523,11 +531,13 @@ fn memory_level(info: &DeviceInfo, k: MemKernel, block: u64) -> Option<(&'static
 }
 
 /// The tensor precisions this device gets cases for: every configured one on a CUDA device;
-/// on an OpenCL device none, unless they were asked for by name (then each is a skip saying
-/// why).
+/// on an OpenCL device none, unless they were asked for by name and no CUDA device is measured
+/// (then each is a skip saying why).
 fn tensor_types(cfg: &GpuConfig, info: &DeviceInfo) -> Vec<TensorType> {
     match &cfg.tensor {
-        Some(t) if info.backend == Backend::Cuda || t.explicit => t.types.clone(),
+        Some(t) if info.backend == Backend::Cuda || (t.explicit && t.opencl_skips) => {
+            t.types.clone()
+        }
         _ => Vec::new(),
     }
 }
@@ -586,7 +596,16 @@ fn run_tensor(
     };
     let forms = match tensor::forms(major, minor, t) {
         Ok(f) => f,
-        Err(why) => return runner.skip_with(&case, "unsupported", &why),
+        // Asked for by name, a precision the device lacks is a skip; in a run's default list
+        // (fp8 on an A100, f64 on an L40S) it is left out with the reason, so the run on a
+        // GPU without it is still complete.
+        Err(why) if cfg.tensor.as_ref().is_some_and(|c| c.explicit) => {
+            return runner.skip_with(&case, "unsupported", &why)
+        }
+        Err(why) => {
+            let what = format!("{} {} {} tensor", info.backend.name(), info.index, t.name());
+            return runner.left_out("gpu", &what, &why);
+        }
     };
     if runner.over_budget() {
         return runner.skip_with(&case, "budget", "time budget exhausted before this case");
@@ -984,6 +1003,7 @@ mod tests {
                 types: vec![TensorType::Bf16, TensorType::F64],
                 explicit: true,
                 sweep: true,
+                opencl_skips: true,
             }),
             reference: ReferenceScope::All,
             ..GpuConfig::default()
@@ -1052,6 +1072,40 @@ mod tests {
             "{}",
             run.skipped[0].reason
         );
+        // In a run's default list the same precision is left out with the reason: the run on
+        // that GPU is complete.
+        let mut quiet = cfg.clone();
+        if let Some(t) = quiet.tensor.as_mut() {
+            t.explicit = false;
+        }
+        let mut runner = Runner::new(
+            hostbench_core::RunnerConfig::quiet(2),
+            hostbench_core::model::Host::default(),
+        );
+        run_device(&mut runner, &quiet, &mut s).expect("run");
+        let run = runner.finish().expect("finish");
+        assert!(run.skipped.is_empty(), "{:?}", run.skipped);
+        assert_eq!(run.left_out.len(), 1, "{:?}", run.left_out);
+        assert_eq!(run.left_out[0].what, "cuda 0 f64 tensor");
+    }
+
+    #[test]
+    fn opencl_devices_get_tensor_skips_only_when_asked_and_no_cuda_device_is_measured() {
+        let mut cfg = GpuConfig::default();
+        let ocl = device(Backend::OpenCl, 0, "pocl", "cpu");
+        let cuda = hopper("H200");
+        // By default (a run, `hostbench gpu`): CUDA devices only.
+        assert!(tensor_types(&cfg, &ocl).is_empty());
+        assert_eq!(tensor_types(&cfg, &cuda).len(), TensorType::ALL.len());
+        // Asked for by name: a skip each on OpenCL, unless a CUDA device is measured too.
+        if let Some(t) = cfg.tensor.as_mut() {
+            t.explicit = true;
+        }
+        assert_eq!(tensor_types(&cfg, &ocl).len(), TensorType::ALL.len());
+        if let Some(t) = cfg.tensor.as_mut() {
+            t.opencl_skips = false;
+        }
+        assert!(tensor_types(&cfg, &ocl).is_empty());
     }
 
     #[test]

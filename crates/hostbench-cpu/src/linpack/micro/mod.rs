@@ -184,7 +184,8 @@ macro_rules! avx512_stub {
         pub(in crate::linpack) fn factor_and_solve(
             _sys: &mut crate::linpack::system::System,
             _threads: usize,
-        ) -> Result<(Vec<f64>, f64), hostbench_core::BenchError> {
+            _progress: crate::linpack::lu::Progress<'_>,
+        ) -> Result<crate::linpack::lu::Solved, hostbench_core::BenchError> {
             Err(hostbench_core::BenchError::unsupported(
                 "the AVX-512 linpack kernel exists on x86-64 only",
             ))

@@ -443,7 +443,7 @@ pub fn run_linpack(
     host: &Host,
     spec: &Spec,
     reference: ReferenceScope,
-) -> Result<(), BenchError> {
+) -> Result<usize, BenchError> {
     parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
     let avail = hostbench_core::host::available_memory_bytes();
     let order = affinity::placement_order();
@@ -591,7 +591,130 @@ pub fn run_linpack(
                 attach_openblas(rec, &cfg, runs);
             }
         },
-    )
+    )?;
+    Ok(n)
+}
+
+/// HPL-MxP at order `n` on `threads` threads (`linpack::mxp`): the LU in bf16 with f32 sums
+/// where the CPU has a bf16 unit (f32 elsewhere), GMRES refinement in f64, HPL's residual.
+/// Beside the `cpu.linpack` record of the same n and threads, when this run has one, the
+/// speed-up over it is recorded and said. Refinement that fails is a failed case with its
+/// reason.
+pub fn run_linpack_mxp(runner: &mut Runner, n: usize, threads: usize) -> Result<(), BenchError> {
+    use linpack::mxp;
+    parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
+    let avail = hostbench_core::host::available_memory_bytes();
+    let need = mxp::memory_needed(n);
+    if avail > 0 && need > avail {
+        return Err(BenchError::invalid(format!(
+            "--mxp at n {n} needs {} of memory but only {} is available",
+            hostbench_core::units::format_bytes_iec(need),
+            hostbench_core::units::format_bytes_iec(avail)
+        )));
+    }
+    let unit = mxp::Unit::best();
+    let case = Case::new("cpu.linpack_mxp", Metric::Throughput, "FLOP/s")
+        .param("n", n)
+        .param("threads", threads)
+        .param("precision", unit.precision().name());
+    runner.plan(1);
+    let cfg = mxp::MxpConfig {
+        n,
+        threads,
+        seed: 42,
+        hook: mxp::Hook::None,
+    };
+    let f64_rate = runner
+        .result()
+        .records
+        .iter()
+        .rev()
+        .find(|r| {
+            r.benchmark == "cpu.linpack"
+                && r.params.get("n").and_then(|v| v.as_u64()) == Some(n as u64)
+                && r.params.get("threads").and_then(|v| v.as_u64()) == Some(threads as u64)
+        })
+        .map(|r| r.value);
+    let progress = runner.sample_progress();
+    let mut system: Option<mxp::Prepared> = None;
+    runner.run_case(
+        &case,
+        || {
+            let prepared = match &mut system {
+                Some(p) => p,
+                None => system.insert(mxp::Prepared::new(&cfg)?),
+            };
+            let out = prepared.solve(Some(&progress))?;
+            if let Some(why) = out.failure {
+                return Err(BenchError::Validation(why));
+            }
+            Ok(Sample::new(out.flops / out.seconds)
+                .with("residual", out.residual)
+                .with("seconds", out.seconds)
+                .with("factor_seconds", out.factor_s)
+                .with("refine_seconds", out.seconds - out.factor_s)
+                .with("iterations", out.iterations as f64)
+                .with("gmres_cycles", out.cycles as f64)
+                .with("diag_share", out.diag_share)
+                .with("idle_share", out.idle_share))
+        },
+        |rec| {
+            rec.extra.insert("passed".into(), json!(true));
+            rec.extra.insert(
+                "label".into(),
+                json!(format!(
+                    "HPL-MxP-style (LU without pivoting, {} update, GMRES refinement in f64,                      HPL-MxP's diagonally dominant matrix), not HPL-MxP",
+                    unit.precision().name()
+                )),
+            );
+            rec.extra.insert("unit".into(), json!(unit.name()));
+            rec.extra.insert("nb".into(), json!(mxp::NB));
+            rec.extra.insert(
+                "matrix".into(),
+                json!("HPL-MxP's: off-diagonal entries uniform in [-0.5, 0.5), each diagonal                        entry the sum of the absolute values of the others in its row; b uniform"),
+            );
+            rec.extra.insert(
+                "refinement".into(),
+                json!({
+                    "method": "restarted GMRES, right-preconditioned by the low-precision LU, in f64",
+                    "restart": 30,
+                    "target_scaled_residual": mxp::TARGET,
+                    "max_iterations": mxp::MAX_ITERATIONS,
+                }),
+            );
+            rec.extra.insert(
+                "timed".into(),
+                json!("factorisation + first solve + refinement; generation, rounding to f32 and                        the final residual check are not"),
+            );
+            if let Some(f64_rate) = f64_rate {
+                rec.extra.insert("linpack_flops".into(), json!(f64_rate));
+                rec.extra
+                    .insert("speedup_over_linpack".into(), json!(rec.value / f64_rate));
+            }
+        },
+    )?;
+    if let (Some(rec), Some(f64_rate)) = (
+        runner
+            .result()
+            .records
+            .last()
+            .filter(|r| r.benchmark == "cpu.linpack_mxp"),
+        f64_rate,
+    ) {
+        let line = format!(
+            "linpack: HPL-MxP {} ({} update, {:.0} GMRES iterations) is {:.2} x the f64 solve's {} at n = {n}",
+            hostbench_core::units::format_value(rec.value, "FLOP/s"),
+            unit.precision().name(),
+            rec.extra
+                .get("iterations")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(f64::NAN),
+            rec.value / f64_rate,
+            hostbench_core::units::format_value(f64_rate, "FLOP/s"),
+        );
+        runner.say(&line);
+    }
+    Ok(())
 }
 
 /// A fixed `n` that cannot fit in the memory available is a usage error, before anything runs.

@@ -141,6 +141,17 @@ pub fn linpack_size(profile: Profile, scale: f64, mem_share: Option<f64>) -> Lin
     }
 }
 
+/// Whether a run adds HPL-MxP beside the f64 solve, at its n: `full` always; `standard` only
+/// where AMX makes it the figure an AI-cluster buyer asks for (its solve is shorter than the
+/// f64 one, so it fits the budget the f64 solve was sized to).
+pub fn mxp_in_run(profile: Profile, amx: bool) -> bool {
+    match profile {
+        Profile::Full => true,
+        Profile::Standard => amx,
+        _ => false,
+    }
+}
+
 impl Subsystem for Linpack {
     fn name(&self) -> &'static str {
         "linpack"
@@ -171,20 +182,31 @@ impl Subsystem for Linpack {
                 2.0 / 3.0 * n.powi(3) / 20e9
             }
         };
+        // HPL-MxP at the same n, where the run adds it: its LU is about twice as fast as the
+        // f64 one on a bf16 unit, plus its refinement; costed at half the f64 solve again.
+        let per_solve = if mxp_in_run(ctx.profile, hostbench_core::isa::amx_bf16()) {
+            1.5 * per_solve
+        } else {
+            per_solve
+        };
         // The FMA run and the effective-cores probe before it, then warm-up and samples.
         Phase::new(self.name(), 1, per_solve + 0.5)
     }
 
     fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
         let threads = affinity::allowed_cpus().len().max(1);
-        crate::run_linpack(
+        let n = crate::run_linpack(
             runner,
             linpack_size(ctx.profile, ctx.scale, ctx.mem_share),
             threads,
             ctx.host,
             ctx.spec,
             ctx.reference,
-        )
+        )?;
+        if mxp_in_run(ctx.profile, hostbench_core::isa::amx_bf16()) {
+            crate::run_linpack_mxp(runner, n, threads)?;
+        }
+        Ok(())
     }
 
     fn reference_tools(&self) -> &'static [ReferenceTool] {
@@ -215,6 +237,14 @@ mod tests {
             [Dtype::I8, Dtype::I16, Dtype::F32, Dtype::F64]
         );
         assert_eq!(cpu.threads, [1, 2, 4, 8]);
+    }
+
+    #[test]
+    fn hpl_mxp_joins_a_run_in_full_and_in_standard_only_with_amx() {
+        assert!(mxp_in_run(Profile::Full, false) && mxp_in_run(Profile::Full, true));
+        assert!(mxp_in_run(Profile::Standard, true));
+        assert!(!mxp_in_run(Profile::Standard, false));
+        assert!(!mxp_in_run(Profile::Quick, true) && !mxp_in_run(Profile::Classic, true));
     }
 
     #[test]

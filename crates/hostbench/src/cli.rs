@@ -226,6 +226,11 @@ pub struct LinpackArgs {
     /// time), same n and threads, its residual checked, and record its figure and the ratio.
     #[arg(long)]
     pub reference: bool,
+    /// Then HPL-MxP at the same n (`cpu.linpack_mxp`): the LU in bf16 with f32 sums where the
+    /// CPU has a bf16 unit (f32 elsewhere), GMRES refinement in f64 to HPL's residual, and its
+    /// speed-up over the f64 solve.
+    #[arg(long)]
+    pub mxp: bool,
     #[command(flatten)]
     pub common: CommonArgs,
 }

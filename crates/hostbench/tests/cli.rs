@@ -231,6 +231,54 @@ fn linpack_json_reports_hpl_residual() {
     }
 }
 
+/// `linpack --mxp`: the f64 solve, then HPL-MxP at the same n and threads, refined to HPL's
+/// residual on whichever unit this CPU has (bf16 with AVX-512 BF16, f32 elsewhere), with the
+/// iterations, the speed-up over the f64 record and the rules it followed.
+#[test]
+fn linpack_mxp_converges_to_passed_beside_the_f64_solve() {
+    let out = run_ok(
+        "linpack --mxp --n 640 --threads 2 --repeat 1 --warmup 0 --json -",
+        &[],
+    );
+    let doc = json_of(&out);
+    assert_run_contract(&doc);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 2, "{records:?}");
+    let (f64r, mxp) = (&records[0], &records[1]);
+    assert_eq!(f64r["benchmark"], "cpu.linpack");
+    assert_eq!(mxp["benchmark"], "cpu.linpack_mxp");
+    assert_record_contract(mxp);
+    assert_eq!(mxp["unit"], "FLOP/s");
+    assert_eq!(mxp["params"]["n"], 640);
+    assert_eq!(mxp["params"]["threads"], 2);
+    let precision = mxp["params"]["precision"].as_str().expect("precision");
+    assert!(["bf16", "f32"].contains(&precision), "{precision}");
+    assert_eq!(mxp["extra"]["passed"], true);
+    let residual = mxp["extra"]["residual"].as_f64().expect("residual");
+    assert!(residual.is_finite() && residual < 1.0, "{residual}");
+    let iterations = mxp["extra"]["iterations"].as_f64().expect("iterations");
+    assert!((1.0..60.0).contains(&iterations), "{iterations}");
+    let speedup = mxp["extra"]["speedup_over_linpack"]
+        .as_f64()
+        .expect("speedup");
+    let ratio = mxp["value"].as_f64().unwrap() / f64r["value"].as_f64().unwrap();
+    assert!(
+        (speedup - ratio).abs() < 1e-9 * ratio,
+        "{speedup} vs {ratio}"
+    );
+    assert!(mxp["extra"]["matrix"]
+        .as_str()
+        .is_some_and(|m| m.contains("diagonal")));
+    assert_eq!(mxp["extra"]["refinement"]["max_iterations"], 60);
+    assert!(mxp["extra"]["unit"].as_str().is_some_and(|u| !u.is_empty()));
+}
+
+/// `--mxp` with an n whose matrices cannot fit is one line and exit 2, before anything runs.
+#[test]
+fn linpack_mxp_too_large_for_memory_is_a_usage_error() {
+    assert_usage_error(&["linpack", "--mxp", "--n", "10000000"], "10000000");
+}
+
 /// The standard profile's linpack sizes n from the FMA rate it measures first (scaled down here
 /// to the floor), keeps how it chose in the record, and passes HPL's residual.
 #[test]

@@ -11,7 +11,6 @@
 //! products split over the threads. The header of the parent module describes the scheme in
 //! full.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -21,14 +20,14 @@ use faer::linalg::lu::partial_pivoting::factor::{
 };
 use faer::linalg::triangular_solve::solve_unit_lower_triangular_in_place;
 use faer::{Accum, Auto, MatMut, Par, Spec};
-use hostbench_core::{affinity, BenchError};
+use hostbench_core::BenchError;
 
 #[cfg(test)]
 use super::micro::Scalar;
 #[cfg(target_arch = "x86_64")]
 use super::micro::{avx2_available, Avx2};
 use super::micro::{avx512, Backend, FaerOnly, Micro};
-use super::sync::{atomics, Barrier, Shared};
+use super::sync::{atomics, team, Barrier, Shared};
 use super::system::{alloc_error, try_vec, AlignedBuf, System};
 
 /// Panel width. HPL's tuning guide puts NB in 32..256; 256 keeps the update's inner dimension
@@ -168,66 +167,11 @@ pub(super) fn factor_and_solve_with<K: Micro>(
         progress,
     };
     warm_up_faer();
-
-    let order = affinity::placement_order();
-    let gate = Barrier::new(threads + 1);
+    // Thread 0 factors the panels: the panel scratch is its alone.
     let mut ps = Some(ps);
-    let seconds = std::thread::scope(|scope| {
-        let mut handles = Vec::with_capacity(threads);
-        let mut spawn_error = None;
-        for (tid, apack) in apacks.iter_mut().enumerate() {
-            let (sh, gate) = (&sh, &gate);
-            let ps = if tid == 0 { ps.take() } else { None };
-            let cpu = affinity::cpu_for_thread(&order, tid);
-            let spawned = std::thread::Builder::new()
-                .name(format!("linpack-{tid}"))
-                .spawn_scoped(scope, move || {
-                    // One worker per CPU in the core crate's placement order (DESIGN.md §5);
-                    // best effort, an unpinned worker still computes the right answer.
-                    let _ = affinity::pin_current_thread(cpu);
-                    if !gate.wait() {
-                        return true;
-                    }
-                    // The worker's CPU time and run-queue waits, for the record's conditions.
-                    let _measuring = hostbench_core::conditions::track::Measuring::start(Some(cpu));
-                    let run = || worker::<K>(sh, tid, ps, apack.as_mut_slice());
-                    let ok = catch_unwind(AssertUnwindSafe(run)).is_ok();
-                    if !ok {
-                        sh.barrier.poison();
-                    }
-                    ok
-                });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(e) => {
-                    spawn_error = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = spawn_error {
-            gate.poison();
-            for h in handles {
-                let _ = h.join();
-            }
-            return Err(BenchError::Failed(format!(
-                "linpack: cannot start {threads} threads: {e}"
-            )));
-        }
-        let t0 = Instant::now();
-        gate.wait();
-        let mut ok = true;
-        for h in handles {
-            ok &= h.join().unwrap_or(false);
-        }
-        let seconds = t0.elapsed().as_secs_f64();
-        if ok {
-            Ok(seconds)
-        } else {
-            Err(BenchError::Failed(
-                "linpack: a worker thread panicked".into(),
-            ))
-        }
+    let states: Vec<_> = apacks.iter_mut().map(|apack| (ps.take(), apack)).collect();
+    let seconds = team("linpack", states, &sh.barrier, |tid, (ps, apack)| {
+        worker::<K>(&sh, tid, ps, apack.as_mut_slice())
     })?;
     let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
     Ok(Solved {

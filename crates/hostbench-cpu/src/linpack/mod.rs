@@ -48,10 +48,13 @@
 //! - `micro`: the packed micro-kernels per ISA (AVX-512, AVX2 + FMA, the faer fallback) and the
 //!   choice between them;
 //! - `sync`: the poisonable barrier and the state the worker threads share;
-//! - `lu`: the blocked LU with look-ahead, the panel factorisation and the blocked solve.
+//! - `lu`: the blocked LU with look-ahead, the panel factorisation and the blocked solve;
+//! - `mxp`: HPL-MxP, the low-precision LU without pivoting (bf16 or f32 update kernels) and
+//!   its GMRES refinement in f64, on HPL-MxP's diagonally dominant matrix.
 
 mod lu;
 mod micro;
+pub mod mxp;
 pub mod openblas;
 mod sync;
 mod system;

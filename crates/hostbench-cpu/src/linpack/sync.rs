@@ -3,18 +3,20 @@
 //! the pivots carried in atomics, the double-buffered packed operands, the chunk counters),
 //! with the ownership rules that make sharing it sound.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use faer::{MatMut, MatRef};
-use hostbench_core::BenchError;
+use hostbench_core::{affinity, BenchError};
 
 use super::lu::Progress;
 use super::system::try_vec;
 
 /// A barrier that can be poisoned: a worker that panics releases the others instead of leaving
 /// them waiting forever. `wait` returns false once poisoned.
-pub(super) struct Barrier {
+pub(in crate::linpack) struct Barrier {
     parties: usize,
     generation: AtomicUsize,
     state: Mutex<BarrierState>,
@@ -27,7 +29,7 @@ struct BarrierState {
 }
 
 impl Barrier {
-    pub(super) fn new(parties: usize) -> Self {
+    pub(in crate::linpack) fn new(parties: usize) -> Self {
         Self {
             parties,
             generation: AtomicUsize::new(0),
@@ -44,7 +46,7 @@ impl Barrier {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    pub(super) fn wait(&self) -> bool {
+    pub(in crate::linpack) fn wait(&self) -> bool {
         let mut st = self.lock();
         if st.poisoned {
             return false;
@@ -74,7 +76,7 @@ impl Barrier {
         self.generation.load(Ordering::Acquire) != gen
     }
 
-    pub(super) fn poison(&self) {
+    pub(in crate::linpack) fn poison(&self) {
         self.lock().poisoned = true;
         self.cv.notify_all();
     }
@@ -173,8 +175,78 @@ impl Shared<'_> {
     }
 }
 
+/// Run `work(tid, state)` on one worker thread per element of `states`, each pinned to a CPU
+/// in the core crate's placement order (DESIGN.md §5; best effort, an unpinned worker still
+/// computes the right answer), and return the wall time from the moment all of them are ready
+/// until the last has finished. The calling thread only waits, so its own affinity is left
+/// alone. A worker that panics poisons `barrier`, which the workers synchronise on, so the
+/// others are released instead of waiting forever, and the run fails.
+pub(in crate::linpack) fn team<S: Send>(
+    name: &str,
+    states: Vec<S>,
+    barrier: &Barrier,
+    work: impl Fn(usize, S) + Sync,
+) -> Result<f64, BenchError> {
+    let threads = states.len();
+    let order = affinity::placement_order();
+    let gate = Barrier::new(threads + 1);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(threads);
+        let mut spawn_error = None;
+        for (tid, state) in states.into_iter().enumerate() {
+            let (gate, work) = (&gate, &work);
+            let cpu = affinity::cpu_for_thread(&order, tid);
+            let spawned = std::thread::Builder::new()
+                .name(format!("{name}-{tid}"))
+                .spawn_scoped(scope, move || {
+                    let _ = affinity::pin_current_thread(cpu);
+                    if !gate.wait() {
+                        return true;
+                    }
+                    // The worker's CPU time and run-queue waits, for the record's conditions.
+                    let _measuring = hostbench_core::conditions::track::Measuring::start(Some(cpu));
+                    let ok = catch_unwind(AssertUnwindSafe(|| work(tid, state))).is_ok();
+                    if !ok {
+                        barrier.poison();
+                    }
+                    ok
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    spawn_error = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = spawn_error {
+            gate.poison();
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(BenchError::Failed(format!(
+                "{name}: cannot start {threads} threads: {e}"
+            )));
+        }
+        let t0 = Instant::now();
+        gate.wait();
+        let mut ok = true;
+        for h in handles {
+            ok &= h.join().unwrap_or(false);
+        }
+        let seconds = t0.elapsed().as_secs_f64();
+        if ok {
+            Ok(seconds)
+        } else {
+            Err(BenchError::Failed(format!(
+                "{name}: a worker thread panicked"
+            )))
+        }
+    })
+}
+
 /// Vectors of `len` atomics (pivot bookkeeping shared between the threads).
-pub(super) fn atomics(len: usize) -> Result<Vec<AtomicUsize>, BenchError> {
+pub(in crate::linpack) fn atomics(len: usize) -> Result<Vec<AtomicUsize>, BenchError> {
     let mut v = try_vec(len)?;
     v.extend((0..len).map(|_| AtomicUsize::new(0)));
     Ok(v)

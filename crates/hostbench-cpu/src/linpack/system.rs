@@ -61,7 +61,7 @@ impl LinpackOutcome {
 }
 
 /// HPL's pass threshold for the scaled residual.
-pub(super) const THRESHOLD: f64 = 16.0;
+pub(in crate::linpack) const THRESHOLD: f64 = 16.0;
 /// Share of the measured all-thread FMA rate a solve is expected to reach once n hides the
 /// panel (measured 0.84 to 0.98 on 2-CPU VMs); only for sizing n and stating the time.
 pub const EXPECTED_OF_FMA_RATE: f64 = 0.85;
@@ -226,7 +226,7 @@ impl Prepared {
 }
 
 /// HPL's operation count for order `n`.
-pub(super) fn hpl_flops(n: usize) -> f64 {
+pub(in crate::linpack) fn hpl_flops(n: usize) -> f64 {
     let n = n as f64;
     2.0 / 3.0 * n * n * n + 1.5 * n * n
 }
@@ -245,7 +245,7 @@ pub(super) fn run_with(
 
 /// Element `idx` of the stream for `seed`, uniform in [-0.5, 0.5) with 53 random bits.
 #[inline]
-fn uniform(seed: u64, idx: u64) -> f64 {
+pub(in crate::linpack) fn uniform(seed: u64, idx: u64) -> f64 {
     // Counter-based splitmix64: element `idx` without the ones before it (see `rng`).
     let bits = rng::mix64(seed.wrapping_add(idx.wrapping_add(1).wrapping_mul(rng::GAMMA)));
     (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64) - 0.5
@@ -255,9 +255,16 @@ fn uniform(seed: u64, idx: u64) -> f64 {
 /// and not a multiple of 4 KiB, whose rows would all fall into the same cache sets.
 /// `None` when that overflows.
 fn lda_for(n: usize) -> Option<usize> {
-    let lda = n.checked_next_multiple_of(8)?;
-    if lda % 512 == 0 {
-        lda.checked_add(8)
+    stride_for(n, 8)
+}
+
+/// The stride of `n` elements of `size` bytes: whole 64-byte lines, and not a multiple of
+/// 4 KiB. `None` when that overflows.
+pub(in crate::linpack) fn stride_for(n: usize, size: usize) -> Option<usize> {
+    let (line, page) = (64 / size, 4096 / size);
+    let lda = n.checked_next_multiple_of(line)?;
+    if lda.is_multiple_of(page) {
+        lda.checked_add(line)
     } else {
         Some(lda)
     }
@@ -334,7 +341,7 @@ pub(super) fn original(cfg: &LinpackConfig) -> Result<(Vec<f64>, Vec<f64>), Benc
     Ok((a0, b))
 }
 
-pub(super) fn alloc_error(len: usize) -> BenchError {
+pub(in crate::linpack) fn alloc_error(len: usize) -> BenchError {
     BenchError::Failed(format!(
         "linpack: cannot allocate {len} doubles ({} bytes)",
         len.saturating_mul(8)
@@ -343,7 +350,7 @@ pub(super) fn alloc_error(len: usize) -> BenchError {
 
 /// An empty vector with room for `len` values, or an error instead of an abort when memory runs
 /// out.
-pub(super) fn try_vec<T>(len: usize) -> Result<Vec<T>, BenchError> {
+pub(in crate::linpack) fn try_vec<T>(len: usize) -> Result<Vec<T>, BenchError> {
     let mut v = Vec::new();
     v.try_reserve_exact(len).map_err(|_| alloc_error(len))?;
     Ok(v)
@@ -352,7 +359,7 @@ pub(super) fn try_vec<T>(len: usize) -> Result<Vec<T>, BenchError> {
 /// A zeroed `f64` buffer on the shared aligned mapping (`hostbench_core::buffer::Region`, 2 MiB
 /// aligned, so the kernels' aligned loads hold and rows never split a vector across two cache
 /// lines).
-pub(super) struct AlignedBuf {
+pub(in crate::linpack) struct AlignedBuf {
     region: Region,
     len: usize,
 }
@@ -361,7 +368,7 @@ impl AlignedBuf {
     /// `huge`: ask for transparent huge pages, which saves TLB misses when walking down the
     /// columns of a large matrix (numpy does the same for its large arrays); the small per-thread
     /// packing buffers stay on base pages.
-    pub(super) fn new(len: usize, huge: bool) -> Result<Self, BenchError> {
+    pub(in crate::linpack) fn new(len: usize, huge: bool) -> Result<Self, BenchError> {
         let bytes = len.checked_mul(8).ok_or_else(|| alloc_error(len))?;
         let pages = if huge { Pages::Huge } else { Pages::Small };
         // An anonymous mapping reads as zeros, as the solver's buffers must start.
@@ -375,14 +382,14 @@ impl AlignedBuf {
     fn as_slice_for_test(&self) -> &[f64] {
         &self.region.as_f64()[..self.len]
     }
-    pub(super) fn as_mut_ptr(&mut self) -> *mut f64 {
+    pub(in crate::linpack) fn as_mut_ptr(&mut self) -> *mut f64 {
         self.as_mut_slice().as_mut_ptr()
     }
 }
 
 /// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major. A NaN
 /// anywhere makes it NaN, which fails the `< 16` test.
-pub(super) fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
+pub(in crate::linpack) fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
     let mut r = b.to_vec();
     let mut row_sums = vec![0.0f64; n];
     for (col, &xj) in a.chunks_exact(n).zip(x) {
@@ -395,7 +402,7 @@ pub(super) fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 
 }
 
 /// `max |v[i]|`, NaN if any element is NaN (`f64::max` would skip it).
-fn norm_inf(v: &[f64]) -> f64 {
+pub(in crate::linpack) fn norm_inf(v: &[f64]) -> f64 {
     v.iter().fold(0.0f64, |m, e| {
         if e.is_nan() || e.abs() > m {
             e.abs()

@@ -11,7 +11,7 @@ pub fn run(args: &LinpackArgs) -> anyhow::Result<Exit> {
     let lp = settings::linpack(args)?;
     let host = super::host_inventory(&common.spec);
     let mut runner = Runner::new(common.runner.clone(), host.clone());
-    hostbench_cpu::run_linpack(
+    let n = hostbench_cpu::run_linpack(
         &mut runner,
         lp.size,
         lp.threads,
@@ -19,6 +19,10 @@ pub fn run(args: &LinpackArgs) -> anyhow::Result<Exit> {
         &common.spec,
         settings::reference_scope(args.reference),
     )?;
+    if args.mxp {
+        // HPL-MxP at the same n and threads, so the speed-up over f64 is measured and said.
+        hostbench_cpu::run_linpack_mxp(&mut runner, n, lp.threads)?;
+    }
     let result = runner.finish()?;
     super::emit(&result, &common)
 }

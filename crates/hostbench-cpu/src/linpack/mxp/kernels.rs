@@ -1,0 +1,568 @@
+//! The packed GEMM kernels of the low-precision LU, BLIS style, behind [`Gemm`]: an f32 kernel
+//! for the triangular multiplies (`L₂₁ = A₂₁ U₁₁⁻¹`, `U₁₂ = L₁₁⁻¹ A₁₂`) and, for the trailing
+//! update, either the same f32 kernel or a bf16 one whose products are summed in f32.
+//!
+//! Packed operands: the "A" side in panels of `MR` rows stored k-major (`MR` elements per
+//! packed k step), the "B" side in panels of `NR` columns stored k-major (`NR` elements per
+//! step), zero-padded to whole panels. An element holds `KP` consecutive k values: one f32, or
+//! a pair of bf16 in one `u32` (the low half the first), which is the operand layout of
+//! `vdpbf16ps`: each f32 lane gains `a₀b₀ + a₁b₁` from the pair in the same lane of each source.
+//! `C` is f32, column-major with stride `ldc`.
+//!
+//! Kernels: AVX-512F f32 (32 × 12 tile) and AVX-512 BF16 (32 × 12, `vdpbf16ps` with the B pair
+//! broadcast), AVX2 + FMA f32 (16 × 6), and a portable f32 one (8 × 4, plain loops) for every
+//! other CPU. Tests add a portable emulation of the bf16 kernel, so the bf16 algorithm is
+//! exercised on CPUs without the instruction.
+
+/// A packed GEMM kernel: `C[..mr, ..nr] −= A·B`, or `C = A·B` when `store`.
+pub(in crate::linpack) trait Gemm: Sync {
+    /// Packed element: an f32, or two bf16 in a u32.
+    type P: Copy + Default + Send + Sync;
+    const MR: usize;
+    const NR: usize;
+    /// k values per packed element.
+    const KP: usize;
+    /// The instruction set and data type, for the record.
+    const NAME: &'static str;
+
+    /// `KP` consecutive k values (missing ones are zero) as one packed element.
+    fn pack(v: &[f32]) -> Self::P;
+
+    /// # Safety
+    /// The CPU has the kernel's instruction set; `a` and `b` hold `ks` packed steps of `MR`
+    /// and `NR` elements; `c` is valid for the `mr × nr` tile (`mr ≤ MR`, `nr ≤ NR`) with
+    /// stride `ldc` and not accessed concurrently.
+    #[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel signature
+    unsafe fn kernel(
+        ks: usize,
+        a: *const Self::P,
+        b: *const Self::P,
+        c: *mut f32,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        store: bool,
+    );
+}
+
+/// `f32` → bf16 bits, rounding to nearest even (what `vcvtneps2bf16` does; a NaN stays a NaN).
+/// Only the x86-64 bf16 kernel (and the tests' emulation) packs bf16.
+#[cfg(any(target_arch = "x86_64", test))]
+pub(in crate::linpack) fn bf16_bits(v: f32) -> u16 {
+    let bits = v.to_bits();
+    if v.is_nan() {
+        return ((bits >> 16) | 0x40) as u16;
+    }
+    let round = 0x7fff + ((bits >> 16) & 1);
+    (bits.wrapping_add(round) >> 16) as u16
+}
+
+/// Packed steps covering `kc` k values.
+pub(in crate::linpack) fn steps<G: Gemm>(kc: usize) -> usize {
+    kc.div_ceil(G::KP)
+}
+
+/// Pack `extent` lanes (rows of an A operand, columns of a B one) × k values [0, kc) into
+/// panels of `width` lanes, k-major: element `(lane, kk)` is `at(lane, kk)`, zero beyond the
+/// edges.
+///
+/// # Safety
+/// `at` reads inside its block for lane < extent and kk < kc; `dst` holds
+/// `ceil(extent / width)·width·steps(kc)` elements.
+unsafe fn pack_panels<G: Gemm>(
+    dst: *mut G::P,
+    width: usize,
+    extent: usize,
+    kc: usize,
+    at: impl Fn(usize, usize) -> f32,
+) {
+    let (kp, ks) = (G::KP, steps::<G>(kc));
+    let mut v = [0.0f32; 2];
+    for ip in 0..extent.div_ceil(width) {
+        let l0 = ip * width;
+        let lanes = width.min(extent - l0);
+        for s in 0..ks {
+            for l in 0..width {
+                for (t, x) in v[..kp].iter_mut().enumerate() {
+                    let kk = s * kp + t;
+                    *x = if l < lanes && kk < kc {
+                        at(l0 + l, kk)
+                    } else {
+                        0.0
+                    };
+                }
+                // SAFETY: in range by the caller's contract.
+                unsafe { *dst.add((ip * ks + s) * width + l) = G::pack(&v[..kp]) };
+            }
+        }
+    }
+}
+
+/// Pack rows [0, rows) × k values [0, kc) of the column-major block at `src` (stride `ld`) into
+/// `MR`-row panels: `src(i, kk) = src[kk·ld + i]`.
+///
+/// # Safety
+/// `src` covers the block; `dst` holds `ceil(rows / MR)·MR·steps(kc)` elements.
+pub(in crate::linpack) unsafe fn pack_a<G: Gemm>(
+    dst: *mut G::P,
+    src: *const f32,
+    ld: usize,
+    rows: usize,
+    kc: usize,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { pack_panels::<G>(dst, G::MR, rows, kc, |i, kk| *src.add(kk * ld + i)) }
+}
+
+/// Pack k values [0, kc) × columns [0, cols) of the column-major block at `src` (stride `ld`)
+/// into `NR`-column panels: `src(kk, j) = src[j·ld + kk]`.
+///
+/// # Safety
+/// `src` covers the block; `dst` holds `ceil(cols / NR)·NR·steps(kc)` elements.
+pub(in crate::linpack) unsafe fn pack_b<G: Gemm>(
+    dst: *mut G::P,
+    src: *const f32,
+    ld: usize,
+    kc: usize,
+    cols: usize,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { pack_panels::<G>(dst, G::NR, cols, kc, |j, kk| *src.add(j * ld + kk)) }
+}
+
+/// Write an `MR × NR` accumulator tile (column `j` at `acc[j·MR..]`) to `C`.
+///
+/// # Safety
+/// `c` is valid for the `mr × nr` tile with stride `ldc`.
+#[inline(always)]
+unsafe fn write_tile<const MR: usize>(
+    acc: &[f32],
+    c: *mut f32,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    store: bool,
+) {
+    for j in 0..nr {
+        for i in 0..mr {
+            // SAFETY: inside the tile by the caller's contract.
+            unsafe {
+                let p = c.add(j * ldc + i);
+                *p = if store {
+                    acc[j * MR + i]
+                } else {
+                    *p - acc[j * MR + i]
+                };
+            }
+        }
+    }
+}
+
+/// Plain-loop f32 kernel for any CPU (the compiler vectorises the inner loop).
+pub(in crate::linpack) struct F32Portable;
+
+impl Gemm for F32Portable {
+    type P = f32;
+    const MR: usize = 8;
+    const NR: usize = 4;
+    const KP: usize = 1;
+    const NAME: &'static str = "f32 (portable)";
+
+    fn pack(v: &[f32]) -> f32 {
+        v[0]
+    }
+
+    unsafe fn kernel(
+        ks: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        store: bool,
+    ) {
+        let mut acc = [0.0f32; 32];
+        for s in 0..ks {
+            for j in 0..4 {
+                // SAFETY: the packed panels hold ks steps.
+                let bj = unsafe { *b.add(s * 4 + j) };
+                for i in 0..8 {
+                    acc[j * 8 + i] += unsafe { *a.add(s * 8 + i) } * bj;
+                }
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { write_tile::<8>(&acc, c, ldc, mr, nr, store) };
+    }
+}
+
+/// Portable emulation of the bf16 kernel: the same packed pairs, each product of two bf16
+/// exact in f32, summed in f32. Only for exercising the bf16 path on any CPU in tests.
+#[cfg(test)]
+pub(in crate::linpack) struct Bf16Portable;
+
+/// Two consecutive k values as one bf16 pair, the first in the low half.
+#[cfg(any(target_arch = "x86_64", test))]
+fn bf16_pair(v: &[f32]) -> u32 {
+    let lo = bf16_bits(v[0]) as u32;
+    let hi = v.get(1).map_or(0, |&x| bf16_bits(x) as u32);
+    lo | hi << 16
+}
+
+#[cfg(test)]
+impl Gemm for Bf16Portable {
+    type P = u32;
+    const MR: usize = 8;
+    const NR: usize = 4;
+    const KP: usize = 2;
+    const NAME: &'static str = "bf16 (portable emulation)";
+
+    fn pack(v: &[f32]) -> u32 {
+        bf16_pair(v)
+    }
+
+    unsafe fn kernel(
+        ks: usize,
+        a: *const u32,
+        b: *const u32,
+        c: *mut f32,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        store: bool,
+    ) {
+        let f = |bits: u32| f32::from_bits(bits << 16);
+        let mut acc = [0.0f32; 32];
+        for s in 0..ks {
+            for j in 0..4 {
+                // SAFETY: the packed panels hold ks steps.
+                let bj = unsafe { *b.add(s * 4 + j) };
+                for i in 0..8 {
+                    let ai = unsafe { *a.add(s * 8 + i) };
+                    acc[j * 8 + i] += f(ai & 0xffff) * f(bj & 0xffff) + f(ai >> 16) * f(bj >> 16);
+                }
+            }
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { write_tile::<8>(&acc, c, ldc, mr, nr, store) };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+pub(in crate::linpack) use x86::{Bf16Avx512, F32Avx2, F32Avx512};
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use core::arch::x86_64::*;
+
+    use super::{bf16_pair, write_tile, Gemm};
+
+    /// A register-tile kernel: per packed step, two vectors of A (`2 × LANES` rows) and each
+    /// of the `NR` B elements broadcast, into `2 × NR` accumulators; then the tile is stored
+    /// or subtracted, full tiles straight to memory and partial ones through a spill.
+    macro_rules! tile_kernel {
+        ($name:ident, $feat:literal, $p:ty, $v:ty, $lanes:literal, $nr:literal,
+         $zero:path, $load:path, $set1:path, $fma:path,
+         $loadc:path, $storec:path, $subc:path) => {
+            #[target_feature(enable = $feat)]
+            #[allow(clippy::too_many_arguments)] // a BLAS-style micro-kernel signature
+            unsafe fn $name(
+                ks: usize,
+                a: *const $p,
+                b: *const $p,
+                c: *mut f32,
+                ldc: usize,
+                mr: usize,
+                nr: usize,
+                store: bool,
+            ) {
+                let mut acc: [$v; 2 * $nr] = [$zero(); 2 * $nr];
+                // SAFETY: the packed panels hold ks steps; the tile is inside C.
+                unsafe {
+                    for s in 0..ks {
+                        let a0 = $load(a.add(s * 2 * $lanes));
+                        let a1 = $load(a.add(s * 2 * $lanes + $lanes));
+                        let bp = b.add(s * $nr);
+                        for j in 0..$nr {
+                            let bj = $set1(*bp.add(j));
+                            acc[2 * j] = $fma(acc[2 * j], a0, bj);
+                            acc[2 * j + 1] = $fma(acc[2 * j + 1], a1, bj);
+                        }
+                    }
+                    if mr == 2 * $lanes && nr == $nr {
+                        for j in 0..$nr {
+                            for v in 0..2 {
+                                let p = c.add(j * ldc + v * $lanes);
+                                let x = if store {
+                                    acc[2 * j + v]
+                                } else {
+                                    $subc($loadc(p), acc[2 * j + v])
+                                };
+                                $storec(p, x);
+                            }
+                        }
+                    } else {
+                        let mut spill = [0.0f32; 2 * $lanes * $nr];
+                        for (i, x) in acc.iter().enumerate() {
+                            $storec(spill.as_mut_ptr().add(i * $lanes), *x);
+                        }
+                        write_tile::<{ 2 * $lanes }>(&spill, c, ldc, mr, nr, store);
+                    }
+                }
+            }
+        };
+    }
+
+    /// The [`Gemm`] face of a kernel: its tile, its packing and a call that forwards.
+    macro_rules! gemm {
+        ($(#[$doc:meta])* $ty:ident, $p:ty, $mr:literal, $nr:literal, $kp:literal,
+         $label:literal, $pack:path, $kernel:ident) => {
+            $(#[$doc])*
+            pub(in crate::linpack) struct $ty;
+
+            impl Gemm for $ty {
+                type P = $p;
+                const MR: usize = $mr;
+                const NR: usize = $nr;
+                const KP: usize = $kp;
+                const NAME: &'static str = $label;
+
+                fn pack(v: &[f32]) -> $p {
+                    $pack(v)
+                }
+
+                unsafe fn kernel(
+                    ks: usize,
+                    a: *const $p,
+                    b: *const $p,
+                    c: *mut f32,
+                    ldc: usize,
+                    mr: usize,
+                    nr: usize,
+                    store: bool,
+                ) {
+                    // SAFETY: forwarded from the caller, who checked the instruction set.
+                    unsafe { $kernel(ks, a, b, c, ldc, mr, nr, store) }
+                }
+            }
+        };
+    }
+
+    fn first(v: &[f32]) -> f32 {
+        v[0]
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn fma512(acc: __m512, a: __m512, b: __m512) -> __m512 {
+        _mm512_fmadd_ps(a, b, acc)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn fma256(acc: __m256, a: __m256, b: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, acc)
+    }
+
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load_bh(p: *const u32) -> __m512bh {
+        // SAFETY: 64 readable bytes at p (caller); a __m512i and a __m512bh are the same 64
+        // bytes.
+        unsafe { core::mem::transmute(_mm512_loadu_si512(p as *const __m512i)) }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn set1_bh(pair: u32) -> __m512bh {
+        // SAFETY: as above.
+        unsafe { core::mem::transmute(_mm512_set1_epi32(pair as i32)) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    fn dpbf16(acc: __m512, a: __m512bh, b: __m512bh) -> __m512 {
+        _mm512_dpbf16_ps(acc, a, b)
+    }
+
+    tile_kernel!(
+        f32_avx512,
+        "avx512f",
+        f32,
+        __m512,
+        16,
+        12,
+        _mm512_setzero_ps,
+        _mm512_loadu_ps,
+        _mm512_set1_ps,
+        fma512,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_sub_ps
+    );
+    tile_kernel!(
+        bf16_avx512,
+        "avx512f,avx512bf16",
+        u32,
+        __m512,
+        16,
+        12,
+        _mm512_setzero_ps,
+        load_bh,
+        set1_bh,
+        dpbf16,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_sub_ps
+    );
+    tile_kernel!(
+        f32_avx2,
+        "avx2,fma",
+        f32,
+        __m256,
+        8,
+        6,
+        _mm256_setzero_ps,
+        _mm256_loadu_ps,
+        _mm256_set1_ps,
+        fma256,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_sub_ps
+    );
+
+    gemm!(
+        /// AVX-512F f32, 32 × 12.
+        F32Avx512, f32, 32, 12, 1, "f32 (AVX-512F)", first, f32_avx512
+    );
+    gemm!(
+        /// AVX-512 BF16, 32 × 12: `vdpbf16ps` with two vectors of A pairs per step and each B
+        /// pair broadcast as one 32-bit value; products summed in f32.
+        Bf16Avx512,
+        u32,
+        32,
+        12,
+        2,
+        "bf16 → f32 (AVX-512 BF16, vdpbf16ps)",
+        bf16_pair,
+        bf16_avx512
+    );
+    gemm!(
+        /// AVX2 + FMA f32, 16 × 6.
+        F32Avx2, f32, 16, 6, 1, "f32 (AVX2 + FMA)", first, f32_avx2
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// C = A·B and C −= A·B through packing and the kernel, against a plain f64 product of the
+    /// values as the kernel sees them (bf16-rounded for the bf16 kernels), on ragged edges.
+    fn check<G: Gemm>() {
+        let (m, k, n) = (G::MR + 3, 2 * G::KP + 5, G::NR + 1);
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5 % 11) as f32 - 5.0) / 4.0)
+            .collect();
+        let round = |x: f32| {
+            if G::KP == 2 {
+                f32::from_bits((bf16_bits(x) as u32) << 16)
+            } else {
+                x
+            }
+        };
+        let ks = steps::<G>(k);
+        let mut ap = vec![G::P::default(); m.div_ceil(G::MR) * G::MR * ks];
+        let mut bp = vec![G::P::default(); n.div_ceil(G::NR) * G::NR * ks];
+        let ldc = m + 2;
+        let mut c = vec![1.0f32; ldc * n];
+        // SAFETY: buffers sized as the packers and the kernel require.
+        unsafe {
+            pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
+            pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
+            for store in [true, false] {
+                for ip in 0..m.div_ceil(G::MR) {
+                    for jp in 0..n.div_ceil(G::NR) {
+                        G::kernel(
+                            ks,
+                            ap.as_ptr().add(ip * G::MR * ks),
+                            bp.as_ptr().add(jp * G::NR * ks),
+                            c.as_mut_ptr().add(jp * G::NR * ldc + ip * G::MR),
+                            ldc,
+                            G::MR.min(m - ip * G::MR),
+                            G::NR.min(n - jp * G::NR),
+                            store,
+                        );
+                    }
+                }
+            }
+        }
+        // store then subtract: every element ends at 0, and the padding rows keep their 1.
+        for j in 0..n {
+            for i in 0..ldc {
+                let v = c[j * ldc + i];
+                if i < m {
+                    assert_eq!(v, 0.0, "{}: C({i}, {j}) = {v}", G::NAME);
+                } else {
+                    assert_eq!(v, 1.0, "{}: padding row {i} written", G::NAME);
+                }
+            }
+        }
+        // and one product on its own, against the f64 sum
+        let mut c1 = vec![0.0f32; m * n];
+        // SAFETY: as above; one full tile at the origin.
+        unsafe {
+            G::kernel(
+                ks,
+                ap.as_ptr(),
+                bp.as_ptr(),
+                c1.as_mut_ptr(),
+                m,
+                G::MR.min(m),
+                G::NR.min(n),
+                true,
+            )
+        };
+        for j in 0..G::NR.min(n) {
+            for i in 0..G::MR.min(m) {
+                let want: f64 = (0..k)
+                    .map(|kk| round(a[kk * m + i]) as f64 * round(b[j * k + kk]) as f64)
+                    .sum();
+                let got = c1[j * m + i] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                    "{}: ({i}, {j}) {got} vs {want}",
+                    G::NAME
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_this_cpu_runs_multiplies_packed_operands() {
+        check::<F32Portable>();
+        check::<Bf16Portable>();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if hostbench_core::isa::avx2_fma() {
+                check::<F32Avx2>();
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                check::<F32Avx512>();
+            }
+            if hostbench_core::isa::avx512bf16() {
+                check::<Bf16Avx512>();
+            }
+        }
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3f80);
+        // 1 + 2⁻⁸ is halfway between 1 and 1 + 2⁻⁷: ties to even (1.0)
+        assert_eq!(bf16_bits(1.0 + 1.0 / 256.0), 0x3f80);
+        // 1 + 3·2⁻⁸ is halfway between 1 + 2⁻⁷ and 1 + 2⁻⁶: ties to even (1 + 2⁻⁶)
+        assert_eq!(bf16_bits(1.0 + 3.0 / 256.0), 0x3f82);
+        assert_eq!(bf16_bits(-2.0), 0xc000);
+        assert!(f32::from_bits((bf16_bits(f32::NAN) as u32) << 16).is_nan());
+    }
+}

@@ -1,0 +1,623 @@
+//! HPL-MxP (formerly HPL-AI): the mixed-precision solve beside HPL on the Top500's mixed
+//! precision list. The LU runs in low precision on the fastest unit the CPU has for it, then
+//! GMRES in f64, preconditioned by the low-precision factors, brings the solution to the
+//! accuracy HPL demands, checked with HPL's scaled residual (PASSED below 16).
+//!
+//! What it keeps of HPL-MxP's rules (its reference implementation and the list's rules):
+//!
+//! - the matrix: off-diagonal entries uniform in `[-0.5, 0.5)`, each diagonal entry the sum of
+//!   the absolute values of the others in its row, so `A` is diagonally dominant and the LU
+//!   needs no pivoting; `b` uniform in `[-0.5, 0.5)`;
+//! - the LU without pivoting on a low-precision copy of `A` (f32 storage), its trailing update
+//!   in bf16 with f32 sums where the CPU has a bf16 unit, in f32 elsewhere (`precision`);
+//! - refinement by GMRES in f64 against the f64 `A`, until HPL's scaled residual is below a
+//!   sixteenth of its threshold, with a bounded number of iterations;
+//! - the figure: `(2/3 n³ + 3/2 n²)` over the wall time of the factorisation, the first solve
+//!   and the refinement together. Generating the matrix, rounding it to f32 and the final
+//!   check are not timed (the reference generates each precision directly).
+//!
+//! What it does not: one process, no MPI grid, our own generator (the same counter-based
+//! stream as the f64 solve).
+
+mod kernels;
+mod lu;
+mod refine;
+
+use std::time::Instant;
+
+use faer::linalg::triangular_solve::{
+    solve_unit_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::{Accum, MatMut, MatRef, Par};
+use hostbench_core::BenchError;
+
+use super::system::{hpl_flops, scaled_residual, try_vec, uniform, THRESHOLD};
+#[cfg(target_arch = "x86_64")]
+use kernels::{Bf16Avx512, F32Avx2, F32Avx512};
+use kernels::{F32Portable, Gemm};
+use lu::Buf;
+
+pub use lu::NB;
+pub use refine::{MAX_ITERATIONS, TARGET};
+
+/// The precision of the factorisation's trailing update, the record's `precision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// bf16 products summed in f32.
+    Bf16,
+    /// f32 throughout.
+    F32,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Bf16 => "bf16",
+            Precision::F32 => "f32",
+        }
+    }
+}
+
+/// The kernels a run uses: the trailing update's, with an f32 kernel of the same ISA for the
+/// triangular multiplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// AVX-512 BF16 (`vdpbf16ps`).
+    Avx512Bf16,
+    Avx512F32,
+    Avx2F32,
+    PortableF32,
+    /// Portable emulation of the bf16 kernel, to test the bf16 path on any CPU.
+    #[cfg(test)]
+    PortableBf16,
+}
+
+impl Unit {
+    /// The fastest this CPU has: a bf16 unit, else the widest f32 FMA.
+    pub fn best() -> Self {
+        use hostbench_core::isa;
+        if isa::avx512f() && isa::avx512bf16() {
+            Unit::Avx512Bf16
+        } else if isa::avx512f() {
+            Unit::Avx512F32
+        } else if isa::avx2_fma() {
+            Unit::Avx2F32
+        } else {
+            Unit::PortableF32
+        }
+    }
+
+    pub fn precision(self) -> Precision {
+        match self {
+            Unit::Avx512Bf16 => Precision::Bf16,
+            #[cfg(test)]
+            Unit::PortableBf16 => Precision::Bf16,
+            _ => Precision::F32,
+        }
+    }
+
+    /// The update kernel, for the record.
+    pub fn name(self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx512Bf16 => Bf16Avx512::NAME,
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx512F32 => F32Avx512::NAME,
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx2F32 => F32Avx2::NAME,
+            #[cfg(test)]
+            Unit::PortableBf16 => kernels::Bf16Portable::NAME,
+            _ => F32Portable::NAME,
+        }
+    }
+}
+
+/// Faults a test can force, to show they end in a failed record and its reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Hook {
+    #[default]
+    None,
+    /// Zero one pivot of the factors after the factorisation.
+    CorruptPivot,
+    /// Make the last row a copy of the first: `A` singular, the system inconsistent.
+    Singular,
+}
+
+/// What to solve.
+#[derive(Debug, Clone)]
+pub struct MxpConfig {
+    pub n: usize,
+    pub threads: usize,
+    pub seed: u64,
+    pub hook: Hook,
+}
+
+/// One timed HPL-MxP solve.
+#[derive(Debug, Clone)]
+pub struct MxpOutcome {
+    pub n: usize,
+    pub threads: usize,
+    pub precision: Precision,
+    /// The update kernel.
+    pub unit: &'static str,
+    /// Wall time of the factorisation, the first solve and the refinement.
+    pub seconds: f64,
+    /// Of which the factorisation.
+    pub factor_s: f64,
+    /// Share of the factorisation thread 0 spent on the diagonal blocks while the others
+    /// waited, and share of all workers' factorisation time spent at the step barriers.
+    pub diag_share: f64,
+    pub idle_share: f64,
+    /// HPL-MxP's operation count, `2/3 n³ + 3/2 n²`.
+    pub flops: f64,
+    /// GMRES iterations and cycles.
+    pub iterations: usize,
+    pub cycles: usize,
+    /// HPL's scaled residual of the refined solution, computed afresh against `A` and `b`.
+    pub residual: f64,
+    /// Refinement converged and `residual < 16`.
+    pub passed: bool,
+    /// Why it did not pass.
+    pub failure: Option<String>,
+}
+
+/// Bytes a run of order `n` allocates: the f64 matrix (kept for the refinement and the check),
+/// its f32 copy that is factored, the packed `L₂₁`, GMRES's two bases and the vectors. Each
+/// worker adds about 0.9 MiB of packing buffers, which this does not count.
+pub fn memory_needed(n: usize) -> u64 {
+    let n64 = n as u64;
+    let lda = lda_for(n).unwrap_or(usize::MAX) as u64;
+    let a0 = n64.saturating_mul(n64).saturating_mul(8);
+    let a = lda.saturating_mul(n64).saturating_mul(4);
+    let lpack = n64.saturating_add(256).saturating_mul(NB as u64 * 4);
+    let krylov = n64.saturating_mul((2 * refine::RESTART as u64 + 8) * 8);
+    a0.saturating_add(a)
+        .saturating_add(lpack)
+        .saturating_add(krylov)
+}
+
+/// Column stride of the f32 copy: whole cache lines, and not a multiple of 4 KiB.
+fn lda_for(n: usize) -> Option<usize> {
+    super::system::stride_for(n, 4)
+}
+
+/// The generated system, kept for every sample of a case: each solve rounds a fresh f32 copy.
+pub struct Prepared {
+    n: usize,
+    threads: usize,
+    hook: Hook,
+    unit: Unit,
+    /// `A` column-major, f64.
+    a0: Vec<f64>,
+    b: Vec<f64>,
+    norm_a: f64,
+    lda: usize,
+    a: Buf<f32>,
+}
+
+impl Prepared {
+    /// Generate HPL-MxP's system for `cfg`, to be solved on the best unit of this CPU.
+    pub fn new(cfg: &MxpConfig) -> Result<Self, BenchError> {
+        Self::with_unit(cfg, Unit::best())
+    }
+
+    pub fn with_unit(cfg: &MxpConfig, unit: Unit) -> Result<Self, BenchError> {
+        let n = cfg.n;
+        if n == 0 {
+            return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
+        }
+        hostbench_core::parallel::check_threads(
+            [cfg.threads],
+            hostbench_core::parallel::MAX_THREADS,
+            "linpack threads",
+        )?;
+        let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
+        let lda = lda_for(n).ok_or_else(too_large)?;
+        let len = n.checked_mul(n).ok_or_else(too_large)?;
+        let f32_len = lda.checked_mul(n).ok_or_else(too_large)?;
+        let mut a0 = try_vec(len)?;
+        a0.extend((0..len).map(|idx| uniform(cfg.seed, idx as u64)));
+        // The diagonal: the sum of the row's other absolute values.
+        let mut sums = vec![0.0f64; n];
+        for (j, col) in a0.chunks_exact(n).enumerate() {
+            for (i, (s, v)) in sums.iter_mut().zip(col).enumerate() {
+                if i != j {
+                    *s += v.abs();
+                }
+            }
+        }
+        for (i, s) in sums.iter().enumerate() {
+            a0[i * n + i] = *s;
+        }
+        if cfg.hook == Hook::Singular && n > 1 {
+            for j in 0..n {
+                a0[j * n + n - 1] = a0[j * n];
+            }
+        }
+        let norm_a = (0..n)
+            .map(|i| (0..n).map(|j| a0[j * n + i].abs()).sum::<f64>())
+            .fold(0.0, f64::max);
+        let mut b = try_vec(n)?;
+        b.extend((0..n).map(|i| uniform(cfg.seed ^ 0x5555_5555_5555_5555, i as u64)));
+        Ok(Self {
+            n,
+            threads: cfg.threads,
+            hook: cfg.hook,
+            unit,
+            a0,
+            b,
+            norm_a,
+            lda,
+            a: Buf::new(f32_len, true)?,
+        })
+    }
+
+    pub fn unit(&self) -> Unit {
+        self.unit
+    }
+
+    /// Round `A` to f32, then time the factorisation, the first solve and the refinement;
+    /// check the answer with HPL's scaled residual.
+    pub fn solve(&mut self, progress: super::lu::Progress<'_>) -> Result<MxpOutcome, BenchError> {
+        let (n, lda, threads) = (self.n, self.lda, self.threads);
+        let ap = self.a.as_mut_ptr();
+        for (j, col) in self.a0.chunks_exact(n).enumerate() {
+            for (i, v) in col.iter().enumerate() {
+                // SAFETY: the f32 copy holds lda × n values, lda ≥ n.
+                unsafe { *ap.add(j * lda + i) = *v as f32 };
+            }
+        }
+        let t0 = Instant::now();
+        let fac = match self.unit {
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx512Bf16 => {
+                lu::factor::<F32Avx512, Bf16Avx512>(&mut self.a, lda, n, threads, progress)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx512F32 => {
+                lu::factor::<F32Avx512, F32Avx512>(&mut self.a, lda, n, threads, progress)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Unit::Avx2F32 => lu::factor::<F32Avx2, F32Avx2>(&mut self.a, lda, n, threads, progress),
+            #[cfg(test)]
+            Unit::PortableBf16 => lu::factor::<F32Portable, kernels::Bf16Portable>(
+                &mut self.a,
+                lda,
+                n,
+                threads,
+                progress,
+            ),
+            _ => lu::factor::<F32Portable, F32Portable>(&mut self.a, lda, n, threads, progress),
+        }?;
+        if self.hook == Hook::CorruptPivot {
+            let p = n / 2;
+            // SAFETY: inside the f32 copy.
+            unsafe { *ap.add(p * lda + p) = 0.0 };
+        }
+        let factor_s = t0.elapsed().as_secs_f64();
+        let factors = Factors {
+            a: ap as *const f32,
+            lda,
+            n,
+        };
+        let precond = |v: &mut [f64]| {
+            let mut t: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+            factors.solve(&mut t, threads);
+            for (vi, ti) in v.iter_mut().zip(&t) {
+                *vi = *ti as f64;
+            }
+        };
+        let mut x = self.b.clone();
+        precond(&mut x);
+        let sys = refine::System {
+            a: &self.a0,
+            n,
+            b: &self.b,
+            norm_a: self.norm_a,
+            threads,
+        };
+        let refined = refine::gmres(&sys, &mut x, &precond);
+        let seconds = t0.elapsed().as_secs_f64();
+        let residual = scaled_residual(&self.a0, n, &x, &self.b);
+        let failure = match refined.failure {
+            Some(why) => Some(why),
+            // NaN fails too
+            None if residual.partial_cmp(&THRESHOLD) != Some(std::cmp::Ordering::Less) => {
+                Some(format!(
+                    "scaled residual {residual:.3e} is not below {THRESHOLD}: the solve is wrong"
+                ))
+            }
+            None => None,
+        };
+        Ok(MxpOutcome {
+            n,
+            threads,
+            precision: self.unit.precision(),
+            unit: self.unit.name(),
+            seconds,
+            factor_s,
+            diag_share: fac.diag_s / fac.seconds,
+            idle_share: fac.wait_s / (fac.seconds * threads as f64),
+            flops: hpl_flops(n),
+            iterations: refined.iterations,
+            cycles: refined.cycles,
+            residual,
+            passed: failure.is_none(),
+            failure,
+        })
+    }
+}
+
+/// The f32 factors, `L` unit lower and `U` upper in one column-major `n × n` block.
+struct Factors {
+    a: *const f32,
+    lda: usize,
+    n: usize,
+}
+
+// SAFETY: read-only once factored; `solve` writes only its vector.
+unsafe impl Sync for Factors {}
+
+/// A vector the solve's threads share: each writes only its own rows in a phase, and phases
+/// are separated by the barrier.
+struct SharedVec(*mut f32);
+
+// SAFETY: as documented on the type.
+unsafe impl Sync for SharedVec {}
+
+impl SharedVec {
+    // A method, so closures capture the whole (Sync) wrapper rather than its raw field.
+    fn ptr(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+impl Factors {
+    /// Block `rows × cols` at (r, c).
+    ///
+    /// # Safety
+    /// In range.
+    unsafe fn block(&self, r: usize, c: usize, rows: usize, cols: usize) -> MatRef<'_, f32> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            MatRef::from_raw_parts(
+                self.a.add(c * self.lda + r),
+                rows,
+                cols,
+                1,
+                self.lda as isize,
+            )
+        }
+    }
+
+    /// `v ← U⁻¹ L⁻¹ v`, blocked by [`NB`]: thread 0 solves each diagonal block, then the
+    /// product with the rest of its block column is split over the threads by rows. Each
+    /// solve reads the whole f32 matrix once, so it is memory-bound like the f64 product
+    /// beside it, and one thread alone would leave most of the bandwidth unused.
+    fn solve(&self, v: &mut [f32], threads: usize) {
+        let n = self.n;
+        let threads = threads.min(n.div_ceil(NB)).max(1);
+        if threads == 1 {
+            // SAFETY: the whole factor block.
+            let lu = unsafe { self.block(0, 0, n, n) };
+            let mut vm = MatMut::from_column_major_slice_mut(v, n, 1);
+            solve_unit_lower_triangular_in_place(lu, vm.as_mut(), Par::Seq);
+            solve_upper_triangular_in_place(lu, vm.as_mut(), Par::Seq);
+            return;
+        }
+        let barrier = super::sync::Barrier::new(threads);
+        let x = SharedVec(v.as_mut_ptr());
+        let npan = n.div_ceil(NB);
+        let states = vec![(); threads];
+        // SAFETY (all blocks below): in range; within a phase thread 0 alone writes the
+        // diagonal block's rows and each thread its own rows below or above it, which nobody
+        // else reads in that phase.
+        let vec_at = |i: usize, len: usize| unsafe {
+            MatMut::from_column_major_slice_mut(
+                core::slice::from_raw_parts_mut(x.ptr().add(i), len),
+                len,
+                1,
+            )
+        };
+        let rows = |tid: usize, lo: usize, hi: usize| {
+            let len = hi - lo;
+            (lo + len * tid / threads, lo + len * (tid + 1) / threads)
+        };
+        // One step of the forward (`lower`) or backward substitution; false once poisoned.
+        let step = |tid: usize, p: usize, lower: bool| {
+            let (k, kb) = (p * NB, NB.min(n - p * NB));
+            if tid == 0 {
+                // SAFETY: the diagonal block, in range.
+                let d = unsafe { self.block(k, k, kb, kb) };
+                if lower {
+                    solve_unit_lower_triangular_in_place(d, vec_at(k, kb), Par::Seq);
+                } else {
+                    solve_upper_triangular_in_place(d, vec_at(k, kb), Par::Seq);
+                }
+            }
+            if !barrier.wait() {
+                return false;
+            }
+            let (lo, hi) = if lower {
+                rows(tid, k + kb, n)
+            } else {
+                rows(tid, 0, k)
+            };
+            if hi > lo {
+                // SAFETY: the block column's rows of this thread, in range.
+                let off = unsafe { self.block(lo, k, hi - lo, kb) };
+                let xk = vec_at(k, kb);
+                faer::linalg::matmul::matmul(
+                    vec_at(lo, hi - lo),
+                    Accum::Add,
+                    off,
+                    xk.as_ref(),
+                    -1.0,
+                    Par::Seq,
+                );
+            }
+            barrier.wait()
+        };
+        let solved = super::sync::team("linpack-mxp-solve", states, &barrier, |tid, ()| {
+            let _ = (0..npan).all(|p| step(tid, p, true))
+                && (0..npan).rev().all(|p| step(tid, p, false));
+        });
+        if solved.is_err() {
+            // Threads that could not start (or a panic): a NaN answer, which the refinement
+            // reports as a breakdown rather than using half a solve.
+            v.fill(f32::NAN);
+        }
+    }
+}
+
+/// Generate, solve once and check.
+pub fn run(cfg: &MxpConfig) -> Result<MxpOutcome, BenchError> {
+    Prepared::new(cfg)?.solve(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(n: usize, threads: usize, hook: Hook) -> MxpConfig {
+        MxpConfig {
+            n,
+            threads,
+            seed: 7,
+            hook,
+        }
+    }
+
+    /// Every unit this machine runs, plus the portable bf16 emulation.
+    fn units() -> Vec<Unit> {
+        let mut v = vec![Unit::PortableF32, Unit::PortableBf16];
+        if hostbench_core::isa::avx2_fma() {
+            v.push(Unit::Avx2F32);
+        }
+        if hostbench_core::isa::avx512f() {
+            v.push(Unit::Avx512F32);
+            if hostbench_core::isa::avx512bf16() {
+                v.push(Unit::Avx512Bf16);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn every_unit_converges_to_passed_across_panel_boundaries() {
+        // 601: two full panels and a ragged one; rows and chunks ragged too.
+        for unit in units() {
+            for threads in [1, 3] {
+                let out = Prepared::with_unit(&cfg(601, threads, Hook::None), unit)
+                    .unwrap()
+                    .solve(None)
+                    .unwrap();
+                assert!(
+                    out.passed,
+                    "{unit:?}, {threads} threads: {:?}, residual {}",
+                    out.failure, out.residual
+                );
+                assert!(out.residual < 1.0 && out.iterations >= 1, "{out:?}");
+                assert!(out.iterations < MAX_ITERATIONS, "{out:?}");
+                assert_eq!(out.precision, unit.precision());
+            }
+        }
+    }
+
+    #[test]
+    fn the_low_precision_factors_are_what_the_refinement_needs() {
+        // Without refinement the bf16 factors solve to about bf16's precision, far from
+        // HPL's threshold: the refinement does the rest, in a few iterations.
+        let n = 300;
+        for unit in [Unit::PortableBf16, Unit::PortableF32] {
+            let mut p = Prepared::with_unit(&cfg(n, 2, Hook::None), unit).unwrap();
+            let out = p.solve(None).unwrap();
+            assert!(out.passed, "{unit:?}: {out:?}");
+            // LU·x = A·x for a random x, to the precision of the update
+            let lu = unsafe { MatRef::from_raw_parts(p.a.as_mut_ptr(), n, n, 1, p.lda as isize) };
+            let x: Vec<f64> = (0..n).map(|i| uniform(3, i as u64)).collect();
+            let mut worst = 0.0f64;
+            for i in 0..n {
+                let mut lux = 0.0f64;
+                for j in 0..n {
+                    // (L U)(i, j) = Σ_k L(i, k) U(k, j), k ≤ min(i, j), L(i, i) = 1
+                    let mut e = 0.0f64;
+                    for k in 0..=i.min(j) {
+                        let l = if k == i { 1.0 } else { lu[(i, k)] as f64 };
+                        e += l * lu[(k, j)] as f64;
+                    }
+                    lux += e * x[j];
+                }
+                let ax: f64 = (0..n).map(|j| p.a0[j * n + i] * x[j]).sum();
+                worst = worst.max((lux - ax).abs() / p.norm_a);
+            }
+            let bound = if unit.precision() == Precision::Bf16 {
+                1e-2
+            } else {
+                1e-5
+            };
+            assert!(worst < bound, "{unit:?}: ‖LUx − Ax‖ / ‖A‖ = {worst}");
+            assert!(worst > 0.0);
+        }
+    }
+
+    #[test]
+    fn a_corrupted_factor_fails_with_its_reason() {
+        for unit in [Unit::PortableBf16, Unit::best()] {
+            let out = Prepared::with_unit(&cfg(300, 2, Hook::CorruptPivot), unit)
+                .unwrap()
+                .solve(None)
+                .unwrap();
+            assert!(!out.passed, "{unit:?}: corrupted factors passed: {out:?}");
+            let why = out.failure.unwrap();
+            assert!(why.contains("broke down"), "{why}");
+        }
+    }
+
+    #[test]
+    fn refinement_that_cannot_converge_ends_with_the_reason() {
+        let t = Instant::now();
+        let out = Prepared::with_unit(&cfg(200, 2, Hook::Singular), Unit::best())
+            .unwrap()
+            .solve(None)
+            .unwrap();
+        assert!(!out.passed, "a singular system passed: {out:?}");
+        let why = out.failure.unwrap();
+        assert!(
+            why.contains("did not converge") || why.contains("broke down"),
+            "{why}"
+        );
+        assert!(out.iterations <= MAX_ITERATIONS);
+        // bounded work, not a hang (a generous bound: this is a correctness test)
+        assert!(t.elapsed().as_secs() < 60);
+    }
+
+    #[test]
+    fn the_matrix_is_hpl_mxps() {
+        let n = 40;
+        let p = Prepared::with_unit(&cfg(n, 1, Hook::None), Unit::PortableF32).unwrap();
+        for i in 0..n {
+            let off: f64 = (0..n)
+                .filter(|&j| j != i)
+                .map(|j| p.a0[j * n + i].abs())
+                .sum();
+            assert_eq!(p.a0[i * n + i], off, "row {i}");
+            for j in (0..n).filter(|&j| j != i) {
+                assert!((-0.5..0.5).contains(&p.a0[j * n + i]));
+            }
+        }
+        assert!(
+            (p.norm_a - (0..n).map(|i| 2.0 * p.a0[i * n + i]).fold(0.0, f64::max)).abs() < 1e-12
+        );
+        assert!(p.b.iter().all(|v| (-0.5..0.5).contains(v)));
+    }
+
+    #[test]
+    fn memory_needed_counts_both_copies() {
+        assert!(memory_needed(1000) >= 12 * 1000 * 1000);
+        assert!(memory_needed(2000) > memory_needed(1000));
+        assert_eq!(memory_needed(usize::MAX), u64::MAX);
+        assert!(Prepared::new(&cfg(0, 1, Hook::None)).is_err());
+        assert!(Prepared::new(&cfg(10, 0, Hook::None)).is_err());
+    }
+}

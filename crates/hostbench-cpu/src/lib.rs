@@ -601,6 +601,18 @@ pub fn run_linpack(
 /// speed-up over it is recorded and said. Refinement that fails is a failed case with its
 /// reason.
 pub fn run_linpack_mxp(runner: &mut Runner, n: usize, threads: usize) -> Result<(), BenchError> {
+    use linpack::mxp::{Hook, Unit};
+    mxp_case(runner, n, threads, Hook::None, Unit::best())
+}
+
+/// [`run_linpack_mxp`] on a given unit, with a fault a test can force.
+fn mxp_case(
+    runner: &mut Runner,
+    n: usize,
+    threads: usize,
+    hook: linpack::mxp::Hook,
+    unit: linpack::mxp::Unit,
+) -> Result<(), BenchError> {
     use linpack::mxp;
     parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
     let avail = hostbench_core::host::available_memory_bytes();
@@ -612,7 +624,6 @@ pub fn run_linpack_mxp(runner: &mut Runner, n: usize, threads: usize) -> Result<
             hostbench_core::units::format_bytes_iec(avail)
         )));
     }
-    let unit = mxp::Unit::best();
     let case = Case::new("cpu.linpack_mxp", Metric::Throughput, "FLOP/s")
         .param("n", n)
         .param("threads", threads)
@@ -622,7 +633,7 @@ pub fn run_linpack_mxp(runner: &mut Runner, n: usize, threads: usize) -> Result<
         n,
         threads,
         seed: 42,
-        hook: mxp::Hook::None,
+        hook,
     };
     let f64_rate = runner
         .result()
@@ -642,7 +653,7 @@ pub fn run_linpack_mxp(runner: &mut Runner, n: usize, threads: usize) -> Result<
         || {
             let prepared = match &mut system {
                 Some(p) => p,
-                None => system.insert(mxp::Prepared::new(&cfg)?),
+                None => system.insert(mxp::Prepared::with_unit(&cfg, unit)?),
             };
             let out = prepared.solve(Some(&progress))?;
             if let Some(why) = out.failure {
@@ -1015,6 +1026,56 @@ mod tests {
             ..CpuConfig::default()
         };
         assert!(cfg.validate().is_err());
+    }
+
+    /// HPL-MxP through the runner: a clean solve is a record beside the f64 one with its
+    /// speed-up; factors that break down and a refinement that cannot converge are failed
+    /// cases with their reasons, in bounded time, and nothing else is lost.
+    #[test]
+    fn hpl_mxp_records_a_pass_and_fails_a_broken_solve_with_its_reason() {
+        use linpack::mxp::{Hook, Unit};
+        let mut runner = Runner::new(RunnerConfig::quiet(1), Host::default());
+        let n = 601;
+        run_linpack(
+            &mut runner,
+            LinpackSize::Fixed(n),
+            2,
+            &Host::default(),
+            &Spec::default(),
+            ReferenceScope::Off,
+        )
+        .unwrap();
+        // The bf16 path on any CPU (its emulation where there is no bf16 unit): the
+        // ill-conditioned hook defeats bf16 factors, not f32 ones.
+        let bf16 = Unit::PortableBf16;
+        mxp_case(&mut runner, n, 2, Hook::None, Unit::best()).unwrap();
+        mxp_case(&mut runner, n, 2, Hook::CorruptPivot, bf16).unwrap();
+        mxp_case(&mut runner, n, 2, Hook::IllConditioned, bf16).unwrap();
+        let res = runner.finish().unwrap();
+        let mxp: Vec<_> = res
+            .records
+            .iter()
+            .filter(|r| r.benchmark == "cpu.linpack_mxp")
+            .collect();
+        assert_eq!(mxp.len(), 1, "{:?}", res.records);
+        assert!(mxp[0].extra["speedup_over_linpack"].as_f64().unwrap() > 0.0);
+        let failed: Vec<_> = res
+            .skipped
+            .iter()
+            .filter(|s| s.benchmark == "cpu.linpack_mxp")
+            .collect();
+        assert_eq!(failed.len(), 2, "{:?}", res.skipped);
+        assert!(failed.iter().all(|s| s.kind == "failed"), "{failed:?}");
+        assert!(
+            failed[0].reason.contains("broke down"),
+            "{}",
+            failed[0].reason
+        );
+        assert!(
+            failed[1].reason.contains("did not converge"),
+            "{}",
+            failed[1].reason
+        );
     }
 
     #[test]

@@ -119,8 +119,12 @@ pub enum Hook {
     None,
     /// Zero one pivot of the factors after the factorisation.
     CorruptPivot,
-    /// Make the last row a copy of the first: `A` singular, the system inconsistent.
-    Singular,
+    /// Shrink the diagonal to a thousandth of HPL-MxP's: no longer dominant, so the bf16 LU
+    /// without pivoting loses all accuracy and its factors are no preconditioner (GMRES makes
+    /// no progress in its iterations). f32 factors still precondition it: GMRES converges in
+    /// about 20. A singular `A` would not do either: an answer of enormous norm has a small
+    /// HPL residual.
+    IllConditioned,
 }
 
 /// What to solve.
@@ -229,9 +233,9 @@ impl Prepared {
         for (i, s) in sums.iter().enumerate() {
             a0[i * n + i] = *s;
         }
-        if cfg.hook == Hook::Singular && n > 1 {
-            for j in 0..n {
-                a0[j * n + n - 1] = a0[j * n];
+        if cfg.hook == Hook::IllConditioned {
+            for i in 0..n {
+                a0[i * n + i] *= 1e-3;
             }
         }
         let norm_a = (0..n)
@@ -577,17 +581,14 @@ mod tests {
     #[test]
     fn refinement_that_cannot_converge_ends_with_the_reason() {
         let t = Instant::now();
-        let out = Prepared::with_unit(&cfg(200, 2, Hook::Singular), Unit::best())
+        let out = Prepared::with_unit(&cfg(601, 2, Hook::IllConditioned), Unit::PortableBf16)
             .unwrap()
             .solve(None)
             .unwrap();
-        assert!(!out.passed, "a singular system passed: {out:?}");
+        assert!(!out.passed, "an ill-conditioned system passed: {out:?}");
         let why = out.failure.unwrap();
-        assert!(
-            why.contains("did not converge") || why.contains("broke down"),
-            "{why}"
-        );
-        assert!(out.iterations <= MAX_ITERATIONS);
+        assert!(why.contains("did not converge"), "{why}");
+        assert_eq!(out.iterations, MAX_ITERATIONS);
         // bounded work, not a hang (a generous bound: this is a correctness test)
         assert!(t.elapsed().as_secs() < 60);
     }

@@ -679,6 +679,9 @@ fn mxp_case(
                 )),
             );
             rec.extra.insert("unit".into(), json!(unit.name()));
+            if let Some(why) = mxp::Unit::choose().1.filter(|_| unit == mxp::Unit::best()) {
+                rec.extra.insert("unit_note".into(), json!(why));
+            }
             rec.extra.insert("nb".into(), json!(mxp::NB));
             rec.extra.insert(
                 "matrix".into(),

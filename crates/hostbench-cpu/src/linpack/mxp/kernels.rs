@@ -24,9 +24,29 @@ pub(in crate::linpack) trait Gemm: Sync {
     const KP: usize;
     /// The instruction set and data type, for the record.
     const NAME: &'static str;
+    /// Packed steps are padded to a multiple of this (AMX tiles take 16 steps at a time).
+    const KS_ALIGN: usize = 1;
+    /// The B side stored lane-major (each column's steps contiguous, as an AMX tile row wants)
+    /// instead of k-major.
+    const B_LANE_MAJOR: bool = false;
 
     /// `KP` consecutive k values (missing ones are zero) as one packed element.
     fn pack(v: &[f32]) -> Self::P;
+
+    /// The same for the B side (AMX packs B negated, since its tiles only accumulate).
+    fn pack_b_elem(v: &[f32]) -> Self::P {
+        Self::pack(v)
+    }
+
+    /// Called by a thread before a run of [`Gemm::kernel`] calls, and [`Gemm::end`] after
+    /// (AMX configures and releases its tiles there).
+    ///
+    /// # Safety
+    /// The CPU has the kernel's instruction set.
+    unsafe fn begin() {}
+    /// # Safety
+    /// After [`Gemm::begin`] on the same thread.
+    unsafe fn end() {}
 
     /// # Safety
     /// The CPU has the kernel's instruction set; `a` and `b` hold `ks` packed steps of `MR`
@@ -59,7 +79,7 @@ pub(in crate::linpack) fn bf16_bits(v: f32) -> u16 {
 
 /// Packed steps covering `kc` k values.
 pub(in crate::linpack) fn steps<G: Gemm>(kc: usize) -> usize {
-    kc.div_ceil(G::KP)
+    kc.div_ceil(G::KP).next_multiple_of(G::KS_ALIGN)
 }
 
 /// Pack `extent` lanes (rows of an A operand, columns of a B one) × k values [0, kc) into
@@ -74,8 +94,10 @@ unsafe fn pack_panels<G: Gemm>(
     width: usize,
     extent: usize,
     kc: usize,
+    b_side: bool,
     at: impl Fn(usize, usize) -> f32,
 ) {
+    let lane_major = b_side && G::B_LANE_MAJOR;
     let (kp, ks) = (G::KP, steps::<G>(kc));
     let mut v = [0.0f32; 2];
     for ip in 0..extent.div_ceil(width) {
@@ -91,8 +113,18 @@ unsafe fn pack_panels<G: Gemm>(
                         0.0
                     };
                 }
+                let at = if lane_major {
+                    (ip * width + l) * ks + s
+                } else {
+                    (ip * ks + s) * width + l
+                };
+                let e = if b_side {
+                    G::pack_b_elem(&v[..kp])
+                } else {
+                    G::pack(&v[..kp])
+                };
                 // SAFETY: in range by the caller's contract.
-                unsafe { *dst.add((ip * ks + s) * width + l) = G::pack(&v[..kp]) };
+                unsafe { *dst.add(at) = e };
             }
         }
     }
@@ -111,7 +143,7 @@ pub(in crate::linpack) unsafe fn pack_a<G: Gemm>(
     kc: usize,
 ) {
     // SAFETY: forwarded from the caller.
-    unsafe { pack_panels::<G>(dst, G::MR, rows, kc, |i, kk| *src.add(kk * ld + i)) }
+    unsafe { pack_panels::<G>(dst, G::MR, rows, kc, false, |i, kk| *src.add(kk * ld + i)) }
 }
 
 /// Pack k values [0, kc) × columns [0, cols) of the column-major block at `src` (stride `ld`)
@@ -127,7 +159,58 @@ pub(in crate::linpack) unsafe fn pack_b<G: Gemm>(
     cols: usize,
 ) {
     // SAFETY: forwarded from the caller.
-    unsafe { pack_panels::<G>(dst, G::NR, cols, kc, |j, kk| *src.add(j * ld + kk)) }
+    unsafe { pack_panels::<G>(dst, G::NR, cols, kc, true, |j, kk| *src.add(j * ld + kk)) }
+}
+
+/// Run `G` on this CPU against the exact answer before a solve relies on it: a 64 × 64 update
+/// over 96 k values (ragged against every tile) of small integers, whose bf16 products and f32
+/// sums are all exact, compared bit for bit. A kernel whose tiles, layouts or signs are wrong
+/// is caught here, not in a refinement that quietly needs more iterations.
+pub(in crate::linpack) fn self_check<G: Gemm>() -> Result<(), String> {
+    let (m, k, n) = (64, 96, 64);
+    let val = |i: usize, j: usize, salt: usize| ((i * 7 + j * 3 + salt) % 9) as f32 - 4.0;
+    let a: Vec<f32> = (0..m * k).map(|x| val(x % m, x / m, 1)).collect();
+    let b: Vec<f32> = (0..k * n).map(|x| val(x % k, x / k, 2)).collect();
+    let ks = steps::<G>(k);
+    let mut ap = vec![G::P::default(); m.div_ceil(G::MR) * G::MR * ks];
+    let mut bp = vec![G::P::default(); n.div_ceil(G::NR) * G::NR * ks];
+    let mut c: Vec<f32> = (0..m * n).map(|x| (x % 5) as f32).collect();
+    let c0 = c.clone();
+    // SAFETY: the buffers are sized as the packers and the kernel require; the caller chose
+    // G for this CPU.
+    unsafe {
+        pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
+        pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
+        G::begin();
+        for ip in 0..m.div_ceil(G::MR) {
+            for jp in 0..n.div_ceil(G::NR) {
+                G::kernel(
+                    ks,
+                    ap.as_ptr().add(ip * G::MR * ks),
+                    bp.as_ptr().add(jp * G::NR * ks),
+                    c.as_mut_ptr().add(jp * G::NR * m + ip * G::MR),
+                    m,
+                    G::MR.min(m - ip * G::MR),
+                    G::NR.min(n - jp * G::NR),
+                    false,
+                );
+            }
+        }
+        G::end();
+    }
+    for j in 0..n {
+        for i in 0..m {
+            let want = c0[j * m + i] - (0..k).map(|kk| a[kk * m + i] * b[j * k + kk]).sum::<f32>();
+            let got = c[j * m + i];
+            if got.to_bits() != want.to_bits() {
+                return Err(format!(
+                    "{}: C({i}, {j}) = {got} after the update, expected {want}",
+                    G::NAME
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Write an `MR × NR` accumulator tile (column `j` at `acc[j·MR..]`) to `C`.
@@ -250,7 +333,7 @@ impl Gemm for Bf16Portable {
 }
 
 #[cfg(target_arch = "x86_64")]
-pub(in crate::linpack) use x86::{Bf16Avx512, F32Avx2, F32Avx512};
+pub(in crate::linpack) use x86::{Bf16Amx, Bf16Avx512, F32Avx2, F32Avx512};
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -447,6 +530,154 @@ mod x86 {
         /// AVX2 + FMA f32, 16 × 6.
         F32Avx2, f32, 16, 6, 1, "f32 (AVX2 + FMA)", first, f32_avx2
     );
+
+    /// AMX bf16 (`tdpbf16ps`), 32 × 32 of C as 2 × 2 tiles of 16 × 16 f32, computed
+    /// transposed: a tile row is one column of the column-major C (64 contiguous bytes), so C
+    /// loads and stores with stride `ldc` and no shuffle. Then `Cᵀ += Bᵀ Aᵀ`: the "A" tile of
+    /// the multiply is B's columns, each column's bf16 pairs contiguous (B packed lane-major),
+    /// and the "B" tile (pairs of k by 16 lanes, the VNNI layout) is exactly the k-major packed
+    /// A panel read with a stride of its 32 lanes. Tiles only accumulate, so B is packed
+    /// negated and the update `C −= A·B` is `C += A·(−B)`. Tiles are configured once per run
+    /// of calls ([`Gemm::begin`]).
+    pub(in crate::linpack) struct Bf16Amx;
+
+    /// Palette 1, tiles 0–7 at 16 rows × 64 bytes.
+    #[repr(C, align(64))]
+    struct TileConfig([u8; 64]);
+
+    fn neg_pair(v: &[f32]) -> u32 {
+        let neg = [-v[0], v.get(1).map_or(0.0, |x| -x)];
+        bf16_pair(&neg)
+    }
+
+    impl Gemm for Bf16Amx {
+        type P = u32;
+        const MR: usize = 32;
+        const NR: usize = 32;
+        const KP: usize = 2;
+        const NAME: &'static str = "bf16 → f32 (AMX, tdpbf16ps)";
+        const KS_ALIGN: usize = 16;
+        const B_LANE_MAJOR: bool = true;
+
+        fn pack(v: &[f32]) -> u32 {
+            bf16_pair(v)
+        }
+
+        fn pack_b_elem(v: &[f32]) -> u32 {
+            neg_pair(v)
+        }
+
+        unsafe fn begin() {
+            let mut c = [0u8; 64];
+            c[0] = 1;
+            for t in 0..8 {
+                c[16 + 2 * t] = 64;
+                c[48 + t] = 16;
+            }
+            let cfg = TileConfig(c);
+            // SAFETY: the caller checked AMX; the process holds the tile permission
+            // (`amx::permission`, asked before this unit is chosen).
+            unsafe {
+                core::arch::asm!("ldtilecfg [{c}]", c = in(reg) cfg.0.as_ptr(), options(nostack, readonly))
+            };
+        }
+
+        unsafe fn end() {
+            // SAFETY: after begin on this thread.
+            unsafe { core::arch::asm!("tilerelease", options(nomem, nostack)) };
+        }
+
+        unsafe fn kernel(
+            ks: usize,
+            a: *const u32,
+            b: *const u32,
+            c: *mut f32,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            store: bool,
+        ) {
+            if mr == 32 && nr == 32 && !store {
+                // SAFETY: forwarded from the caller; a full tile block.
+                unsafe { amx_tiles(ks, a, b, c, ldc) };
+                return;
+            }
+            // Edges (and the tests' store mode) through a 32 × 32 scratch block: C in, the
+            // full-tile kernel, C out (negated back for a store, whose B was packed negated).
+            let mut t = [0.0f32; 32 * 32];
+            for j in 0..nr {
+                for i in 0..mr {
+                    // SAFETY: inside the caller's tile.
+                    t[j * 32 + i] = if store {
+                        0.0
+                    } else {
+                        unsafe { *c.add(j * ldc + i) }
+                    };
+                }
+            }
+            // SAFETY: the scratch is a full 32 × 32 block with stride 32; the packed operands
+            // are zero beyond mr and nr.
+            unsafe { amx_tiles(ks, a, b, t.as_mut_ptr(), 32) };
+            for j in 0..nr {
+                for i in 0..mr {
+                    let v = t[j * 32 + i];
+                    // SAFETY: as above.
+                    unsafe { *c.add(j * ldc + i) = if store { -v } else { v } };
+                }
+            }
+        }
+    }
+
+    /// `Cᵀ(32 × 32) += …` over `ks` packed steps (a multiple of 16), tiles configured.
+    ///
+    /// # Safety
+    /// AMX with tiles configured by `Bf16Amx::begin`; `a` a k-major panel of 32 lanes and `b` a
+    /// lane-major panel of 32 lanes, both of `ks` steps; `c` a 32 × 32 block with stride `ldc`.
+    unsafe fn amx_tiles(ks: usize, a: *const u32, b: *const u32, c: *mut f32, ldc: usize) {
+        let cs = ldc * 4;
+        let (c0, c1) = (c, c.wrapping_add(16));
+        let (c2, c3) = (c.wrapping_add(16 * ldc), c.wrapping_add(16 * ldc + 16));
+        // SAFETY (every asm! below): tile loads and stores of 16 rows of 64 bytes inside the
+        // caller's buffers, with the strides documented above.
+        unsafe {
+            core::arch::asm!(
+                "tileloadd tmm0, [{c0} + {s}*1]",
+                "tileloadd tmm1, [{c1} + {s}*1]",
+                "tileloadd tmm2, [{c2} + {s}*1]",
+                "tileloadd tmm3, [{c3} + {s}*1]",
+                c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
+                s = in(reg) cs, options(nostack, readonly)
+            );
+            let (bs, as_) = (ks * 4, 32usize * 4);
+            for s0 in (0..ks).step_by(16) {
+                core::arch::asm!(
+                    "tileloadd tmm4, [{b0} + {bs}*1]",
+                    "tileloadd tmm5, [{b1} + {bs}*1]",
+                    "tileloadd tmm6, [{a0} + {as_}*1]",
+                    "tileloadd tmm7, [{a1} + {as_}*1]",
+                    "tdpbf16ps tmm0, tmm4, tmm6",
+                    "tdpbf16ps tmm1, tmm4, tmm7",
+                    "tdpbf16ps tmm2, tmm5, tmm6",
+                    "tdpbf16ps tmm3, tmm5, tmm7",
+                    b0 = in(reg) b.add(s0),
+                    b1 = in(reg) b.add(16 * ks + s0),
+                    a0 = in(reg) a.add(s0 * 32),
+                    a1 = in(reg) a.add(s0 * 32 + 16),
+                    bs = in(reg) bs,
+                    as_ = in(reg) as_,
+                    options(nostack, readonly)
+                );
+            }
+            core::arch::asm!(
+                "tilestored [{c0} + {s}*1], tmm0",
+                "tilestored [{c1} + {s}*1], tmm1",
+                "tilestored [{c2} + {s}*1], tmm2",
+                "tilestored [{c3} + {s}*1], tmm3",
+                c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
+                s = in(reg) cs, options(nostack)
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -479,6 +710,7 @@ mod tests {
         unsafe {
             pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
             pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
+            G::begin();
             for store in [true, false] {
                 for ip in 0..m.div_ceil(G::MR) {
                     for jp in 0..n.div_ceil(G::NR) {
@@ -520,7 +752,8 @@ mod tests {
                 G::MR.min(m),
                 G::NR.min(n),
                 true,
-            )
+            );
+            G::end();
         };
         for j in 0..G::NR.min(n) {
             for i in 0..G::MR.min(m) {
@@ -552,7 +785,63 @@ mod tests {
             if hostbench_core::isa::avx512bf16() {
                 check::<Bf16Avx512>();
             }
+            // Opt-in until it has run on AMX hardware (see `Unit::choose`).
+            if hostbench_core::isa::amx_bf16()
+                && std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+                && crate::amx::permission().is_ok()
+            {
+                check::<Bf16Amx>();
+            }
         }
+    }
+
+    #[test]
+    fn the_self_check_passes_right_kernels_and_catches_a_wrong_one() {
+        assert_eq!(self_check::<F32Portable>(), Ok(()));
+        assert_eq!(self_check::<Bf16Portable>(), Ok(()));
+        #[cfg(target_arch = "x86_64")]
+        {
+            if hostbench_core::isa::avx512bf16() {
+                assert_eq!(self_check::<Bf16Avx512>(), Ok(()));
+            }
+            // Opt-in until it has run on AMX hardware (see `Unit::choose`).
+            if hostbench_core::isa::amx_bf16()
+                && std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+                && crate::amx::permission().is_ok()
+            {
+                assert_eq!(self_check::<Bf16Amx>(), Ok(()));
+            }
+        }
+        // A kernel that adds where it should subtract.
+        struct Wrong;
+        impl Gemm for Wrong {
+            type P = f32;
+            const MR: usize = 8;
+            const NR: usize = 4;
+            const KP: usize = 1;
+            const NAME: &'static str = "wrong";
+            fn pack(v: &[f32]) -> f32 {
+                v[0]
+            }
+            fn pack_b_elem(v: &[f32]) -> f32 {
+                -v[0]
+            }
+            unsafe fn kernel(
+                ks: usize,
+                a: *const f32,
+                b: *const f32,
+                c: *mut f32,
+                ldc: usize,
+                mr: usize,
+                nr: usize,
+                store: bool,
+            ) {
+                // SAFETY: forwarded.
+                unsafe { F32Portable::kernel(ks, a, b, c, ldc, mr, nr, store) }
+            }
+        }
+        let err = self_check::<Wrong>().unwrap_err();
+        assert!(err.starts_with("wrong: C("), "{err}");
     }
 
     #[test]

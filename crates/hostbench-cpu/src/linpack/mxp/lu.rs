@@ -386,6 +386,7 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 continue;
             }
             pack_b::<U>(upack, sh.at(k, j0), lda, kb, w);
+            U::begin();
             // Each packed panel of L₂₁ (MR rows, in L1) against the whole packed chunk (in L2).
             for ir in 0..m2.div_ceil(U::MR) {
                 let a = sh.lpack.add(ir * U::MR * ks);
@@ -402,6 +403,7 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                     );
                 }
             }
+            U::end();
         }
     }
 }

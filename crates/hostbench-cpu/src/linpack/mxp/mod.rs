@@ -33,7 +33,7 @@ use hostbench_core::BenchError;
 
 use super::system::{hpl_flops, scaled_residual, try_vec, uniform, THRESHOLD};
 #[cfg(target_arch = "x86_64")]
-use kernels::{Bf16Avx512, F32Avx2, F32Avx512};
+use kernels::{Bf16Amx, Bf16Avx512, F32Avx2, F32Avx512};
 use kernels::{F32Portable, Gemm};
 use lu::Buf;
 
@@ -62,6 +62,8 @@ impl Precision {
 /// triangular multiplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// AMX bf16 tiles (`tdpbf16ps`).
+    AmxBf16,
     /// AVX-512 BF16 (`vdpbf16ps`).
     Avx512Bf16,
     Avx512F32,
@@ -73,23 +75,77 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// The fastest this CPU has: a bf16 unit, else the widest f32 FMA.
+    /// The fastest this CPU has: AMX, else an AVX-512 bf16 unit, else the widest f32 FMA.
     pub fn best() -> Self {
-        use hostbench_core::isa;
-        if isa::avx512f() && isa::avx512bf16() {
-            Unit::Avx512Bf16
-        } else if isa::avx512f() {
-            Unit::Avx512F32
-        } else if isa::avx2_fma() {
-            Unit::Avx2F32
-        } else {
-            Unit::PortableF32
+        Self::choose().0
+    }
+
+    /// [`Unit::best`], and why a faster unit this CPU has was passed over: each candidate must
+    /// pass its exact self-check on this CPU (and AMX the kernel's tile permission) first.
+    /// Decided once per process.
+    pub fn choose() -> (Self, Option<String>) {
+        static CHOICE: std::sync::OnceLock<(Unit, Option<String>)> = std::sync::OnceLock::new();
+        CHOICE.get_or_init(Self::decide).clone()
+    }
+
+    /// The units with a vector or matrix kernel this CPU may run, fastest first, each with its
+    /// check.
+    fn vector_candidates() -> Vec<(Unit, Check)> {
+        #[allow(unused_mut)] // nothing to add off x86-64
+        let mut candidates: Vec<(Unit, Check)> = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            use hostbench_core::isa;
+            // The AMX kernel has not yet run on AMX hardware (no such machine was at hand when
+            // it was written): until it has, it is used only when asked for, behind the same
+            // exact self-check, so a mistake in it cannot take a standard run down on the CPUs
+            // the standard profile adds HPL-MxP for.
+            if isa::avx512f() && isa::amx_bf16() && amx_requested() {
+                candidates.push((Unit::AmxBf16, || {
+                    crate::amx::permission().map_err(|e| e.to_string())?;
+                    kernels::self_check::<Bf16Amx>()
+                }));
+            }
+            if isa::avx512f() && isa::avx512bf16() {
+                candidates.push((Unit::Avx512Bf16, kernels::self_check::<Bf16Avx512>));
+            }
+            if isa::avx512f() {
+                candidates.push((Unit::Avx512F32, kernels::self_check::<F32Avx512>));
+            }
+            if isa::avx2_fma() {
+                candidates.push((Unit::Avx2F32, kernels::self_check::<F32Avx2>));
+            }
         }
+        candidates
+    }
+
+    fn decide() -> (Self, Option<String>) {
+        let mut candidates = Self::vector_candidates();
+        candidates.push((Unit::PortableF32, kernels::self_check::<F32Portable>));
+        let mut passed_over = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        if hostbench_core::isa::amx_bf16() && !amx_requested() {
+            passed_over.push(
+                "AMX not used: its HPL-MxP kernel is not yet verified on AMX hardware \
+                 (HOSTBENCH_MXP_AMX=1 tries it, behind an exact self-check)"
+                    .to_string(),
+            );
+        }
+        let why = |p: &Vec<String>| (!p.is_empty()).then(|| p.join("; "));
+        for (unit, check) in candidates {
+            match check() {
+                Ok(()) => return (unit, why(&passed_over)),
+                Err(e) => passed_over.push(format!("{} not used: {e}", unit.name())),
+            }
+        }
+        // Not even the portable kernel checks out: the solve's own residual check is all
+        // that is left, and the record says why.
+        (Unit::PortableF32, why(&passed_over))
     }
 
     pub fn precision(self) -> Precision {
         match self {
-            Unit::Avx512Bf16 => Precision::Bf16,
+            Unit::AmxBf16 | Unit::Avx512Bf16 => Precision::Bf16,
             #[cfg(test)]
             Unit::PortableBf16 => Precision::Bf16,
             _ => Precision::F32,
@@ -99,6 +155,8 @@ impl Unit {
     /// The update kernel, for the record.
     pub fn name(self) -> &'static str {
         match self {
+            #[cfg(target_arch = "x86_64")]
+            Unit::AmxBf16 => Bf16Amx::NAME,
             #[cfg(target_arch = "x86_64")]
             Unit::Avx512Bf16 => Bf16Avx512::NAME,
             #[cfg(target_arch = "x86_64")]
@@ -111,6 +169,15 @@ impl Unit {
         }
     }
 }
+
+/// `HOSTBENCH_MXP_AMX=1`: try the AMX kernel (see [`Unit::choose`]).
+#[cfg(target_arch = "x86_64")]
+fn amx_requested() -> bool {
+    std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+}
+
+/// A unit's exact self-check on this CPU.
+type Check = fn() -> Result<(), String>;
 
 /// Faults a test can force, to show they end in a failed record and its reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -273,6 +340,10 @@ impl Prepared {
         }
         let t0 = Instant::now();
         let fac = match self.unit {
+            #[cfg(target_arch = "x86_64")]
+            Unit::AmxBf16 => {
+                lu::factor::<F32Avx512, Bf16Amx>(&mut self.a, lda, n, threads, progress)
+            }
             #[cfg(target_arch = "x86_64")]
             Unit::Avx512Bf16 => {
                 lu::factor::<F32Avx512, Bf16Avx512>(&mut self.a, lda, n, threads, progress)
@@ -503,6 +574,9 @@ mod tests {
             if hostbench_core::isa::avx512bf16() {
                 v.push(Unit::Avx512Bf16);
             }
+        }
+        if Unit::best() == Unit::AmxBf16 {
+            v.push(Unit::AmxBf16);
         }
         v
     }

@@ -1,9 +1,10 @@
 //! The LU itself: a right-looking blocked LU with partial pivoting and a look-ahead of one
 //! panel, and the blocked solve, on whichever micro-kernel the run chose.
 //!
-//! In each step thread 0 brings the next panel up to date and factors it (in a column-major
-//! scratch copy, by faer's recursive partial-pivoting LU) while the other threads claim column
-//! chunks of the trailing update from an atomic counter. Row interchanges are applied as a
+//! In each step the threads first bring the next panel up to date, in up to four pieces they
+//! claim, then thread 0 factors it (in a column-major scratch copy, by faer's recursive
+//! partial-pivoting LU) while the other threads claim column chunks of the trailing update from
+//! an atomic counter. Row interchanges are applied as a
 //! gather and never to earlier panels' `L` (the LINPACK `dgesl` convention; the forward
 //! substitution applies them as it goes). `U₁₂ = L₁₁⁻¹ A₁₂` multiplies by the inverse of the
 //! unit lower triangle, formed once per panel, so it runs on the same micro-kernel as the
@@ -160,6 +161,8 @@ pub(super) fn factor_and_solve_with<K: Micro>(
         lpack: [lpacks[0].as_mut_ptr(), lpacks[1].as_mut_ptr()],
         linv: [linvs[0].as_mut_ptr(), linvs[1].as_mut_ptr()],
         counters: atomics(npan)?,
+        la_counters: atomics(npan)?,
+        la_done: atomics(npan)?,
         barrier: Barrier::new(threads),
         x: x.as_mut_ptr(),
         panel_ns: AtomicU64::new(0),
@@ -224,13 +227,38 @@ fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, a
         let k = p * NB;
         let rest0 = k + NB.min(n - k);
         let next_end = rest0 + NB.min(n - rest0);
+        // Look-ahead: the next panel's columns first, in pieces every thread claims (on one
+        // thread they were as much work as the panel's factorisation, and on sixteen threads
+        // that thread was the critical path), then thread 0 factors the panel once all pieces
+        // are done, while the others go on to the columns after it.
+        let pieces = lookahead_pieces::<K>(sh.threads, next_end - rest0);
+        if rest0 < n {
+            let width = (next_end - rest0).div_ceil(pieces);
+            loop {
+                let c = sh.la_counters[p].fetch_add(1, Ordering::Relaxed);
+                if c >= pieces {
+                    break;
+                }
+                let j0 = rest0 + c * width;
+                // SAFETY: the counter hands piece c to exactly one thread.
+                unsafe { update_cols::<K>(sh, p, j0, (j0 + width).min(next_end), apack) };
+                sh.la_done[p].fetch_add(1, Ordering::Release);
+            }
+        }
         if let Some(ps) = ps.as_mut() {
             if rest0 < n {
-                // Look-ahead: the next panel's columns first, then its factorisation, while
-                // the other threads work on the columns after it.
-                // SAFETY: thread 0 alone owns columns [rest0, next_end) in this step.
-                unsafe { update_cols::<K>(sh, p, rest0, next_end, apack) };
-                // SAFETY: as above.
+                // The pieces' writes happen before the panel is read (Release/Acquire).
+                let mut spins = 0u32;
+                while sh.la_done[p].load(Ordering::Acquire) < pieces {
+                    spins += 1;
+                    if spins.is_multiple_of(1024) {
+                        std::thread::yield_now();
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+                // SAFETY: thread 0 alone owns columns [rest0, next_end) now: every piece of
+                // them is done and no one else touches them in this step.
                 timed(
                     &mut || unsafe { factor_panel::<K>(sh, p + 1, ps) },
                     &mut panel_s,
@@ -269,6 +297,13 @@ fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, a
     sh.wait_ns.fetch_add(ns(wait_s), Ordering::Relaxed);
     // SAFETY: the factorisation is complete on all threads (last barrier).
     unsafe { solve::<K>(sh, tid) };
+}
+
+/// Pieces the next panel's `cols` columns are cut into for the look-ahead: one per thread up to
+/// four (more would make pieces too narrow for the micro-kernel's reuse), none narrower than
+/// four register tiles.
+fn lookahead_pieces<K: Micro>(threads: usize, cols: usize) -> usize {
+    threads.min(4).min(cols.div_ceil(4 * K::MR)).max(1)
 }
 
 /// Factor panel p (rows [k, n), columns [k, k + kb)) in a column-major copy, record its

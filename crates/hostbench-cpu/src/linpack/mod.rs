@@ -19,8 +19,10 @@
 //! A right-looking blocked LU (panels of [`NB`](lu::NB) columns) with a look-ahead of one panel,
 //! the scheme HPL and OpenBLAS use to hide the panel factorisation, which is latency bound:
 //!
-//! - In each step thread 0 first brings the *next* panel up to date and factors it, while the
-//!   other threads update the rest of the trailing matrix; thread 0 joins them when it is done.
+//! - In each step the *next* panel is brought up to date first (in pieces any thread may claim:
+//!   on one thread this was as much work as the factorisation itself), then thread 0 factors
+//!   it while the other threads update the rest of the trailing matrix; thread 0 joins them
+//!   when it is done.
 //!   The trailing update is cut into column chunks claimed from an atomic counter, so a thread
 //!   slowed down by another process on a shared machine simply takes fewer chunks.
 //! - The matrix is stored row-major, so a row interchange moves contiguous memory instead of

@@ -85,9 +85,10 @@ impl Barrier {
 /// Everything the worker threads share.
 ///
 /// The matrix is row-major (`A(i, j)` at `a[i * lda + j]`). Within one step of the
-/// factorisation every thread writes a disjoint set of columns (thread 0 the next panel, the
-/// others the chunks they claimed), reads only what no one writes in that step (the current
-/// panel, its packed copies and its pivots), and steps are separated by the barrier.
+/// factorisation every thread writes a disjoint set of columns (the look-ahead pieces and the
+/// chunks it claimed; thread 0 then the next panel, once every piece of it is done), reads only
+/// what no one writes in that step (the current panel, its packed copies and its pivots), and
+/// steps are separated by the barrier.
 pub(super) struct Shared<'a> {
     pub(super) a: *mut f64,
     pub(super) lda: usize,
@@ -110,6 +111,10 @@ pub(super) struct Shared<'a> {
     pub(super) linv: [*mut f64; 2],
     /// Next unclaimed column chunk of each step.
     pub(super) counters: Vec<AtomicUsize>,
+    /// Next unclaimed piece of each step's look-ahead (the next panel's columns), and the
+    /// pieces done, which thread 0 waits for before it factors that panel.
+    pub(super) la_counters: Vec<AtomicUsize>,
+    pub(super) la_done: Vec<AtomicUsize>,
     pub(super) barrier: Barrier,
     /// The right-hand side, overwritten with the solution.
     pub(super) x: *mut f64,

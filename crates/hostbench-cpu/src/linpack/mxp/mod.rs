@@ -305,9 +305,15 @@ impl Prepared {
                 a0[i * n + i] *= 1e-3;
             }
         }
-        let norm_a = (0..n)
-            .map(|i| (0..n).map(|j| a0[j * n + i].abs()).sum::<f64>())
-            .fold(0.0, f64::max);
+        // ‖A‖∞, the largest row sum, in one pass down the columns (a pass along the rows of a
+        // column-major matrix would miss the cache on every element).
+        let mut rows = vec![0.0f64; n];
+        for col in a0.chunks_exact(n) {
+            for (r, v) in rows.iter_mut().zip(col) {
+                *r += v.abs();
+            }
+        }
+        let norm_a = rows.iter().copied().fold(0.0, f64::max);
         let mut b = try_vec(n)?;
         b.extend((0..n).map(|i| uniform(cfg.seed ^ 0x5555_5555_5555_5555, i as u64)));
         Ok(Self {

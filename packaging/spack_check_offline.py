@@ -8,7 +8,7 @@ with the workspace: the version, the Rust the workspace requires, and the crate 
 installs. It does not concretize or build; `spack info hostbench` with a real Spack does the
 former (scripts/test-package, where SPACK_ROOT names one).
 
-Usage: check_offline.py PACKAGE_PY WORKSPACE_VERSION RUST_VERSION
+Usage: spack_check_offline.py PACKAGE_PY WORKSPACE_VERSION RUST_VERSION
 """
 
 import importlib.util

@@ -7,6 +7,7 @@
 
 pub mod affinity;
 pub mod buffer;
+pub mod build_info;
 pub mod clock;
 pub mod conditions;
 pub mod error;

@@ -126,7 +126,7 @@ impl Default for Tool {
         Self {
             name: "hostbench".to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            revision: option_env!("HOSTBENCH_REVISION").map(str::to_string),
+            revision: crate::build_info::REVISION.map(str::to_string),
         }
     }
 }

@@ -113,8 +113,17 @@ pub fn random_bytes() -> Result<[u8; NONCE_BYTES], BenchError> {
     let mut buf = [0u8; NONCE_BYTES];
     let mut got = 0;
     while got < buf.len() {
+        // The raw system call: glibc's `getrandom` wrapper arrived in 2.25, and the portable
+        // binary (scripts/package) links against glibc 2.17.
         // SAFETY: the pointer and length describe the unfilled tail of `buf`.
-        let n = unsafe { libc::getrandom(buf[got..].as_mut_ptr().cast(), buf.len() - got, 0) };
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getrandom,
+                buf[got..].as_mut_ptr(),
+                buf.len() - got,
+                0,
+            )
+        };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {

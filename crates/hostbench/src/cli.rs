@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(
     name = "hostbench",
-    version,
+    version = hostbench_core::build_info::version_line(),
     about = "Measure CPU, memory, disk, network and GPU against their theoretical limits",
     long_about = None,
     propagate_version = true

@@ -208,10 +208,13 @@ impl AlignedBuf {
 fn statx_dioalign(path: &Path) -> Option<(u32, u32)> {
     let c = c_path(path).ok()?;
     let mut st = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // The raw system call rather than glibc's `statx` wrapper, which only glibc 2.28 has: the
+    // portable binary (scripts/package) links against glibc 2.17.
     // SAFETY: `c` is a NUL-terminated path that outlives the call; `st` is a writable buffer of
     // the size of `struct statx`, which the kernel fills on success.
     let rc = unsafe {
-        libc::statx(
+        libc::syscall(
+            libc::SYS_statx,
             libc::AT_FDCWD,
             c.as_ptr(),
             0,

@@ -448,7 +448,7 @@ pub fn run_linpack(
     let avail = hostbench_core::host::available_memory_bytes();
     let order = affinity::placement_order();
     if let LinpackSize::Fixed(n) = size {
-        check_fits(n, avail)?;
+        check_fits(&format!("--n {n}"), linpack::memory_needed(n), avail)?;
     }
     ensure_effective_cores(runner, threads);
     let (n, sizing) = match size {
@@ -616,14 +616,7 @@ fn mxp_case(
     use linpack::mxp;
     parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
     let avail = hostbench_core::host::available_memory_bytes();
-    let need = mxp::memory_needed(n);
-    if avail > 0 && need > avail {
-        return Err(BenchError::invalid(format!(
-            "--mxp at n {n} needs {} of memory but only {} is available",
-            hostbench_core::units::format_bytes_iec(need),
-            hostbench_core::units::format_bytes_iec(avail)
-        )));
-    }
+    check_fits(&format!("--mxp at n {n}"), mxp::memory_needed(n), avail)?;
     let case = Case::new("cpu.linpack_mxp", Metric::Throughput, "FLOP/s")
         .param("n", n)
         .param("threads", threads)
@@ -732,11 +725,10 @@ fn mxp_case(
 }
 
 /// A fixed `n` that cannot fit in the memory available is a usage error, before anything runs.
-fn check_fits(n: usize, avail: u64) -> Result<(), BenchError> {
-    let need = linpack::memory_needed(n);
+fn check_fits(what: &str, need: u64, avail: u64) -> Result<(), BenchError> {
     if avail > 0 && need > avail {
         return Err(BenchError::invalid(format!(
-            "--n {n} needs {} of memory but only {} is available",
+            "{what} needs {} of memory but only {} is available",
             hostbench_core::units::format_bytes_iec(need),
             hostbench_core::units::format_bytes_iec(avail)
         )));

@@ -282,11 +282,8 @@ pub(super) struct System {
 
 impl System {
     pub(super) fn generate(cfg: &LinpackConfig) -> Result<Self, BenchError> {
+        check_order(cfg)?;
         let n = cfg.n;
-        if n == 0 {
-            return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
-        }
-        hostbench_core::parallel::check_threads([cfg.threads], MAX_THREADS, "linpack threads")?;
         let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
         let lda = lda_for(n).ok_or_else(too_large)?;
         let len = lda.checked_mul(n).ok_or_else(too_large)?;
@@ -324,6 +321,14 @@ impl System {
             row[n..].fill(0.0);
         }
     }
+}
+
+/// An order of at least 1 and a thread count within bounds, or the usage error.
+pub(in crate::linpack) fn check_order(cfg: &LinpackConfig) -> Result<(), BenchError> {
+    if cfg.n == 0 {
+        return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
+    }
+    hostbench_core::parallel::check_threads([cfg.threads], MAX_THREADS, "linpack threads")
 }
 
 /// The system as LAPACK takes it: `A` column-major (element `j·n + i` of the stream, the same

@@ -162,6 +162,49 @@ pub(in crate::linpack) unsafe fn pack_b<G: Gemm>(
     unsafe { pack_panels::<G>(dst, G::NR, cols, kc, true, |j, kk| *src.add(j * ld + kk)) }
 }
 
+/// `HOSTBENCH_MXP_AMX=1`: try the AMX kernel. It has not yet run on AMX hardware, so until it
+/// has, it is used (and tested) only when asked for (see `Unit::choose`).
+#[cfg(target_arch = "x86_64")]
+pub(in crate::linpack) fn amx_requested() -> bool {
+    std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+}
+
+/// Every tile of the `m × n` column-major C (stride `ldc`) through `G`, from packed operands of
+/// `ks` steps, between [`Gemm::begin`] and [`Gemm::end`].
+///
+/// # Safety
+/// The CPU has `G`'s instruction set; `ap` and `bp` hold the packed panels of the whole
+/// operands; `c` holds the `m × n` block.
+unsafe fn every_tile<G: Gemm>(
+    ks: usize,
+    ap: *const G::P,
+    bp: *const G::P,
+    c: *mut f32,
+    ldc: usize,
+    (m, n): (usize, usize),
+    store: bool,
+) {
+    // SAFETY: forwarded from the caller; each tile is inside C.
+    unsafe {
+        G::begin();
+        for ip in 0..m.div_ceil(G::MR) {
+            for jp in 0..n.div_ceil(G::NR) {
+                G::kernel(
+                    ks,
+                    ap.add(ip * G::MR * ks),
+                    bp.add(jp * G::NR * ks),
+                    c.add(jp * G::NR * ldc + ip * G::MR),
+                    ldc,
+                    G::MR.min(m - ip * G::MR),
+                    G::NR.min(n - jp * G::NR),
+                    store,
+                );
+            }
+        }
+        G::end();
+    }
+}
+
 /// Run `G` on this CPU against the exact answer before a solve relies on it: a 64 × 64 update
 /// over 96 k values (ragged against every tile) of small integers, whose bf16 products and f32
 /// sums are all exact, compared bit for bit. A kernel whose tiles, layouts or signs are wrong
@@ -181,22 +224,15 @@ pub(in crate::linpack) fn self_check<G: Gemm>() -> Result<(), String> {
     unsafe {
         pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
         pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
-        G::begin();
-        for ip in 0..m.div_ceil(G::MR) {
-            for jp in 0..n.div_ceil(G::NR) {
-                G::kernel(
-                    ks,
-                    ap.as_ptr().add(ip * G::MR * ks),
-                    bp.as_ptr().add(jp * G::NR * ks),
-                    c.as_mut_ptr().add(jp * G::NR * m + ip * G::MR),
-                    m,
-                    G::MR.min(m - ip * G::MR),
-                    G::NR.min(n - jp * G::NR),
-                    false,
-                );
-            }
-        }
-        G::end();
+        every_tile::<G>(
+            ks,
+            ap.as_ptr(),
+            bp.as_ptr(),
+            c.as_mut_ptr(),
+            m,
+            (m, n),
+            false,
+        );
     }
     for j in 0..n {
         for i in 0..m {
@@ -710,22 +746,16 @@ mod tests {
         unsafe {
             pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
             pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
-            G::begin();
             for store in [true, false] {
-                for ip in 0..m.div_ceil(G::MR) {
-                    for jp in 0..n.div_ceil(G::NR) {
-                        G::kernel(
-                            ks,
-                            ap.as_ptr().add(ip * G::MR * ks),
-                            bp.as_ptr().add(jp * G::NR * ks),
-                            c.as_mut_ptr().add(jp * G::NR * ldc + ip * G::MR),
-                            ldc,
-                            G::MR.min(m - ip * G::MR),
-                            G::NR.min(n - jp * G::NR),
-                            store,
-                        );
-                    }
-                }
+                every_tile::<G>(
+                    ks,
+                    ap.as_ptr(),
+                    bp.as_ptr(),
+                    c.as_mut_ptr(),
+                    ldc,
+                    (m, n),
+                    store,
+                );
             }
         }
         // store then subtract: every element ends at 0, and the padding rows keep their 1.
@@ -741,20 +771,11 @@ mod tests {
         }
         // and one product on its own, against the f64 sum
         let mut c1 = vec![0.0f32; m * n];
-        // SAFETY: as above; one full tile at the origin.
+        // SAFETY: as above; one tile at the origin.
         unsafe {
-            G::kernel(
-                ks,
-                ap.as_ptr(),
-                bp.as_ptr(),
-                c1.as_mut_ptr(),
-                m,
-                G::MR.min(m),
-                G::NR.min(n),
-                true,
-            );
-            G::end();
-        };
+            let one = (G::MR.min(m), G::NR.min(n));
+            every_tile::<G>(ks, ap.as_ptr(), bp.as_ptr(), c1.as_mut_ptr(), m, one, true);
+        }
         for j in 0..G::NR.min(n) {
             for i in 0..G::MR.min(m) {
                 let want: f64 = (0..k)
@@ -787,7 +808,7 @@ mod tests {
             }
             // Opt-in until it has run on AMX hardware (see `Unit::choose`).
             if hostbench_core::isa::amx_bf16()
-                && std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+                && amx_requested()
                 && crate::amx::permission().is_ok()
             {
                 check::<Bf16Amx>();
@@ -806,7 +827,7 @@ mod tests {
             }
             // Opt-in until it has run on AMX hardware (see `Unit::choose`).
             if hostbench_core::isa::amx_bf16()
-                && std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+                && amx_requested()
                 && crate::amx::permission().is_ok()
             {
                 assert_eq!(self_check::<Bf16Amx>(), Ok(()));

@@ -31,7 +31,8 @@ use faer::linalg::triangular_solve::{
 use faer::{Accum, MatMut, MatRef, Par};
 use hostbench_core::BenchError;
 
-use super::system::{hpl_flops, scaled_residual, try_vec, uniform, THRESHOLD};
+use super::system::{check_order, hpl_flops, original, scaled_residual, THRESHOLD};
+use super::LinpackConfig;
 #[cfg(target_arch = "x86_64")]
 use kernels::{Bf16Amx, Bf16Avx512, F32Avx2, F32Avx512};
 use kernels::{F32Portable, Gemm};
@@ -100,7 +101,7 @@ impl Unit {
             // it was written): until it has, it is used only when asked for, behind the same
             // exact self-check, so a mistake in it cannot take a standard run down on the CPUs
             // the standard profile adds HPL-MxP for.
-            if isa::avx512f() && isa::amx_bf16() && amx_requested() {
+            if isa::avx512f() && isa::amx_bf16() && kernels::amx_requested() {
                 candidates.push((Unit::AmxBf16, || {
                     crate::amx::permission().map_err(|e| e.to_string())?;
                     kernels::self_check::<Bf16Amx>()
@@ -124,7 +125,7 @@ impl Unit {
         candidates.push((Unit::PortableF32, kernels::self_check::<F32Portable>));
         let mut passed_over = Vec::new();
         #[cfg(target_arch = "x86_64")]
-        if hostbench_core::isa::amx_bf16() && !amx_requested() {
+        if hostbench_core::isa::amx_bf16() && !kernels::amx_requested() {
             passed_over.push(
                 "AMX not used: its HPL-MxP kernel is not yet verified on AMX hardware \
                  (HOSTBENCH_MXP_AMX=1 tries it, behind an exact self-check)"
@@ -168,12 +169,6 @@ impl Unit {
             _ => F32Portable::NAME,
         }
     }
-}
-
-/// `HOSTBENCH_MXP_AMX=1`: try the AMX kernel (see [`Unit::choose`]).
-#[cfg(target_arch = "x86_64")]
-fn amx_requested() -> bool {
-    std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
 }
 
 /// A unit's exact self-check on this CPU.
@@ -274,20 +269,18 @@ impl Prepared {
 
     pub fn with_unit(cfg: &MxpConfig, unit: Unit) -> Result<Self, BenchError> {
         let n = cfg.n;
-        if n == 0 {
-            return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
-        }
-        hostbench_core::parallel::check_threads(
-            [cfg.threads],
-            hostbench_core::parallel::MAX_THREADS,
-            "linpack threads",
-        )?;
+        // The f64 solve's system (the same A off the diagonal and the same b for a seed), then
+        // HPL-MxP's diagonal.
+        let base = LinpackConfig {
+            n,
+            threads: cfg.threads,
+            seed: cfg.seed,
+        };
+        check_order(&base)?;
         let too_large = || BenchError::invalid(format!("linpack n {n} is too large"));
         let lda = lda_for(n).ok_or_else(too_large)?;
-        let len = n.checked_mul(n).ok_or_else(too_large)?;
         let f32_len = lda.checked_mul(n).ok_or_else(too_large)?;
-        let mut a0 = try_vec(len)?;
-        a0.extend((0..len).map(|idx| uniform(cfg.seed, idx as u64)));
+        let (mut a0, b) = original(&base)?;
         // The diagonal: the sum of the row's other absolute values.
         let mut sums = vec![0.0f64; n];
         for (j, col) in a0.chunks_exact(n).enumerate() {
@@ -314,8 +307,6 @@ impl Prepared {
             }
         }
         let norm_a = rows.iter().copied().fold(0.0, f64::max);
-        let mut b = try_vec(n)?;
-        b.extend((0..n).map(|i| uniform(cfg.seed ^ 0x5555_5555_5555_5555, i as u64)));
         Ok(Self {
             n,
             threads: cfg.threads,
@@ -619,7 +610,9 @@ mod tests {
             assert!(out.passed, "{unit:?}: {out:?}");
             // LU·x = A·x for a random x, to the precision of the update
             let lu = unsafe { MatRef::from_raw_parts(p.a.as_mut_ptr(), n, n, 1, p.lda as isize) };
-            let x: Vec<f64> = (0..n).map(|i| uniform(3, i as u64)).collect();
+            let x: Vec<f64> = (0..n)
+                .map(|i| crate::linpack::system::uniform(3, i as u64))
+                .collect();
             let mut worst = 0.0f64;
             for i in 0..n {
                 let mut lux = 0.0f64;

@@ -534,7 +534,8 @@ pub fn run_linpack(
                 .with("residual", out.residual)
                 .with("seconds", out.seconds)
                 .with("panel_share", out.panel_share)
-                .with("idle_share", out.idle_share);
+                .with("idle_share", out.idle_share)
+                .with("panel_threads", out.panel_threads as f64);
             // The peak's clock and the FMA rate, read after every solve rather than once: the
             // record's are the medians of these readings (one taken while a neighbour or the
             // hypervisor held the CPU cannot move them), and the clock's spread is kept.

@@ -2,9 +2,9 @@
 //! panel, and the blocked solve, on whichever micro-kernel the run chose.
 //!
 //! In each step the threads first bring the next panel up to date, in up to four pieces they
-//! claim, then thread 0 factors it (in a column-major scratch copy, by faer's recursive
-//! partial-pivoting LU) while the other threads claim column chunks of the trailing update from
-//! an atomic counter. Row interchanges are applied as a
+//! claim, then the panel team factors it (in a column-major scratch copy: faer's recursive
+//! partial-pivoting LU on thread 0 alone, or `panel`'s LU shared by several threads) while the
+//! other threads claim column chunks of the trailing update from an atomic counter. Row interchanges are applied as a
 //! gather and never to earlier panels' `L` (the LINPACK `dgesl` convention; the forward
 //! substitution applies them as it goes). `U₁₂ = L₁₁⁻¹ A₁₂` multiplies by the inverse of the
 //! unit lower triangle, formed once per panel, so it runs on the same micro-kernel as the
@@ -28,6 +28,7 @@ use super::micro::Scalar;
 #[cfg(target_arch = "x86_64")]
 use super::micro::{avx2_available, Avx2};
 use super::micro::{avx512, Backend, FaerOnly, Micro};
+use super::panel::{self, Panel, PanelTeam};
 use super::sync::{atomics, team, Barrier, Shared};
 use super::system::{alloc_error, try_vec, AlignedBuf, System};
 
@@ -55,23 +56,52 @@ pub(in crate::linpack) struct Solved {
     /// Time all workers together spent waiting at the factorisation's step barriers: work the
     /// look-ahead did not hide (and the load imbalance at the end of each step).
     pub(super) wait_s: f64,
+    /// Threads that factored the first panel together (the last, short panels take fewer).
+    pub(super) panel_threads: usize,
+}
+
+/// The worker threads, and how many of them factor each panel together.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::linpack) struct Workers {
+    pub(super) threads: usize,
+    pub(super) panel: usize,
+}
+
+impl Workers {
+    /// `threads` workers, one panel member per four of them, at most four: on two threads the
+    /// panel hides behind the other thread's update and faer's single-threaded LU is the
+    /// fastest (it was 1.2 times the team's own code on one thread); on sixteen one thread was
+    /// the critical path. `HOSTBENCH_LINPACK_PANEL_THREADS` overrides the choice, for
+    /// measuring it; the record states the count used.
+    pub(in crate::linpack) fn new(threads: usize) -> Self {
+        let chosen = (threads / 4).clamp(1, 4);
+        let panel = std::env::var("HOSTBENCH_LINPACK_PANEL_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&p| p >= 1)
+            .unwrap_or(chosen);
+        Self {
+            threads,
+            panel: panel.min(threads),
+        }
+    }
 }
 
 /// Factor `sys.a` in place and solve for `sys.b` with `backend`.
 pub(super) fn factor_and_solve(
     sys: &mut System,
-    threads: usize,
+    workers: Workers,
     backend: Backend,
     progress: Progress<'_>,
 ) -> Result<Solved, BenchError> {
     match backend {
-        Backend::Faer => factor_and_solve_with::<FaerOnly>(sys, threads, progress),
+        Backend::Faer => factor_and_solve_with::<FaerOnly>(sys, workers, progress),
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 if avx2_available() => factor_and_solve_with::<Avx2>(sys, threads, progress),
+        Backend::Avx2 if avx2_available() => factor_and_solve_with::<Avx2>(sys, workers, progress),
         Backend::Avx2 => Err(BenchError::unsupported("this CPU has no AVX2 + FMA")),
-        Backend::Avx512 => avx512::factor_and_solve(sys, threads, progress),
+        Backend::Avx512 => avx512::factor_and_solve(sys, workers, progress),
         #[cfg(test)]
-        Backend::Scalar => factor_and_solve_with::<Scalar>(sys, threads, progress),
+        Backend::Scalar => factor_and_solve_with::<Scalar>(sys, workers, progress),
     }
 }
 
@@ -79,15 +109,39 @@ pub(super) fn factor_and_solve(
 struct PanelScratch {
     perm: Vec<usize>,
     perm_inv: Vec<usize>,
-    /// The row order while replaying faer's permutation as transpositions, and its inverse.
+    /// The row order (while replaying faer's permutation as transpositions, and as the panel's
+    /// interchanges leave it), and its inverse.
     order: Vec<usize>,
     place: Vec<usize>,
     targets: Vec<usize>,
-    /// Column-major copy of the panel, stride `lds`.
-    s: AlignedBuf,
-    lds: usize,
-    inv: AlignedBuf,
     mem: MemBuffer,
+}
+
+/// What the threads that factor a panel share: its column-major copy, `L₁₁⁻¹` as it is formed,
+/// and their team.
+struct PanelShared {
+    /// Column-major copy of the panel, stride `lds`.
+    s: *mut f64,
+    lds: usize,
+    /// `L₁₁⁻¹`, NB × NB column-major.
+    inv: *mut f64,
+    team: PanelTeam,
+    members: usize,
+}
+
+// SAFETY: the buffers are written by the members of the panel team only, each its own rows or
+// columns between the team's barriers (see `factor_panel`), and read by the others only after
+// the step barrier.
+unsafe impl Sync for PanelShared {}
+
+/// The fewest rows per panel member: on a shorter panel the barriers cost more than the rows.
+const MIN_MEMBER_ROWS: usize = 512;
+
+impl PanelShared {
+    /// Members that factor a panel of `m` rows (every thread computes the same count).
+    fn parties(&self, m: usize) -> usize {
+        self.members.min(m / MIN_MEMBER_ROWS).max(1)
+    }
 }
 
 fn panel_params() -> PartialPivLuParams {
@@ -106,9 +160,10 @@ fn zeros(len: usize) -> Result<Vec<usize>, BenchError> {
 
 pub(super) fn factor_and_solve_with<K: Micro>(
     sys: &mut System,
-    threads: usize,
+    workers: Workers,
     progress: Progress<'_>,
 ) -> Result<Solved, BenchError> {
+    let threads = workers.threads;
     let n = sys.n;
     let npan = n.div_ceil(NB);
     let (lpack_len, linv_len, apack_len) = if K::PACKED {
@@ -141,10 +196,16 @@ pub(super) fn factor_and_solve_with<K: Micro>(
         order: zeros(n)?,
         place: zeros(n)?,
         targets: try_vec(NB)?,
-        s: AlignedBuf::new(lds * NB, true)?,
-        lds,
-        inv: AlignedBuf::new(NB * NB, false)?,
         mem,
+    };
+    let mut s_buf = AlignedBuf::new(lds * NB, true)?;
+    let mut inv_buf = AlignedBuf::new(NB * NB, false)?;
+    let pan = PanelShared {
+        s: s_buf.as_mut_ptr(),
+        lds,
+        inv: inv_buf.as_mut_ptr(),
+        team: PanelTeam::new(workers.panel, NB)?,
+        members: workers.panel,
     };
     let mut x = try_vec(n)?;
     x.extend_from_slice(&sys.b);
@@ -174,12 +235,13 @@ pub(super) fn factor_and_solve_with<K: Micro>(
     let mut ps = Some(ps);
     let states: Vec<_> = apacks.iter_mut().map(|apack| (ps.take(), apack)).collect();
     let seconds = team("linpack", states, &sh.barrier, |tid, (ps, apack)| {
-        worker::<K>(&sh, tid, ps, apack.as_mut_slice())
+        worker::<K>(&sh, &pan, tid, ps, apack.as_mut_slice())
     })?;
     let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 * 1e-9;
     Ok(Solved {
         panel_s: secs(&sh.panel_ns),
         wait_s: secs(&sh.wait_ns),
+        panel_threads: pan.parties(n),
         x,
         seconds,
     })
@@ -200,26 +262,39 @@ fn warm_up_faer() {
     );
 }
 
-fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, apack: &mut [f64]) {
+fn worker<K: Micro>(
+    sh: &Shared<'_>,
+    pan: &PanelShared,
+    tid: usize,
+    mut ps: Option<PanelScratch>,
+    apack: &mut [f64],
+) {
     let n = sh.n;
     let npan = n.div_ceil(NB);
     // Where the time goes, for the record (two clock reads per step and thread: nothing next
-    // to a step's milliseconds of GEMM).
-    let (mut panel_s, mut wait_s) = (0.0f64, 0.0f64);
+    // to a step's milliseconds of GEMM). The panel time is thread 0's, whatever the team.
+    let (mut panel_s, mut wait_s, mut member_s) = (0.0f64, 0.0f64, 0.0f64);
     let timed = |f: &mut dyn FnMut(), acc: &mut f64| {
         let t = Instant::now();
         f();
         *acc += t.elapsed().as_secs_f64();
     };
-    if let Some(ps) = ps.as_mut() {
+    let mut ok = true;
+    if tid < pan.parties(n) {
+        let acc = if tid == 0 {
+            &mut panel_s
+        } else {
+            &mut member_s
+        };
         // SAFETY: the other threads wait at the barrier below.
         timed(
-            &mut || unsafe { factor_panel::<K>(sh, 0, ps) },
-            &mut panel_s,
+            &mut || ok = unsafe { factor_panel::<K>(sh, pan, 0, tid, ps.as_mut()) },
+            acc,
         );
     }
-    let mut ok = true;
-    timed(&mut || ok = sh.barrier.wait(), &mut wait_s);
+    if ok {
+        timed(&mut || ok = sh.barrier.wait(), &mut wait_s);
+    }
     if !ok {
         return;
     }
@@ -229,8 +304,8 @@ fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, a
         let next_end = rest0 + NB.min(n - rest0);
         // Look-ahead: the next panel's columns first, in pieces every thread claims (on one
         // thread they were as much work as the panel's factorisation, and on sixteen threads
-        // that thread was the critical path), then thread 0 factors the panel once all pieces
-        // are done, while the others go on to the columns after it.
+        // that thread was the critical path), then the panel team factors the panel once all
+        // pieces are done, while the others go on to the columns after it.
         let pieces = lookahead_pieces::<K>(sh.threads, next_end - rest0);
         if rest0 < n {
             let width = (next_end - rest0).div_ceil(pieces);
@@ -245,25 +320,36 @@ fn worker<K: Micro>(sh: &Shared<'_>, tid: usize, mut ps: Option<PanelScratch>, a
                 sh.la_done[p].fetch_add(1, Ordering::Release);
             }
         }
-        if let Some(ps) = ps.as_mut() {
-            if rest0 < n {
-                // The pieces' writes happen before the panel is read (Release/Acquire).
-                let mut spins = 0u32;
-                while sh.la_done[p].load(Ordering::Acquire) < pieces {
-                    spins += 1;
-                    if spins.is_multiple_of(1024) {
-                        std::thread::yield_now();
-                    } else {
-                        std::hint::spin_loop();
+        if rest0 < n && tid < pan.parties(n - rest0) {
+            // The pieces' writes happen before the panel is read (Release/Acquire).
+            let mut spins = 0u32;
+            while sh.la_done[p].load(Ordering::Acquire) < pieces {
+                spins += 1;
+                if spins.is_multiple_of(1024) {
+                    if sh.barrier.is_poisoned() {
+                        return;
                     }
+                    std::thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
                 }
-                // SAFETY: thread 0 alone owns columns [rest0, next_end) now: every piece of
-                // them is done and no one else touches them in this step.
-                timed(
-                    &mut || unsafe { factor_panel::<K>(sh, p + 1, ps) },
-                    &mut panel_s,
-                );
             }
+            let acc = if tid == 0 {
+                &mut panel_s
+            } else {
+                &mut member_s
+            };
+            // SAFETY: the team alone owns columns [rest0, next_end) now: every piece of them
+            // is done and no one else touches them in this step.
+            timed(
+                &mut || ok = unsafe { factor_panel::<K>(sh, pan, p + 1, tid, ps.as_mut()) },
+                acc,
+            );
+            if !ok {
+                return;
+            }
+        }
+        if tid == 0 {
             if let Some(report) = sh.progress {
                 // The work left after this step is the trailing (n - next_end)³ of n³.
                 let left = (n - next_end.min(n)) as f64 / n as f64;
@@ -307,49 +393,159 @@ fn lookahead_pieces<K: Micro>(threads: usize, cols: usize) -> usize {
 }
 
 /// Factor panel p (rows [k, n), columns [k, k + kb)) in a column-major copy, record its
-/// interchanges, prepare the packed operands of the updates and write the panel back.
+/// interchanges, prepare the packed operands of the updates and write the panel back. Called
+/// by every member of the panel's team (`tid < pan.parties(m)`; thread 0, which holds `ps`,
+/// always among them): the copies, `L₁₁⁻¹` and the packing are split between them, the
+/// factorisation is faer's on one member and the team's on several, and thread 0 alone turns
+/// the interchanges into the updates' gather lists. False if the solve was poisoned.
 ///
 /// # Safety
-/// The calling thread owns the panel's columns, and panel buffers p % 2, in this step.
-unsafe fn factor_panel<K: Micro>(sh: &Shared<'_>, p: usize, ps: &mut PanelScratch) {
+/// The team owns the panel's columns, and panel buffers p % 2, in this step.
+unsafe fn factor_panel<K: Micro>(
+    sh: &Shared<'_>,
+    pan: &PanelShared,
+    p: usize,
+    tid: usize,
+    ps: Option<&mut PanelScratch>,
+) -> bool {
     let n = sh.n;
     let k = p * NB;
     let kb = NB.min(n - k);
     let m = n - k;
-    let lds = ps.lds;
-    let s = ps.s.as_mut_ptr();
-    // SAFETY: the panel is owned (caller); S holds lds × NB values.
-    unsafe { copy_panel(sh, k, m, kb, s, lds, true) };
-    // SAFETY: S is m × kb column-major with stride lds and nothing else refers to it.
-    let mut panel = unsafe { MatMut::from_raw_parts_mut(s, m, kb, 1, lds as isize) };
-    // faer reports a permutation, never a failure: a zero pivot gives inf/NaN, which the
-    // residual check then rejects.
-    let _ = lu_in_place(
-        panel.as_mut(),
-        &mut ps.perm[..m],
-        &mut ps.perm_inv[..m],
-        Par::Seq,
-        MemStack::new(&mut ps.mem),
-        Spec::new(panel_params()),
-    );
+    let parties = pan.parties(m);
+    let (lds, s) = (pan.lds, pan.s);
+    let wait = || pan.team.wait(parties, &sh.barrier);
+    // Rows in whole groups of eight, for the copies.
+    let (r0, r1) = {
+        let (a, b) = panel::split(tid, parties, 0, m.div_ceil(8));
+        (8 * a, (8 * b).min(m))
+    };
+    // SAFETY: the panel is owned (caller); S holds lds × NB values; each member copies its
+    // own rows, and the team's barrier separates the copy from the factorisation.
+    unsafe { copy_panel(sh, k, r0, r1, kb, s, lds, true) };
+    if !wait() {
+        return false;
+    }
+    let pivots = &pan.team.pivots;
+    if parties == 1 {
+        let ps = ps.expect("thread 0 is a member of every panel team");
+        // SAFETY: S is m × kb column-major with stride lds and only this thread touches it.
+        let panel = unsafe { MatMut::from_raw_parts_mut(s, m, kb, 1, lds as isize) };
+        // faer reports a permutation, never a failure: a zero pivot gives inf/NaN, which the
+        // residual check then rejects.
+        let _ = lu_in_place(
+            panel,
+            &mut ps.perm[..m],
+            &mut ps.perm_inv[..m],
+            Par::Seq,
+            MemStack::new(&mut ps.mem),
+            Spec::new(panel_params()),
+        );
+        panel::transpositions(
+            &ps.perm[..m],
+            kb,
+            &mut ps.order[..m],
+            &mut ps.place[..m],
+            |i, at| pivots[i].store(at, Ordering::Relaxed),
+        );
+        // SAFETY: as for the copy.
+        unsafe { record_interchanges(sh, p, kb, pivots, ps) };
+    } else {
+        let view = Panel { s, lds, m, kb };
+        // SAFETY: the team alone touches S; every member calls with the same arguments.
+        if !unsafe { panel::factor(&pan.team, &sh.barrier, tid, parties, view) } {
+            return false;
+        }
+        if let Some(ps) = ps {
+            // SAFETY: thread 0 alone writes the pivot lists; the others read them after the
+            // step barrier.
+            unsafe { record_interchanges(sh, p, kb, pivots, ps) };
+        }
+    }
 
-    // Replay faer's permutation as the transpositions that produce it, in order: that is the
-    // LAPACK pivot vector the solve needs, and the gather/move lists of the updates.
+    if K::PACKED {
+        // −L₁₁⁻ᵀ in NR-column panels: U₁₂ᵀ = A₁₂ᵀ L₁₁⁻ᵀ then runs on the micro-kernel. Forming
+        // the inverse costs kb³/3 flops once per panel, against kb² per column it saves. Each
+        // member forms its share of the inverse's columns (they are independent) and writes
+        // their entries.
+        let (q0, q1) = panel::split(tid, parties, 0, kb);
+        let nr = K::NR;
+        if q1 > q0 {
+            // SAFETY: columns [q0, q1) of the inverse are this member's; L₁₁ in S is read-only
+            // now.
+            let (mut im, l11) = unsafe {
+                (
+                    MatMut::from_raw_parts_mut(pan.inv.add(q0 * kb), kb, q1 - q0, 1, kb as isize),
+                    faer::MatRef::from_raw_parts(s, kb, kb, 1, lds as isize),
+                )
+            };
+            for j in 0..q1 - q0 {
+                for i in 0..kb {
+                    im[(i, j)] = if i == j + q0 { 1.0 } else { 0.0 };
+                }
+            }
+            solve_unit_lower_triangular_in_place(l11, im.as_mut(), Par::Seq);
+            let dst = sh.linv[p % 2];
+            for q in 0..kb.div_ceil(nr) {
+                for kk in q0..q1 {
+                    for cc in 0..nr {
+                        let c = q * nr + cc;
+                        let v = if c < kb { -im[(c, kk - q0)] } else { 0.0 };
+                        // SAFETY: linv holds ceil(NB/NR)·NR·NB values; buffer p % 2 is the
+                        // team's, and entry kk this member's.
+                        unsafe { *dst.add((q * kb + kk) * nr + cc) = v };
+                    }
+                }
+            }
+        }
+        // L₂₁ᵀ in NR-column panels (rows of L₂₁ become columns): the B operand of the update,
+        // each member its share of the panels.
+        let dst = sh.lpack[p % 2];
+        let m2 = m - kb;
+        let (g0, g1) = panel::split(tid, parties, 0, m2.div_ceil(nr));
+        for q in g0..g1 {
+            let i0 = kb + q * nr;
+            let rows = nr.min(m - i0);
+            for kk in 0..kb {
+                // SAFETY: lpack holds ceil(n/NR)·NR·NB values; S covers m × kb.
+                unsafe {
+                    let d = dst.add((q * kb + kk) * nr);
+                    core::ptr::copy_nonoverlapping(s.add(i0 + kk * lds), d, rows);
+                    for ii in rows..nr {
+                        *d.add(ii) = 0.0;
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: as for the copy in; S is only read now.
+    unsafe { copy_panel(sh, k, r0, r1, kb, s, lds, false) };
+    true
+}
+
+/// The panel's transpositions (`pivots[i]`: panel row i was swapped with panel row
+/// `pivots[i] ≥ i`) as the LAPACK pivot vector the solve needs and the gather and move lists
+/// of the updates.
+///
+/// # Safety
+/// Thread 0 alone writes the lists of panel p; the others read them after the step barrier.
+unsafe fn record_interchanges(
+    sh: &Shared<'_>,
+    p: usize,
+    kb: usize,
+    pivots: &[std::sync::atomic::AtomicUsize],
+    ps: &mut PanelScratch,
+) {
+    let k = p * NB;
+    let m = sh.n - k;
     let order = &mut ps.order[..m];
-    let place = &mut ps.place[..m];
-    for (i, (o, pl)) in order.iter_mut().zip(place.iter_mut()).enumerate() {
+    for (i, o) in order.iter_mut().enumerate() {
         *o = i;
-        *pl = i;
     }
     ps.targets.clear();
-    for i in 0..kb {
-        let want = ps.perm[i];
-        let at = place[want];
-        let here = order[i];
-        order[i] = want;
-        order[at] = here;
-        place[here] = at;
-        place[want] = i;
+    for (i, slot) in pivots[..kb].iter().enumerate() {
+        let at = slot.load(Ordering::Relaxed);
+        order.swap(i, at);
         Shared::set(&sh.ipiv, k + i, k + at);
         if at >= kb {
             ps.targets.push(at);
@@ -367,77 +563,34 @@ unsafe fn factor_panel<K: Micro>(sh: &Shared<'_>, p: usize, ps: &mut PanelScratc
         Shared::set(&sh.mv_src, k + idx, k + order[t]);
     }
     Shared::set(&sh.mv_cnt, p, ps.targets.len());
-
-    if K::PACKED {
-        // −L₁₁⁻ᵀ in NR-column panels: U₁₂ᵀ = A₁₂ᵀ L₁₁⁻ᵀ then runs on the micro-kernel. Forming
-        // the inverse costs kb³/3 flops once per panel, against kb² per column it saves.
-        let inv = &mut ps.inv.as_mut_slice()[..kb * kb];
-        let mut im = MatMut::from_column_major_slice_mut(inv, kb, kb);
-        for j in 0..kb {
-            for i in 0..kb {
-                im[(i, j)] = if i == j { 1.0 } else { 0.0 };
-            }
-        }
-        let l11 = panel.as_ref().submatrix(0, 0, kb, kb);
-        solve_unit_lower_triangular_in_place(l11, im.as_mut(), Par::Seq);
-        let dst = sh.linv[p % 2];
-        let nr = K::NR;
-        for q in 0..kb.div_ceil(nr) {
-            for kk in 0..kb {
-                for cc in 0..nr {
-                    let c = q * nr + cc;
-                    let v = if c < kb { -im[(c, kk)] } else { 0.0 };
-                    // SAFETY: linv holds ceil(NB/NR)·NR·NB values; buffer p % 2 is ours.
-                    unsafe { *dst.add((q * kb + kk) * nr + cc) = v };
-                }
-            }
-        }
-        // L₂₁ᵀ in NR-column panels (rows of L₂₁ become columns): the B operand of the update.
-        let dst = sh.lpack[p % 2];
-        let m2 = m - kb;
-        for q in 0..m2.div_ceil(nr) {
-            let i0 = kb + q * nr;
-            let rows = nr.min(m - i0);
-            for kk in 0..kb {
-                // SAFETY: lpack holds ceil(n/NR)·NR·NB values; S covers m × kb.
-                unsafe {
-                    let d = dst.add((q * kb + kk) * nr);
-                    core::ptr::copy_nonoverlapping(s.add(i0 + kk * lds), d, rows);
-                    for ii in rows..nr {
-                        *d.add(ii) = 0.0;
-                    }
-                }
-            }
-        }
-    }
-    // SAFETY: as for the copy in.
-    unsafe { copy_panel(sh, k, m, kb, s, lds, false) };
 }
 
-/// Copy the panel between A (row-major) and S (column-major): `S[r + c·lds] = A(k + r, k + c)`
-/// when `into_s`, the reverse otherwise. Eight rows at a time, so S is written a cache line at
-/// a time and A is read eight rows in parallel.
+/// Copy rows [r0, r1) of the panel between A (row-major) and S (column-major):
+/// `S[r + c·lds] = A(k + r, k + c)` when `into_s`, the reverse otherwise. Eight rows at a time,
+/// so S is written a cache line at a time and A is read eight rows in parallel.
 ///
 /// # Safety
-/// The panel is owned by the caller and S holds `lds × kb` values.
+/// The rows are owned by the caller, `r1 ≤ m`, and S holds `lds × kb` values.
+#[allow(clippy::too_many_arguments)]
 unsafe fn copy_panel(
     sh: &Shared<'_>,
     k: usize,
-    m: usize,
+    r0: usize,
+    r1: usize,
     kb: usize,
     s: *mut f64,
     lds: usize,
     into_s: bool,
 ) {
-    let mut r0 = 0;
-    while r0 < m {
-        let rb = 8.min(m - r0);
+    let mut r = r0;
+    while r < r1 {
+        let rb = 8.min(r1 - r);
         for c in 0..kb {
             for rr in 0..rb {
-                // SAFETY: r0 + rr < m, c < kb: inside both the panel and S.
+                // SAFETY: r + rr < m, c < kb: inside both the panel and S.
                 unsafe {
-                    let ap = sh.at(k + r0 + rr, k + c);
-                    let sp = s.add(r0 + rr + c * lds);
+                    let ap = sh.at(k + r + rr, k + c);
+                    let sp = s.add(r + rr + c * lds);
                     if into_s {
                         *sp = *ap;
                     } else {
@@ -446,7 +599,7 @@ unsafe fn copy_panel(
                 }
             }
         }
-        r0 += rb;
+        r += rb;
     }
 }
 
@@ -675,7 +828,7 @@ unsafe fn solve<K: Micro>(sh: &Shared<'_>, tid: usize) {
 mod tests {
     use super::*;
     use crate::linpack::micro::avx2_available;
-    use crate::linpack::system::run_with;
+    use crate::linpack::system::{run_with, LinpackOutcome};
     use crate::linpack::test_support::{cfg, max_abs};
     use faer::linalg::solvers::Solve;
     use faer::MatRef;
@@ -709,6 +862,45 @@ mod tests {
     }
 
     #[test]
+    fn a_panel_team_solves_with_every_backend() {
+        // n = 1540: the first panels are tall enough for three members (at least
+        // MIN_MEMBER_ROWS rows each), later ones for two, the last ones fall back to one; more
+        // members than CPUs on the test machine, so the team's barriers are oversubscribed.
+        // Off x86-64 (under emulation in CI) the scalar kernel takes half a minute at this n:
+        // faer's backend runs the team there, and the panel's own tests run everywhere.
+        let mut backends = backends();
+        if cfg!(not(target_arch = "x86_64")) {
+            backends.retain(|b| *b == Backend::Faer);
+        }
+        for backend in backends {
+            for (threads, panel) in [(3, 2), (4, 3)] {
+                let mut sys = System::generate(&cfg(1540, threads)).unwrap();
+                let solved =
+                    factor_and_solve(&mut sys, Workers { threads, panel }, backend, None).unwrap();
+                let out = LinpackOutcome::new(&sys, threads, &solved);
+                assert!(
+                    out.passed,
+                    "{backend:?}, {threads} threads, {panel} in the panel team: residual {}",
+                    out.residual
+                );
+                assert_eq!(out.panel_threads, panel);
+            }
+        }
+    }
+
+    #[test]
+    fn the_panel_team_grows_with_the_threads() {
+        // Without the override in the environment (the tests never set it).
+        if std::env::var_os("HOSTBENCH_LINPACK_PANEL_THREADS").is_none() {
+            let team = |t| Workers::new(t).panel;
+            assert_eq!(
+                [team(1), team(2), team(7), team(8), team(16), team(64)],
+                [1, 1, 1, 2, 4, 4]
+            );
+        }
+    }
+
+    #[test]
     fn every_backend_matches_faers_own_solve() {
         let n = 300;
         let sys = System::generate(&cfg(n, 1)).unwrap();
@@ -718,7 +910,9 @@ mod tests {
         let scale = max_abs((0..n).map(|i| reference[(i, 0)]));
         for backend in backends() {
             let mut sys = System::generate(&cfg(n, 2)).unwrap();
-            let x = factor_and_solve(&mut sys, 2, backend, None).unwrap().x;
+            let x = factor_and_solve(&mut sys, Workers::new(2), backend, None)
+                .unwrap()
+                .x;
             let diff = max_abs((0..n).map(|i| x[i] - reference[(i, 0)]));
             assert!(
                 diff / scale < 1e-10,

@@ -20,17 +20,20 @@
 //! the scheme HPL and OpenBLAS use to hide the panel factorisation, which is latency bound:
 //!
 //! - In each step the *next* panel is brought up to date first (in pieces any thread may claim:
-//!   on one thread this was as much work as the factorisation itself), then thread 0 factors
-//!   it while the other threads update the rest of the trailing matrix; thread 0 joins them
-//!   when it is done.
+//!   on one thread this was as much work as the factorisation itself), then the panel team
+//!   factors it while the other threads update the rest of the trailing matrix; the team joins
+//!   them when it is done. The team is thread 0 alone below eight threads, and one thread per
+//!   four workers (at most four) from eight on: on sixteen threads one thread factoring the
+//!   panel was the critical path.
 //!   The trailing update is cut into column chunks claimed from an atomic counter, so a thread
 //!   slowed down by another process on a shared machine simply takes fewer chunks.
 //! - The matrix is stored row-major, so a row interchange moves contiguous memory instead of
 //!   touching one cache line per column. Row interchanges are applied as a gather driven by the
 //!   panel's permutation, and never to earlier panels' `L` (the LINPACK `dgesl` convention; the
 //!   forward substitution applies them as it goes).
-//! - The panel is copied to a column-major scratch block and factored there by faer's recursive
-//!   partial-pivoting LU.
+//! - The panel is copied to a column-major scratch block and factored there: by faer's recursive
+//!   partial-pivoting LU on one thread, by the team's own recursive LU (each member owning a
+//!   share of the panel's rows) on several.
 //! - The triangular solve `U₁₂ = L₁₁⁻¹ A₁₂` multiplies by the inverse of the unit lower
 //!   triangle, formed once per panel, so it runs on the same micro-kernel as the trailing
 //!   update (`A₂₂ −= L₂₁ U₁₂`), which is where nearly all the time goes.
@@ -50,7 +53,9 @@
 //! - `micro`: the packed micro-kernels per ISA (AVX-512, AVX2 + FMA, the faer fallback) and the
 //!   choice between them;
 //! - `sync`: the poisonable barrier and the state the worker threads share;
-//! - `lu`: the blocked LU with look-ahead, the panel factorisation and the blocked solve;
+//! - `panel`: the panel's LU with partial pivoting shared by a team of threads;
+//! - `lu`: the blocked LU with look-ahead, the panel's copies and packing and the blocked
+//!   solve;
 //! - `mxp`: HPL-MxP, the low-precision LU without pivoting (bf16 or f32 update kernels) and
 //!   its GMRES refinement in f64, on HPL-MxP's diagonally dominant matrix.
 
@@ -58,6 +63,7 @@ mod lu;
 mod micro;
 pub mod mxp;
 pub mod openblas;
+mod panel;
 mod sync;
 mod system;
 

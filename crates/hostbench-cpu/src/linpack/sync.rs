@@ -4,7 +4,7 @@
 //! with the ownership rules that make sharing it sound.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
@@ -21,6 +21,9 @@ pub(in crate::linpack) struct Barrier {
     generation: AtomicUsize,
     state: Mutex<BarrierState>,
     cv: Condvar,
+    /// The same as `state.poisoned`, readable without the lock by the panel team's spinning
+    /// barrier.
+    poisoned: AtomicBool,
 }
 
 struct BarrierState {
@@ -38,7 +41,12 @@ impl Barrier {
                 poisoned: false,
             }),
             cv: Condvar::new(),
+            poisoned: AtomicBool::new(false),
         }
+    }
+
+    pub(in crate::linpack) fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> MutexGuard<'_, BarrierState> {
@@ -78,6 +86,7 @@ impl Barrier {
 
     pub(in crate::linpack) fn poison(&self) {
         self.lock().poisoned = true;
+        self.poisoned.store(true, Ordering::Release);
         self.cv.notify_all();
     }
 }

@@ -14,7 +14,7 @@ use hostbench_core::parallel::MAX_THREADS;
 use hostbench_core::rng;
 use hostbench_core::BenchError;
 
-use super::lu::{factor_and_solve, NB};
+use super::lu::{factor_and_solve, Workers, NB};
 use super::micro::Backend;
 
 /// What to solve: the order `n`, the worker thread count and the generator seed.
@@ -41,10 +41,12 @@ pub struct LinpackOutcome {
     /// Share of all workers' time spent waiting at the factorisation's step barriers: what the
     /// look-ahead did not hide.
     pub idle_share: f64,
+    /// Threads that factored the first panel together (the last, short panels take fewer).
+    pub panel_threads: usize,
 }
 
 impl LinpackOutcome {
-    fn new(sys: &System, threads: usize, solved: &super::lu::Solved) -> Self {
+    pub(super) fn new(sys: &System, threads: usize, solved: &super::lu::Solved) -> Self {
         let residual = scaled_residual(&sys.a0, sys.n, &solved.x, &sys.b);
         let seconds = solved.seconds;
         Self {
@@ -56,6 +58,7 @@ impl LinpackOutcome {
             passed: residual < THRESHOLD,
             panel_share: solved.panel_s / seconds,
             idle_share: solved.wait_s / (seconds * threads as f64),
+            panel_threads: solved.panel_threads,
         }
     }
 }
@@ -220,7 +223,12 @@ impl Prepared {
             self.sys.restore();
         }
         self.used = true;
-        let solved = factor_and_solve(&mut self.sys, self.threads, Backend::best(), progress)?;
+        let solved = factor_and_solve(
+            &mut self.sys,
+            Workers::new(self.threads),
+            Backend::best(),
+            progress,
+        )?;
         Ok(LinpackOutcome::new(&self.sys, self.threads, &solved))
     }
 }
@@ -236,7 +244,7 @@ pub(super) fn run_with(
     backend: Backend,
 ) -> Result<LinpackOutcome, BenchError> {
     let mut sys = System::generate(cfg)?;
-    let solved = factor_and_solve(&mut sys, cfg.threads, backend, None)?;
+    let solved = factor_and_solve(&mut sys, Workers::new(cfg.threads), backend, None)?;
     Ok(LinpackOutcome::new(&sys, cfg.threads, &solved))
 }
 
@@ -443,7 +451,7 @@ mod tests {
         let c = cfg(515, 2);
         let mut sys = System::generate(&c).unwrap();
         assert!(sys.lda > sys.n);
-        factor_and_solve(&mut sys, 2, Backend::best(), None).expect("solve");
+        factor_and_solve(&mut sys, Workers::new(2), Backend::best(), None).expect("solve");
         assert_ne!(
             sys.a.as_mut_slice(),
             System::generate(&c).unwrap().a.as_mut_slice()
@@ -469,7 +477,7 @@ mod tests {
     fn corrupted_solution_fails_the_residual_check() {
         let n = 200;
         let mut sys = System::generate(&cfg(n, 1)).unwrap();
-        let mut x = factor_and_solve(&mut sys, 1, Backend::Faer, None)
+        let mut x = factor_and_solve(&mut sys, Workers::new(1), Backend::Faer, None)
             .expect("solve")
             .x;
         assert!(scaled_residual(&sys.a0, n, &x, &sys.b) < THRESHOLD);

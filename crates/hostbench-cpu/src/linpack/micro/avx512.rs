@@ -8,7 +8,7 @@ use std::arch::x86_64::*;
 use hostbench_core::BenchError;
 
 use super::Micro;
-use crate::linpack::lu::{factor_and_solve_with, Progress, Solved};
+use crate::linpack::lu::{factor_and_solve_with, Progress, Solved, Workers};
 use crate::linpack::system::System;
 
 pub fn available() -> bool {
@@ -165,11 +165,11 @@ unsafe fn dot(a: &[f64], b: &[f64]) -> f64 {
 /// Factor and solve with this kernel.
 pub(in crate::linpack) fn factor_and_solve(
     sys: &mut System,
-    threads: usize,
+    workers: Workers,
     progress: Progress<'_>,
 ) -> Result<Solved, BenchError> {
     if !available() {
         return Err(BenchError::unsupported("this CPU has no AVX-512"));
     }
-    factor_and_solve_with::<Avx512>(sys, threads, progress)
+    factor_and_solve_with::<Avx512>(sys, workers, progress)
 }

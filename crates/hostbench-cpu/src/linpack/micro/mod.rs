@@ -183,7 +183,7 @@ macro_rules! avx512_stub {
 
         pub(in crate::linpack) fn factor_and_solve(
             _sys: &mut crate::linpack::system::System,
-            _threads: usize,
+            _workers: crate::linpack::lu::Workers,
             _progress: crate::linpack::lu::Progress<'_>,
         ) -> Result<crate::linpack::lu::Solved, hostbench_core::BenchError> {
             Err(hostbench_core::BenchError::unsupported(

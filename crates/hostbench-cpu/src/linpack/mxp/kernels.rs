@@ -368,6 +368,8 @@ impl Gemm for Bf16Portable {
     }
 }
 
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(in crate::linpack) use x86::Bf16AmxEmulated;
 #[cfg(target_arch = "x86_64")]
 pub(in crate::linpack) use x86::{Bf16Amx, Bf16Avx512, F32Avx2, F32Avx512};
 
@@ -633,36 +635,87 @@ mod x86 {
             nr: usize,
             store: bool,
         ) {
-            if mr == 32 && nr == 32 && !store {
-                // SAFETY: forwarded from the caller; a full tile block.
-                unsafe { amx_tiles(ks, a, b, c, ldc) };
-                return;
+            // SAFETY: forwarded from the caller, who checked AMX and configured the tiles.
+            unsafe { amx_kernel(amx_tiles, ks, a, b, c, ldc, mr, nr, store) }
+        }
+    }
+
+    /// `Cᵀ(32 × 32) += …` over `ks` packed steps, as [`amx_tiles`] does it.
+    type Tiles = unsafe fn(usize, *const u32, *const u32, *mut f32, usize);
+
+    /// The AMX kernel around its tile routine: full 32 × 32 blocks straight from C, edges (and
+    /// the tests' store mode) through a scratch block.
+    ///
+    /// # Safety
+    /// As [`Gemm::kernel`], and `tiles` may run (AMX configured, or the tests' emulation).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the micro-kernel signature and its tile routine
+    unsafe fn amx_kernel(
+        tiles: Tiles,
+        ks: usize,
+        a: *const u32,
+        b: *const u32,
+        c: *mut f32,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        store: bool,
+    ) {
+        if mr == 32 && nr == 32 && !store {
+            // SAFETY: forwarded from the caller; a full tile block.
+            unsafe { tiles(ks, a, b, c, ldc) };
+            return;
+        }
+        // C in, the full-tile routine, C out (negated back for a store, whose B was packed
+        // negated).
+        let mut t = [0.0f32; 32 * 32];
+        for j in 0..nr {
+            for i in 0..mr {
+                // SAFETY: inside the caller's tile.
+                t[j * 32 + i] = if store {
+                    0.0
+                } else {
+                    unsafe { *c.add(j * ldc + i) }
+                };
             }
-            // Edges (and the tests' store mode) through a 32 × 32 scratch block: C in, the
-            // full-tile kernel, C out (negated back for a store, whose B was packed negated).
-            let mut t = [0.0f32; 32 * 32];
-            for j in 0..nr {
-                for i in 0..mr {
-                    // SAFETY: inside the caller's tile.
-                    t[j * 32 + i] = if store {
-                        0.0
-                    } else {
-                        unsafe { *c.add(j * ldc + i) }
-                    };
-                }
-            }
-            // SAFETY: the scratch is a full 32 × 32 block with stride 32; the packed operands
-            // are zero beyond mr and nr.
-            unsafe { amx_tiles(ks, a, b, t.as_mut_ptr(), 32) };
-            for j in 0..nr {
-                for i in 0..mr {
-                    let v = t[j * 32 + i];
-                    // SAFETY: as above.
-                    unsafe { *c.add(j * ldc + i) = if store { -v } else { v } };
-                }
+        }
+        // SAFETY: the scratch is a full 32 × 32 block with stride 32; the packed operands are
+        // zero beyond mr and nr.
+        unsafe { tiles(ks, a, b, t.as_mut_ptr(), 32) };
+        for j in 0..nr {
+            for i in 0..mr {
+                let v = t[j * 32 + i];
+                // SAFETY: as above.
+                unsafe { *c.add(j * ldc + i) = if store { -v } else { v } };
             }
         }
     }
+
+    /// Where the tiles of one block live, for the instructions and for the tests' emulation
+    /// of them alike: C's four 16 × 16 tiles (tile rows are C's columns, `ldc` floats apart):
+    /// rows 0–15 and 16–31 of columns 0–15, then the same of columns 16–31.
+    fn c_tiles(c: *mut f32, ldc: usize) -> [*mut f32; 4] {
+        [
+            c,
+            c.wrapping_add(16),
+            c.wrapping_add(16 * ldc),
+            c.wrapping_add(16 * ldc + 16),
+        ]
+    }
+
+    /// B's two tiles (lanes 0–15 and 16–31, a lane's steps contiguous, rows `ks` pairs apart)
+    /// and A's two (lanes 0–15 and 16–31 of the 16 steps from `s0`, rows
+    /// [`A_ROW_BYTES`] apart) of one 16-step slice. Block tile `2·bi + ai` gains B tile `bi`
+    /// times A tile `ai`.
+    fn step_tiles(ks: usize, a: *const u32, b: *const u32, s0: usize) -> [[*const u32; 2]; 2] {
+        [
+            [b.wrapping_add(s0), b.wrapping_add(16 * ks + s0)],
+            [a.wrapping_add(s0 * 32), a.wrapping_add(s0 * 32 + 16)],
+        ]
+    }
+
+    /// A packed A step: 32 lanes of bf16 pairs.
+    const A_ROW_BYTES: usize = 32 * 4;
 
     /// `Cᵀ(32 × 32) += …` over `ks` packed steps (a multiple of 16), tiles configured.
     ///
@@ -671,8 +724,7 @@ mod x86 {
     /// lane-major panel of 32 lanes, both of `ks` steps; `c` a 32 × 32 block with stride `ldc`.
     unsafe fn amx_tiles(ks: usize, a: *const u32, b: *const u32, c: *mut f32, ldc: usize) {
         let cs = ldc * 4;
-        let (c0, c1) = (c, c.wrapping_add(16));
-        let (c2, c3) = (c.wrapping_add(16 * ldc), c.wrapping_add(16 * ldc + 16));
+        let [c0, c1, c2, c3] = c_tiles(c, ldc);
         // SAFETY (every asm! below): tile loads and stores of 16 rows of 64 bytes inside the
         // caller's buffers, with the strides documented above.
         unsafe {
@@ -684,8 +736,10 @@ mod x86 {
                 c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
                 s = in(reg) cs, options(nostack, readonly)
             );
-            let (bs, as_) = (ks * 4, 32usize * 4);
+            let bs = ks * 4;
             for s0 in (0..ks).step_by(16) {
+                let [[b0, b1], [a0, a1]] = step_tiles(ks, a, b, s0);
+                // Intel operand order: tdpbf16ps dst, src1 (rows × pairs), src2 (pairs × lanes).
                 core::arch::asm!(
                     "tileloadd tmm4, [{b0} + {bs}*1]",
                     "tileloadd tmm5, [{b1} + {bs}*1]",
@@ -695,12 +749,12 @@ mod x86 {
                     "tdpbf16ps tmm1, tmm4, tmm7",
                     "tdpbf16ps tmm2, tmm5, tmm6",
                     "tdpbf16ps tmm3, tmm5, tmm7",
-                    b0 = in(reg) b.add(s0),
-                    b1 = in(reg) b.add(16 * ks + s0),
-                    a0 = in(reg) a.add(s0 * 32),
-                    a1 = in(reg) a.add(s0 * 32 + 16),
+                    b0 = in(reg) b0,
+                    b1 = in(reg) b1,
+                    a0 = in(reg) a0,
+                    a1 = in(reg) a1,
                     bs = in(reg) bs,
-                    as_ = in(reg) as_,
+                    as_ = in(reg) A_ROW_BYTES,
                     options(nostack, readonly)
                 );
             }
@@ -712,6 +766,92 @@ mod x86 {
                 c0 = in(reg) c0, c1 = in(reg) c1, c2 = in(reg) c2, c3 = in(reg) c3,
                 s = in(reg) cs, options(nostack)
             );
+        }
+    }
+
+    /// The AMX kernel with its tile instructions emulated in plain code, from the same tile
+    /// addresses, packing and edge handling: the tests run the whole AMX data path (packing
+    /// negated and lane-major, steps padded to 16, the transposed product) on any x86-64.
+    /// What it cannot show is the instructions' own encoding and operand order, which the self-
+    /// check on an AMX machine does.
+    #[cfg(test)]
+    pub(in crate::linpack) struct Bf16AmxEmulated;
+
+    #[cfg(test)]
+    impl Gemm for Bf16AmxEmulated {
+        type P = u32;
+        const MR: usize = Bf16Amx::MR;
+        const NR: usize = Bf16Amx::NR;
+        const KP: usize = Bf16Amx::KP;
+        const NAME: &'static str = "bf16 → f32 (AMX tiles, emulated)";
+        const KS_ALIGN: usize = Bf16Amx::KS_ALIGN;
+        const B_LANE_MAJOR: bool = Bf16Amx::B_LANE_MAJOR;
+
+        fn pack(v: &[f32]) -> u32 {
+            Bf16Amx::pack(v)
+        }
+
+        fn pack_b_elem(v: &[f32]) -> u32 {
+            Bf16Amx::pack_b_elem(v)
+        }
+
+        unsafe fn kernel(
+            ks: usize,
+            a: *const u32,
+            b: *const u32,
+            c: *mut f32,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            store: bool,
+        ) {
+            // SAFETY: forwarded; the emulation needs no instruction set.
+            unsafe { amx_kernel(emulated_tiles, ks, a, b, c, ldc, mr, nr, store) }
+        }
+    }
+
+    /// `tileloadd`, `tdpbf16ps` (each f32 lane gains the two products of a bf16 pair) and
+    /// `tilestored` as the Intel SDM defines them, on [`amx_tiles`]' addresses.
+    #[cfg(test)]
+    unsafe fn emulated_tiles(ks: usize, a: *const u32, b: *const u32, c: *mut f32, ldc: usize) {
+        let half = |p: u32, hi: bool| f32::from_bits(if hi { p & 0xffff_0000 } else { p << 16 });
+        let ct = c_tiles(c, ldc);
+        let mut acc = [[[0.0f32; 16]; 16]; 4];
+        // SAFETY (all reads and writes): the addresses amx_tiles loads and stores.
+        unsafe {
+            for (tile, &base) in acc.iter_mut().zip(&ct) {
+                for (r, row) in tile.iter_mut().enumerate() {
+                    for (col, v) in row.iter_mut().enumerate() {
+                        *v = *base.add(r * ldc + col);
+                    }
+                }
+            }
+            for s0 in (0..ks).step_by(16) {
+                let [bt, at] = step_tiles(ks, a, b, s0);
+                for (bi, &src1) in bt.iter().enumerate() {
+                    for (ai, &src2) in at.iter().enumerate() {
+                        let dst = &mut acc[2 * bi + ai];
+                        for (m, row) in dst.iter_mut().enumerate() {
+                            for k in 0..16 {
+                                let x = *src1.add(m * ks + k);
+                                let y = src2.add(k * A_ROW_BYTES / 4);
+                                for (n, v) in row.iter_mut().enumerate() {
+                                    let y = *y.add(n);
+                                    *v += half(x, false) * half(y, false)
+                                        + half(x, true) * half(y, true);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            for (tile, &base) in acc.iter().zip(&ct) {
+                for (r, row) in tile.iter().enumerate() {
+                    for (col, v) in row.iter().enumerate() {
+                        *base.add(r * ldc + col) = *v;
+                    }
+                }
+            }
         }
     }
 }
@@ -797,6 +937,7 @@ mod tests {
         check::<Bf16Portable>();
         #[cfg(target_arch = "x86_64")]
         {
+            check::<Bf16AmxEmulated>();
             if hostbench_core::isa::avx2_fma() {
                 check::<F32Avx2>();
             }
@@ -822,6 +963,7 @@ mod tests {
         assert_eq!(self_check::<Bf16Portable>(), Ok(()));
         #[cfg(target_arch = "x86_64")]
         {
+            assert_eq!(self_check::<Bf16AmxEmulated>(), Ok(()));
             if hostbench_core::isa::avx512bf16() {
                 assert_eq!(self_check::<Bf16Avx512>(), Ok(()));
             }

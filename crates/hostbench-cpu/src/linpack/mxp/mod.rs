@@ -73,6 +73,10 @@ pub enum Unit {
     /// Portable emulation of the bf16 kernel, to test the bf16 path on any CPU.
     #[cfg(test)]
     PortableBf16,
+    /// The AMX kernel with its tile instructions emulated, to test the AMX data path on any
+    /// x86-64.
+    #[cfg(all(test, target_arch = "x86_64"))]
+    EmulatedAmx,
 }
 
 impl Unit {
@@ -149,6 +153,8 @@ impl Unit {
             Unit::AmxBf16 | Unit::Avx512Bf16 => Precision::Bf16,
             #[cfg(test)]
             Unit::PortableBf16 => Precision::Bf16,
+            #[cfg(all(test, target_arch = "x86_64"))]
+            Unit::EmulatedAmx => Precision::Bf16,
             _ => Precision::F32,
         }
     }
@@ -166,6 +172,8 @@ impl Unit {
             Unit::Avx2F32 => F32Avx2::NAME,
             #[cfg(test)]
             Unit::PortableBf16 => kernels::Bf16Portable::NAME,
+            #[cfg(all(test, target_arch = "x86_64"))]
+            Unit::EmulatedAmx => kernels::Bf16AmxEmulated::NAME,
             _ => F32Portable::NAME,
         }
     }
@@ -353,6 +361,14 @@ impl Prepared {
             Unit::Avx2F32 => lu::factor::<F32Avx2, F32Avx2>(&mut self.a, lda, n, threads, progress),
             #[cfg(test)]
             Unit::PortableBf16 => lu::factor::<F32Portable, kernels::Bf16Portable>(
+                &mut self.a,
+                lda,
+                n,
+                threads,
+                progress,
+            ),
+            #[cfg(all(test, target_arch = "x86_64"))]
+            Unit::EmulatedAmx => lu::factor::<F32Portable, kernels::Bf16AmxEmulated>(
                 &mut self.a,
                 lda,
                 n,
@@ -560,9 +576,12 @@ mod tests {
         }
     }
 
-    /// Every unit this machine runs, plus the portable bf16 emulation.
+    /// Every unit this machine runs, plus the portable bf16 emulation and (on x86-64) the
+    /// emulated AMX kernel.
     fn units() -> Vec<Unit> {
         let mut v = vec![Unit::PortableF32, Unit::PortableBf16];
+        #[cfg(target_arch = "x86_64")]
+        v.push(Unit::EmulatedAmx);
         if hostbench_core::isa::avx2_fma() {
             v.push(Unit::Avx2F32);
         }

@@ -1,14 +1,20 @@
 //! The low-precision LU: right-looking, blocked, without pivoting (HPL-MxP's matrix is
 //! diagonally dominant, which makes that stable), on an f32 matrix stored column-major.
 //!
-//! Each step of [`NB`] columns runs in three phases separated by barriers:
+//! Each step of [`NB`] columns runs in two phases separated by barriers, on a diagonal block
+//! already factored:
 //!
-//! 1. thread 0 factors the `kb × kb` diagonal block (faer's blocked kernels, in f32) and forms
-//!    `L₁₁⁻¹` and `U₁₁⁻¹`, packed for the f32 kernel;
-//! 2. every thread claims blocks of rows below it and computes `L₂₁ = A₂₁ U₁₁⁻¹` on the f32
-//!    kernel, then packs those rows of `L₂₁` for the update kernel (bf16 pairs or f32);
-//! 3. every thread claims column chunks to its right: `U₁₂ = L₁₁⁻¹ A₁₂` on the f32 kernel,
-//!    packed for the update kernel, then the trailing update `A₂₂ −= L₂₁ U₁₂` of the chunk.
+//! 1. every thread claims blocks of rows below the diagonal block and computes
+//!    `L₂₁ = A₂₁ U₁₁⁻¹` on the f32 kernel, then packs those rows of `L₂₁` for the update kernel
+//!    (bf16 pairs or f32);
+//! 2. every thread claims column chunks to its right: `U₁₂ = L₁₁⁻¹ A₁₂` on the f32 kernel,
+//!    packed for the update kernel, then the trailing update `A₂₂ −= L₂₁ U₁₂` of the chunk. The
+//!    first chunk holds the next step's diagonal block: the thread that updates it goes on to
+//!    factor that block (faer's blocked kernels, in f32) and form its `L₁₁⁻¹` and `U₁₁⁻¹`,
+//!    packed for the f32 kernel, while the others update the rest (a look-ahead of one
+//!    diagonal block; the inverses are double-buffered). Only the first diagonal block is
+//!    factored while the others wait: on sixteen threads a serial block per step would have
+//!    been a sixth of the time.
 //!
 //! Multiplying by the triangular inverses (formed once per step, `kb³/3` flops each) instead
 //! of substituting puts nearly all the work on the packed kernels; their zero halves are
@@ -43,7 +49,8 @@ const CHUNK: usize = 384;
 /// The factorisation's wall time and where it went.
 pub(super) struct Factored {
     pub(super) seconds: f64,
-    /// Thread 0's time on the diagonal blocks, which the others wait for.
+    /// Time spent on the diagonal blocks (the first one the others wait for; the others
+    /// overlap the previous step's update).
     pub(super) diag_s: f64,
     /// All workers' time at the step barriers.
     pub(super) wait_s: f64,
@@ -56,10 +63,12 @@ struct Shared<'a, P> {
     a: *mut f32,
     lda: usize,
     n: usize,
-    /// `L₁₁⁻¹` in the f32 kernel's A panels, `U₁₁⁻¹` in its B panels (thread 0 writes them
-    /// in phase 1).
-    linv: *mut f32,
-    uinv: *mut f32,
+    /// `L₁₁⁻¹` in the f32 kernel's A panels and `U₁₁⁻¹` in its B panels, of step p in buffer
+    /// p % 2: written by the thread that factors the diagonal block, during the previous step.
+    linv: [*mut f32; 2],
+    uinv: [*mut f32; 2],
+    /// The factoring thread's room for the two inverses before they are packed.
+    diag: *mut f32,
     /// `L₂₁` of the current step in the update kernel's A panels.
     lpack: *mut P,
     rows: Vec<AtomicUsize>,
@@ -117,15 +126,23 @@ pub(super) fn factor<F: Gemm<P = f32>, U: Gemm>(
     debug_assert!(CHUNK.is_multiple_of(F::NR) && CHUNK.is_multiple_of(U::NR));
     let npan = n.div_ceil(NB);
     let ks = steps::<U>(NB);
-    let mut linv = Buf::<f32>::new(NB.next_multiple_of(F::MR) * NB, false)?;
-    let mut uinv = Buf::<f32>::new(NB.next_multiple_of(F::NR) * NB, false)?;
+    let mut linv = [
+        Buf::<f32>::new(NB.next_multiple_of(F::MR) * NB, false)?,
+        Buf::<f32>::new(NB.next_multiple_of(F::MR) * NB, false)?,
+    ];
+    let mut uinv = [
+        Buf::<f32>::new(NB.next_multiple_of(F::NR) * NB, false)?,
+        Buf::<f32>::new(NB.next_multiple_of(F::NR) * NB, false)?,
+    ];
+    let mut diag_scratch = Buf::<f32>::new(2 * NB * NB, false)?;
     let mut lpack = Buf::<U::P>::new(n.next_multiple_of(ROWS) * ks, true)?;
     let sh = Shared {
         a: a.as_mut_ptr(),
         lda,
         n,
-        linv: linv.as_mut_ptr(),
-        uinv: uinv.as_mut_ptr(),
+        linv: [linv[0].as_mut_ptr(), linv[1].as_mut_ptr()],
+        uinv: [uinv[0].as_mut_ptr(), uinv[1].as_mut_ptr()],
+        diag: diag_scratch.as_mut_ptr(),
         lpack: lpack.as_mut_ptr(),
         rows: atomics(npan)?,
         cols: atomics(npan)?,
@@ -135,13 +152,8 @@ pub(super) fn factor<F: Gemm<P = f32>, U: Gemm>(
         progress,
     };
     let mut states = try_vec(threads)?;
-    for tid in 0..threads {
+    for _ in 0..threads {
         states.push(Scratch {
-            diag: if tid == 0 {
-                Some(Buf::new(2 * NB * NB, false)?)
-            } else {
-                None
-            },
             apack: Buf::new(ROWS * NB, false)?,
             bpack: Buf::new(NB * CHUNK, false)?,
             upack: Buf::new(ks * CHUNK, false)?,
@@ -158,9 +170,8 @@ pub(super) fn factor<F: Gemm<P = f32>, U: Gemm>(
     })
 }
 
-/// A worker's own packing buffers, and thread 0's room for the triangular inverses.
+/// A worker's own packing buffers.
 struct Scratch<P> {
-    diag: Option<Buf<f32>>,
     apack: Buf<f32>,
     bpack: Buf<f32>,
     upack: Buf<P>,
@@ -176,20 +187,18 @@ fn worker<F: Gemm<P = f32>, U: Gemm>(sh: &Shared<'_, U::P>, tid: usize, s: &mut 
         *wait_s += t.elapsed().as_secs_f64();
         ok
     };
+    if tid == 0 {
+        // SAFETY: the others wait at the barrier below; the block is in range.
+        unsafe { diag::<F, _>(sh, 0) };
+    }
+    if !wait(&mut wait_s) {
+        return;
+    }
     for p in 0..npan {
         let k = p * NB;
         let kb = NB.min(n - k);
-        if let Some(d) = s.diag.as_mut() {
-            let t = Instant::now();
-            // SAFETY: the others wait at the barrier below; the block is in range.
-            unsafe { diag::<F, _>(sh, k, kb, d) };
-            sh.diag_ns
-                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
-        if !wait(&mut wait_s) {
-            return;
-        }
-        // SAFETY: each claim is a disjoint block of rows, then of columns, of this step.
+        // SAFETY: each claim is a disjoint block of rows, then of columns, of this step; the
+        // diagonal block was factored before the last barrier.
         unsafe { lower_rows::<F, U>(sh, p, k, kb, s.apack.as_mut_ptr()) };
         if !wait(&mut wait_s) {
             return;
@@ -210,15 +219,19 @@ fn worker<F: Gemm<P = f32>, U: Gemm>(sh: &Shared<'_, U::P>, tid: usize, s: &mut 
         .fetch_add((wait_s * 1e9) as u64, Ordering::Relaxed);
 }
 
-/// Phase 1: factor the diagonal block without pivoting and pack its triangular inverses.
+/// Factor step p's diagonal block without pivoting and pack its triangular inverses into
+/// buffers p % 2, timed for the record.
 ///
 /// # Safety
-/// The caller alone touches the block, `linv` and `uinv` in this phase.
-unsafe fn diag<F: Gemm<P = f32>, P>(sh: &Shared<'_, P>, k: usize, kb: usize, d: &mut Buf<f32>) {
+/// The caller alone touches the block (it is fully updated), the scratch and buffers p % 2.
+unsafe fn diag<F: Gemm<P = f32>, P>(sh: &Shared<'_, P>, p: usize) {
+    let t = Instant::now();
+    let k = p * NB;
+    let kb = NB.min(sh.n - k);
     // SAFETY: the block is kb × kb at (k, k), column-major with stride lda.
     let mut blk = unsafe { MatMut::from_raw_parts_mut(sh.at(k, k), kb, kb, 1, sh.lda as isize) };
     lu_nopiv(blk.as_mut());
-    let (li, ui) = (d.as_mut_ptr(), unsafe { d.as_mut_ptr().add(NB * NB) });
+    let (li, ui) = (sh.diag, unsafe { sh.diag.add(NB * NB) });
     // SAFETY: the scratch holds two NB × NB blocks.
     let (mut linv, mut uinv) = unsafe {
         (
@@ -238,9 +251,11 @@ unsafe fn diag<F: Gemm<P = f32>, P>(sh: &Shared<'_, P>, k: usize, kb: usize, d: 
     solve_upper_triangular_in_place(blk, uinv.as_mut(), Par::Seq);
     // SAFETY: linv and uinv hold a kb × kb block each; the packed buffers hold NB panels.
     unsafe {
-        pack_a::<F>(sh.linv, li, kb, kb, kb);
-        pack_b::<F>(sh.uinv, ui, kb, kb, kb);
+        pack_a::<F>(sh.linv[p % 2], li, kb, kb, kb);
+        pack_b::<F>(sh.uinv[p % 2], ui, kb, kb, kb);
     }
+    sh.diag_ns
+        .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
 }
 
 /// In-place LU without pivoting of a small square block: recursive halves on faer's triangular
@@ -285,11 +300,11 @@ pub(super) fn lu_nopiv(mut a: MatMut<'_, f32>) {
     lu_nopiv(a22);
 }
 
-/// Phase 2: claimed blocks of rows below the diagonal block: `L₂₁ = A₂₁ U₁₁⁻¹`, then packed
+/// Phase 1: claimed blocks of rows below the diagonal block: `L₂₁ = A₂₁ U₁₁⁻¹`, then packed
 /// for the update.
 ///
 /// # Safety
-/// Called by every worker in phase 2 of step p; `apack` holds `ROWS × NB` values.
+/// Called by every worker in phase 1 of step p; `apack` holds `ROWS × NB` values.
 unsafe fn lower_rows<F: Gemm<P = f32>, U: Gemm>(
     sh: &Shared<'_, U::P>,
     p: usize,
@@ -317,7 +332,7 @@ unsafe fn lower_rows<F: Gemm<P = f32>, U: Gemm>(
                     F::kernel(
                         kc,
                         apack.add(ip * F::MR * kb),
-                        sh.uinv.add(q * F::NR * kb),
+                        sh.uinv[p % 2].add(q * F::NR * kb),
                         sh.at(r0 + ip * F::MR, k + q * F::NR),
                         lda,
                         F::MR.min(rows - ip * F::MR),
@@ -338,11 +353,12 @@ unsafe fn lower_rows<F: Gemm<P = f32>, U: Gemm>(
     }
 }
 
-/// Phase 3: claimed column chunks right of the diagonal block: `U₁₂ = L₁₁⁻¹ A₁₂`, packed, and
-/// the trailing update `A₂₂ −= L₂₁ U₁₂` of the chunk.
+/// Phase 2: claimed column chunks right of the diagonal block: `U₁₂ = L₁₁⁻¹ A₁₂`, packed, and
+/// the trailing update `A₂₂ −= L₂₁ U₁₂` of the chunk; the thread with the first chunk then
+/// factors the next step's diagonal block, which lies in it.
 ///
 /// # Safety
-/// Called by every worker in phase 3 of step p; `bpack` holds `NB × CHUNK` values and
+/// Called by every worker in phase 2 of step p; `bpack` holds `NB × CHUNK` values and
 /// `upack` `steps(NB) × CHUNK` elements.
 unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
     sh: &Shared<'_, U::P>,
@@ -356,8 +372,11 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
     let first = k + kb;
     let m2 = n - first;
     let ks = steps::<U>(kb);
+    // The next diagonal block must lie in the first chunk.
+    const { assert!(CHUNK >= NB) };
     loop {
-        let j0 = first + sh.cols[p].fetch_add(1, Ordering::Relaxed) * CHUNK;
+        let c = sh.cols[p].fetch_add(1, Ordering::Relaxed);
+        let j0 = first + c * CHUNK;
         if j0 >= n {
             return;
         }
@@ -372,7 +391,7 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 for jp in 0..w.div_ceil(F::NR) {
                     F::kernel(
                         kc,
-                        sh.linv.add(ip * F::MR * kb),
+                        sh.linv[p % 2].add(ip * F::MR * kb),
                         bpack.add(jp * F::NR * kb),
                         sh.at(k + ip * F::MR, j0 + jp * F::NR),
                         lda,
@@ -383,6 +402,7 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 }
             }
             if m2 == 0 {
+                // The last step: nothing below, nothing after.
                 continue;
             }
             pack_b::<U>(upack, sh.at(k, j0), lda, kb, w);
@@ -404,6 +424,12 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 }
             }
             U::end();
+            if c == 0 {
+                // The next diagonal block (rows and columns [first, first + NB)) is in this
+                // chunk, now fully updated; buffers (p + 1) % 2 were last read in the previous
+                // step, before its closing barrier.
+                diag::<F, _>(sh, p + 1);
+            }
         }
     }
 }

@@ -218,8 +218,9 @@ pub struct MxpOutcome {
     pub seconds: f64,
     /// Of which the factorisation.
     pub factor_s: f64,
-    /// Share of the factorisation thread 0 spent on the diagonal blocks while the others
-    /// waited, and share of all workers' factorisation time spent at the step barriers.
+    /// Share of the factorisation spent on the diagonal blocks (the first while the others
+    /// wait, each later one beside the previous step's update), and share of all workers'
+    /// factorisation time spent at the step barriers.
     pub diag_share: f64,
     pub idle_share: f64,
     /// HPL-MxP's operation count, `2/3 n³ + 3/2 n²`.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the side-by-side harnesses in scripts/bench (sourced, not run).
 #
 # bench_run FILE CMD...: log CMD with a UTC timestamp to "$log" (the run's commands.log, which
@@ -5,6 +6,7 @@
 # log without stopping the rounds (one failed command must not cost the measurements around it).
 # A harness may define bench_before FILE / bench_after FILE (e.g. to snapshot device counters
 # around each command); they default to nothing.
+# shellcheck disable=SC2154 # $log is the sourcing script's
 bench_run() {
   local file=$1
   shift

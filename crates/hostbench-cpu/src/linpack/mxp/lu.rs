@@ -41,10 +41,23 @@ use super::kernels::{pack_a, pack_b, steps, Gemm};
 pub const NB: usize = 256;
 /// Rows of `L₂₁` one claim computes: a whole number of every kernel's `MR`.
 const ROWS: usize = 192;
-/// Columns of the trailing matrix one claim updates: a whole number of every kernel's `NR`;
-/// its packed `U₁₂` (`NB × CHUNK` bf16, 192 KiB) stays in L2 while each packed panel of `L₂₁`
-/// is used against all of it.
+/// The most columns of the trailing matrix one claim updates: a whole number of every kernel's
+/// `NR`; its packed `U₁₂` (`NB × CHUNK` bf16, 192 KiB) stays in L2 while each packed panel of
+/// `L₂₁` is used against all of it.
 const CHUNK: usize = 384;
+
+/// Widths of a step's column claims over `m2` columns: the first, which holds the next diagonal
+/// block, at least NB; the others about a quarter of a thread's share, so that the threads
+/// finish a step together (a fixed CHUNK gave sixteen threads about two claims each at
+/// n ≈ 13 500, and a step lasted as long as its slowest thread's extra claim). In whole tiles
+/// of the update kernel (the f32 kernel's `U₁₂` is a sliver beside the update, and takes
+/// partial tiles), at most CHUNK; on two threads CHUNK until the last steps.
+fn chunk_widths<U: Gemm>(m2: usize, threads: usize) -> (usize, usize) {
+    let w = (m2 / (4 * threads))
+        .next_multiple_of(U::NR)
+        .clamp(U::NR, CHUNK);
+    (w.max(NB.next_multiple_of(U::NR)).min(CHUNK), w)
+}
 
 /// The factorisation's wall time and where it went.
 pub(super) struct Factored {
@@ -73,6 +86,7 @@ struct Shared<'a, P> {
     lpack: *mut P,
     rows: Vec<AtomicUsize>,
     cols: Vec<AtomicUsize>,
+    threads: usize,
     barrier: Barrier,
     diag_ns: AtomicU64,
     wait_ns: AtomicU64,
@@ -146,6 +160,7 @@ pub(super) fn factor<F: Gemm<P = f32>, U: Gemm>(
         lpack: lpack.as_mut_ptr(),
         rows: atomics(npan)?,
         cols: atomics(npan)?,
+        threads,
         barrier: Barrier::new(threads),
         diag_ns: AtomicU64::new(0),
         wait_ns: AtomicU64::new(0),
@@ -374,13 +389,18 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
     let ks = steps::<U>(kb);
     // The next diagonal block must lie in the first chunk.
     const { assert!(CHUNK >= NB) };
+    let (w0, wc) = chunk_widths::<U>(m2, sh.threads);
     loop {
         let c = sh.cols[p].fetch_add(1, Ordering::Relaxed);
-        let j0 = first + c * CHUNK;
+        let j0 = if c == 0 {
+            first
+        } else {
+            first + w0 + (c - 1) * wc
+        };
         if j0 >= n {
             return;
         }
-        let w = CHUNK.min(n - j0);
+        let w = (if c == 0 { w0 } else { wc }).min(n - j0);
         // SAFETY: columns [j0, j0 + w) are this thread's claim; L₁₁⁻¹ and L₂₁ are read-only
         // in this phase.
         unsafe {
@@ -431,5 +451,61 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 diag::<F, _>(sh, p + 1);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::kernels::{Bf16Portable, F32Portable};
+    use super::*;
+
+    /// Kernels with the AMX, AVX-512 and AVX2 tile widths (32, 12, 6), for the claim
+    /// arithmetic.
+    struct Nr<const W: usize>;
+    impl<const W: usize> Gemm for Nr<W> {
+        type P = f32;
+        const MR: usize = 32;
+        const NR: usize = W;
+        const KP: usize = 1;
+        const NAME: &'static str = "test";
+        fn pack(v: &[f32]) -> f32 {
+            v[0]
+        }
+        unsafe fn kernel(
+            _: usize,
+            _: *const f32,
+            _: *const f32,
+            _: *mut f32,
+            _: usize,
+            _: usize,
+            _: usize,
+            _: bool,
+        ) {
+        }
+    }
+
+    #[test]
+    fn column_claims_shrink_with_the_threads_and_hold_the_next_diagonal_block() {
+        fn check<U: Gemm>() {
+            for threads in [1, 2, 3, 16, 64] {
+                for m2 in [0, 100, 1000, 3000, 13_000, 50_000] {
+                    let (first, rest) = chunk_widths::<U>(m2, threads);
+                    for w in [first, rest] {
+                        assert!(w <= CHUNK && w % U::NR == 0, "{w}");
+                    }
+                    assert!(first >= NB && first >= rest, "{first} {rest}");
+                }
+            }
+            // Two threads keep the widest claims while the matrix is large; sixteen get three
+            // to four claims each (with CHUNK they got two).
+            assert_eq!(chunk_widths::<U>(13_000, 2).1, CHUNK);
+            let rest = chunk_widths::<U>(13_000, 16).1;
+            assert!(13_000 / rest >= 3 * 16 && rest < CHUNK, "{rest}");
+        }
+        check::<F32Portable>();
+        check::<Bf16Portable>();
+        check::<Nr<32>>();
+        check::<Nr<12>>();
+        check::<Nr<6>>();
     }
 }

@@ -272,8 +272,9 @@ fn worker<K: Micro>(
     let n = sh.n;
     let npan = n.div_ceil(NB);
     // Where the time goes, for the record (two clock reads per step and thread: nothing next
-    // to a step's milliseconds of GEMM). The panel time is thread 0's, whatever the team.
-    let (mut panel_s, mut wait_s, mut member_s) = (0.0f64, 0.0f64, 0.0f64);
+    // to a step's milliseconds of GEMM). Every panel member times its panels; the record's
+    // panel time is thread 0's, whatever the team.
+    let (mut panel_s, mut wait_s) = (0.0f64, 0.0f64);
     let timed = |f: &mut dyn FnMut(), acc: &mut f64| {
         let t = Instant::now();
         f();
@@ -281,15 +282,10 @@ fn worker<K: Micro>(
     };
     let mut ok = true;
     if tid < pan.parties(n) {
-        let acc = if tid == 0 {
-            &mut panel_s
-        } else {
-            &mut member_s
-        };
         // SAFETY: the other threads wait at the barrier below.
         timed(
             &mut || ok = unsafe { factor_panel::<K>(sh, pan, 0, tid, ps.as_mut()) },
-            acc,
+            &mut panel_s,
         );
     }
     if ok {
@@ -334,16 +330,11 @@ fn worker<K: Micro>(
                     std::hint::spin_loop();
                 }
             }
-            let acc = if tid == 0 {
-                &mut panel_s
-            } else {
-                &mut member_s
-            };
             // SAFETY: the team alone owns columns [rest0, next_end) now: every piece of them
             // is done and no one else touches them in this step.
             timed(
                 &mut || ok = unsafe { factor_panel::<K>(sh, pan, p + 1, tid, ps.as_mut()) },
-                acc,
+                &mut panel_s,
             );
             if !ok {
                 return;
@@ -379,7 +370,9 @@ fn worker<K: Micro>(
         }
     }
     let ns = |s: f64| (s * 1e9) as u64;
-    sh.panel_ns.fetch_add(ns(panel_s), Ordering::Relaxed);
+    if tid == 0 {
+        sh.panel_ns.fetch_add(ns(panel_s), Ordering::Relaxed);
+    }
     sh.wait_ns.fetch_add(ns(wait_s), Ordering::Relaxed);
     // SAFETY: the factorisation is complete on all threads (last barrier).
     unsafe { solve::<K>(sh, tid) };
@@ -427,8 +420,11 @@ unsafe fn factor_panel<K: Micro>(
         return false;
     }
     let pivots = &pan.team.pivots;
+    let mut ps = ps;
     if parties == 1 {
-        let ps = ps.expect("thread 0 is a member of every panel team");
+        let ps = ps
+            .as_deref_mut()
+            .expect("thread 0 is a member of every panel team");
         // SAFETY: S is m × kb column-major with stride lds and only this thread touches it.
         let panel = unsafe { MatMut::from_raw_parts_mut(s, m, kb, 1, lds as isize) };
         // faer reports a permutation, never a failure: a zero pivot gives inf/NaN, which the
@@ -448,19 +444,17 @@ unsafe fn factor_panel<K: Micro>(
             &mut ps.place[..m],
             |i, at| pivots[i].store(at, Ordering::Relaxed),
         );
-        // SAFETY: as for the copy.
-        unsafe { record_interchanges(sh, p, kb, pivots, ps) };
     } else {
         let view = Panel { s, lds, m, kb };
         // SAFETY: the team alone touches S; every member calls with the same arguments.
         if !unsafe { panel::factor(&pan.team, &sh.barrier, tid, parties, view) } {
             return false;
         }
-        if let Some(ps) = ps {
-            // SAFETY: thread 0 alone writes the pivot lists; the others read them after the
-            // step barrier.
-            unsafe { record_interchanges(sh, p, kb, pivots, ps) };
-        }
+    }
+    if let Some(ps) = ps {
+        // SAFETY: thread 0 alone writes the pivot lists; the others read them after the step
+        // barrier.
+        unsafe { record_interchanges(sh, p, kb, pivots, ps) };
     }
 
     if K::PACKED {

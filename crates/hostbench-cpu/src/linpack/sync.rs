@@ -21,14 +21,13 @@ pub(in crate::linpack) struct Barrier {
     generation: AtomicUsize,
     state: Mutex<BarrierState>,
     cv: Condvar,
-    /// The same as `state.poisoned`, readable without the lock by the panel team's spinning
-    /// barrier.
+    /// Set under the lock (so a sleeping waiter cannot miss it), read without it by the panel
+    /// team's spinning barrier.
     poisoned: AtomicBool,
 }
 
 struct BarrierState {
     arrived: usize,
-    poisoned: bool,
 }
 
 impl Barrier {
@@ -36,10 +35,7 @@ impl Barrier {
         Self {
             parties,
             generation: AtomicUsize::new(0),
-            state: Mutex::new(BarrierState {
-                arrived: 0,
-                poisoned: false,
-            }),
+            state: Mutex::new(BarrierState { arrived: 0 }),
             cv: Condvar::new(),
             poisoned: AtomicBool::new(false),
         }
@@ -56,7 +52,7 @@ impl Barrier {
 
     pub(in crate::linpack) fn wait(&self) -> bool {
         let mut st = self.lock();
-        if st.poisoned {
+        if self.is_poisoned() {
             return false;
         }
         let gen = self.generation.load(Ordering::Acquire);
@@ -78,14 +74,14 @@ impl Barrier {
             std::hint::spin_loop();
         }
         let mut st = self.lock();
-        while self.generation.load(Ordering::Acquire) == gen && !st.poisoned {
+        while self.generation.load(Ordering::Acquire) == gen && !self.is_poisoned() {
             st = self.cv.wait(st).unwrap_or_else(PoisonError::into_inner);
         }
         self.generation.load(Ordering::Acquire) != gen
     }
 
     pub(in crate::linpack) fn poison(&self) {
-        self.lock().poisoned = true;
+        let _st = self.lock();
         self.poisoned.store(true, Ordering::Release);
         self.cv.notify_all();
     }

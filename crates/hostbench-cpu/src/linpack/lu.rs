@@ -29,7 +29,7 @@ use super::micro::Scalar;
 use super::micro::{avx2_available, Avx2};
 use super::micro::{avx512, Backend, FaerOnly, Micro};
 use super::panel::{self, Panel, PanelTeam};
-use super::sync::{atomics, team, Barrier, Shared};
+use super::sync::{atomics, team, Barrier, Guided, Shared};
 use super::system::{alloc_error, try_vec, AlignedBuf, System};
 
 /// Panel width. HPL's tuning guide puts NB in 32..256; 256 keeps the update's inner dimension
@@ -348,20 +348,14 @@ fn worker<K: Micro>(
             }
         }
         if next_end < n {
-            // Wide chunks reuse each packed L21 panel more; at least ~4 per thread keep the
-            // threads busy until the end of the step.
-            let width = ((n - next_end) / (4 * sh.threads))
-                .next_multiple_of(K::MR)
-                .clamp(4 * K::MR, CHUNK);
-            let nchunks = (n - next_end).div_ceil(width);
-            loop {
-                let c = sh.counters[p].fetch_add(1, Ordering::Relaxed);
-                if c >= nchunks {
-                    break;
-                }
-                let j0 = next_end + c * width;
-                // SAFETY: the counter hands chunk c to exactly one thread.
-                unsafe { update_cols::<K>(sh, p, j0, (j0 + width).min(n), apack) };
+            // Guided claims: wide ones first (each packed L21 panel reused across the chunk),
+            // narrow ones last, so the threads, the panel team among them, end the step
+            // together.
+            let claims = Guided::new(sh.threads, K::MR, CHUNK);
+            while let Some((at, w)) = claims.claim(&sh.counters[p], n - next_end) {
+                let j0 = next_end + at;
+                // SAFETY: the counter hands columns [at, at + w) to exactly one thread.
+                unsafe { update_cols::<K>(sh, p, j0, j0 + w, apack) };
             }
         }
         timed(&mut || ok = sh.barrier.wait(), &mut wait_s);

@@ -26,7 +26,9 @@
 //!   four workers (at most four) from eight on: on sixteen threads one thread factoring the
 //!   panel was the critical path.
 //!   The trailing update is cut into column chunks claimed from an atomic counter, so a thread
-//!   slowed down by another process on a shared machine simply takes fewer chunks.
+//!   slowed down by another process on a shared machine simply takes fewer chunks. The claims
+//!   are guided: wide first, narrowing to 48 columns at the end of the step, so the threads
+//!   (the panel team, which starts late, among them) reach the step's barrier together.
 //! - The matrix is stored row-major, so a row interchange moves contiguous memory instead of
 //!   touching one cache line per column. Row interchanges are applied as a gather driven by the
 //!   panel's permutation, and never to earlier panels' `L` (the LINPACK `dgesl` convention; the

@@ -114,7 +114,8 @@ pub(super) struct Shared<'a> {
     pub(super) lpack: [*mut f64; 2],
     /// Packed `−L₁₁⁻ᵀ`, double-buffered the same way.
     pub(super) linv: [*mut f64; 2],
-    /// Next unclaimed column chunk of each step.
+    /// The first unclaimed column of each step's trailing update, from the first column after
+    /// the next panel (`Guided::claim`).
     pub(super) counters: Vec<AtomicUsize>,
     /// Next unclaimed piece of each step's look-ahead (the next panel's columns), and the
     /// pieces done, which thread 0 waits for before it factors that panel.
@@ -255,6 +256,76 @@ pub(in crate::linpack) fn team<S: Send>(
     })
 }
 
+/// How a step's trailing columns are claimed: guided self-scheduling (OpenMP's `guided`).
+///
+/// Each claim takes about a `1 / (2·threads)` share of the columns still unclaimed, in whole
+/// `unit`s (the update kernel's tile), at least `min` and at most `max` (the packed buffer).
+/// Early claims are wide, for the packed operand's reuse; the last ones are narrow, so the
+/// threads finish a step within one narrow claim of each other. Claims of a fixed width, four
+/// per thread, left a thread idle for half a claim on average at the end of every step: an
+/// eighth of the step, whatever the thread count, and at sixteen threads the claims are short
+/// of work to spread that over. The panel team, which joins the update late, is absorbed the
+/// same way.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::linpack) struct Guided {
+    pub(in crate::linpack) threads: usize,
+    pub(in crate::linpack) unit: usize,
+    pub(in crate::linpack) min: usize,
+    pub(in crate::linpack) max: usize,
+    /// The least width of the claim at offset 0 (HPL-MxP's next diagonal block lies in it).
+    pub(in crate::linpack) first: usize,
+}
+
+impl Guided {
+    /// The narrowest claim: 48 columns (two AVX-512 tiles of the f64 update, eight of the
+    /// AVX2 one) rounded up to whole units, so that each packed panel of `L₂₁` is still used
+    /// against a few tiles before the next is loaded.
+    pub(in crate::linpack) const MIN_COLS: usize = 48;
+
+    /// `threads` claiming in whole `unit`s of at most `max` columns.
+    pub(in crate::linpack) fn new(threads: usize, unit: usize, max: usize) -> Self {
+        let min = Self::MIN_COLS.next_multiple_of(unit).min(max);
+        Self {
+            threads: threads.max(1),
+            unit,
+            min,
+            max,
+            first: 0,
+        }
+    }
+
+    /// Width of the claim at offset `at` of `total` columns.
+    pub(in crate::linpack) fn width(&self, at: usize, total: usize) -> usize {
+        let left = total - at;
+        let w = left
+            .div_ceil(2 * self.threads)
+            .next_multiple_of(self.unit)
+            .clamp(self.min, self.max);
+        let w = if at == 0 { w.max(self.first) } else { w };
+        w.min(left)
+    }
+
+    /// Claim the next columns of `total` from `next` (the step's counter, from 0): their
+    /// offset and width, or None once all are claimed.
+    pub(in crate::linpack) fn claim(
+        &self,
+        next: &AtomicUsize,
+        total: usize,
+    ) -> Option<(usize, usize)> {
+        let mut at = next.load(Ordering::Relaxed);
+        loop {
+            if at >= total {
+                return None;
+            }
+            let w = self.width(at, total);
+            match next.compare_exchange_weak(at, at + w, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return Some((at, w)),
+                Err(now) => at = now,
+            }
+        }
+    }
+}
+
 /// Vectors of `len` atomics (pivot bookkeeping shared between the threads).
 pub(in crate::linpack) fn atomics(len: usize) -> Result<Vec<AtomicUsize>, BenchError> {
     let mut v = try_vec(len)?;
@@ -265,6 +336,81 @@ pub(in crate::linpack) fn atomics(len: usize) -> Result<Vec<AtomicUsize>, BenchE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The claims of `total` columns, in order.
+    fn claims(g: &Guided, total: usize) -> Vec<(usize, usize)> {
+        let next = AtomicUsize::new(0);
+        std::iter::from_fn(|| g.claim(&next, total)).collect()
+    }
+
+    #[test]
+    fn guided_claims_cover_the_columns_once_and_narrow_towards_the_end() {
+        for (threads, unit, max, first) in [
+            (2, 24, 288, 0),
+            (16, 24, 288, 0),
+            (16, 8, 288, 0),
+            (16, 6, 384, 258),
+            (3, 32, 384, 256),
+            (1, 4, 384, 256),
+        ] {
+            for total in [1, 5, 47, 48, 300, 1000, 6144, 13_312] {
+                let g = Guided {
+                    first,
+                    ..Guided::new(threads, unit, max)
+                };
+                let c = claims(&g, total);
+                let ctx = format!("{threads} threads, unit {unit}, {total} columns: {c:?}");
+                // Contiguous from 0 to total: every column exactly once.
+                assert_eq!(c[0].0, 0, "{ctx}");
+                for w in c.windows(2) {
+                    assert_eq!(w[0].0 + w[0].1, w[1].0, "{ctx}");
+                }
+                let (last_at, last_w) = *c.last().unwrap();
+                assert_eq!(last_at + last_w, total, "{ctx}");
+                for (i, &(at, w)) in c.iter().enumerate() {
+                    assert!(w >= 1 && w <= max.max(first), "{ctx}");
+                    if i + 1 < c.len() {
+                        // Whole tiles except where the columns run out.
+                        assert_eq!(w % unit, 0, "{ctx}");
+                        assert!(w >= g.min, "{ctx}");
+                    }
+                    if at == 0 {
+                        assert!(w >= first.min(total), "{ctx}");
+                    }
+                }
+                // Never wider later, except the first claim's floor.
+                for w in c[1..].windows(2) {
+                    assert!(w[1].1 <= w[0].1, "{ctx}");
+                }
+            }
+        }
+        // Sixteen threads on a 13 312-column step: wide claims first (the buffer's 288), the
+        // last ones the narrowest, and several per thread.
+        let c = claims(&Guided::new(16, 24, 288), 13_312);
+        assert_eq!(c[0].1, 288);
+        assert_eq!(c[c.len() - 2].1, 48);
+        assert!(c.len() >= 3 * 16, "{}", c.len());
+    }
+
+    #[test]
+    fn concurrent_guided_claims_hand_each_column_to_one_thread() {
+        let g = Guided::new(4, 8, 64);
+        let total = 20_000;
+        let next = AtomicUsize::new(0);
+        let owners: Vec<AtomicUsize> = (0..total).map(|_| AtomicUsize::new(0)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    while let Some((at, w)) = g.claim(&next, total) {
+                        for o in &owners[at..at + w] {
+                            o.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert!(owners.iter().all(|o| o.load(Ordering::Relaxed) == 1));
+    }
 
     #[test]
     fn barrier_releases_waiters_when_poisoned() {

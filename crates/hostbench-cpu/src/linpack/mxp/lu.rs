@@ -33,7 +33,7 @@ use faer::{Accum, MatMut, Par};
 use hostbench_core::BenchError;
 
 use super::super::lu::Progress;
-use super::super::sync::{atomics, team, Barrier};
+use super::super::sync::{atomics, team, Barrier, Guided};
 use super::super::system::{try_vec, AlignedBuf};
 use super::kernels::{pack_a, pack_b, steps, Gemm};
 
@@ -46,17 +46,18 @@ const ROWS: usize = 192;
 /// `L₂₁` is used against all of it.
 const CHUNK: usize = 384;
 
-/// Widths of a step's column claims over `m2` columns: the first, which holds the next diagonal
-/// block, at least NB; the others about a quarter of a thread's share, so that the threads
-/// finish a step together (a fixed CHUNK gave sixteen threads about two claims each at
-/// n ≈ 13 500, and a step lasted as long as its slowest thread's extra claim). In whole tiles
-/// of the update kernel (the f32 kernel's `U₁₂` is a sliver beside the update, and takes
-/// partial tiles), at most CHUNK; on two threads CHUNK until the last steps.
-fn chunk_widths<U: Gemm>(m2: usize, threads: usize) -> (usize, usize) {
-    let w = (m2 / (4 * threads))
-        .next_multiple_of(U::NR)
-        .clamp(U::NR, CHUNK);
-    (w.max(NB.next_multiple_of(U::NR)).min(CHUNK), w)
+/// How a step's columns are claimed (`Guided`): in whole tiles of the update kernel (the f32
+/// kernel's `U₁₂` is a sliver beside the update, and takes partial tiles), at most CHUNK,
+/// narrowing towards the end of the step; the claim at offset 0, which holds the next diagonal
+/// block, at least NB. (Fixed claims of a quarter of a thread's share left a thread idle for
+/// half a claim on average at the end of every step.)
+fn column_claims<U: Gemm>(threads: usize) -> Guided {
+    // The next diagonal block must fit the first claim's packed buffers.
+    const { assert!(CHUNK >= NB.next_multiple_of(U::NR)) };
+    Guided {
+        first: NB.next_multiple_of(U::NR),
+        ..Guided::new(threads, U::NR, CHUNK)
+    }
 }
 
 /// The factorisation's wall time and where it went.
@@ -387,20 +388,9 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
     let first = k + kb;
     let m2 = n - first;
     let ks = steps::<U>(kb);
-    // The next diagonal block must lie in the first chunk.
-    const { assert!(CHUNK >= NB) };
-    let (w0, wc) = chunk_widths::<U>(m2, sh.threads);
-    loop {
-        let c = sh.cols[p].fetch_add(1, Ordering::Relaxed);
-        let j0 = if c == 0 {
-            first
-        } else {
-            first + w0 + (c - 1) * wc
-        };
-        if j0 >= n {
-            return;
-        }
-        let w = (if c == 0 { w0 } else { wc }).min(n - j0);
+    let claims = column_claims::<U>(sh.threads);
+    while let Some((at, w)) = claims.claim(&sh.cols[p], n - first) {
+        let j0 = first + at;
         // SAFETY: columns [j0, j0 + w) are this thread's claim; L₁₁⁻¹ and L₂₁ are read-only
         // in this phase.
         unsafe {
@@ -444,7 +434,7 @@ unsafe fn right_cols<F: Gemm<P = f32>, U: Gemm>(
                 }
             }
             U::end();
-            if c == 0 {
+            if at == 0 {
                 // The next diagonal block (rows and columns [first, first + NB)) is in this
                 // chunk, now fully updated; buffers (p + 1) % 2 were last read in the previous
                 // step, before its closing barrier.
@@ -485,22 +475,19 @@ mod tests {
     }
 
     #[test]
-    fn column_claims_shrink_with_the_threads_and_hold_the_next_diagonal_block() {
+    fn column_claims_are_whole_tiles_and_the_first_holds_the_next_diagonal_block() {
         fn check<U: Gemm>() {
             for threads in [1, 2, 3, 16, 64] {
-                for m2 in [0, 100, 1000, 3000, 13_000, 50_000] {
-                    let (first, rest) = chunk_widths::<U>(m2, threads);
-                    for w in [first, rest] {
+                let claims = column_claims::<U>(threads);
+                for m2 in [1, 100, 1000, 3000, 13_000, 50_000] {
+                    let next = AtomicUsize::new(0);
+                    let c: Vec<_> = std::iter::from_fn(|| claims.claim(&next, m2)).collect();
+                    assert!(c[0].1 >= NB.min(m2), "{threads} threads, {m2}: {c:?}");
+                    for &(_, w) in &c[..c.len() - 1] {
                         assert!(w <= CHUNK && w % U::NR == 0, "{w}");
                     }
-                    assert!(first >= NB && first >= rest, "{first} {rest}");
                 }
             }
-            // Two threads keep the widest claims while the matrix is large; sixteen get three
-            // to four claims each (with CHUNK they got two).
-            assert_eq!(chunk_widths::<U>(13_000, 2).1, CHUNK);
-            let rest = chunk_widths::<U>(13_000, 16).1;
-            assert!(13_000 / rest >= 3 * 16 && rest < CHUNK, "{rest}");
         }
         check::<F32Portable>();
         check::<Bf16Portable>();

@@ -213,11 +213,10 @@ impl Subsystem for Linpack {
         &[ReferenceTool {
             name: "libopenblas.so.0",
             package: "libopenblas0",
-            serves:
-                "cpu.linpack (LAPACK dgesv: dgetrf + dgetrs on the same system, n and threads; \
-                     the core type it ran named, and a fallback core run again with the right \
-                     OPENBLAS_CORETYPE; another OpenBLAS found on the system, e.g. a Python \
-                     wheel's, used when faster)",
+            serves: "cpu.linpack (LAPACK dgetrf + dgetrs, what dgesv does, on the same system, n \
+                     and threads; the core type it ran named, and a fallback core run again \
+                     with the right OPENBLAS_CORETYPE; another OpenBLAS found on the system, \
+                     e.g. a Python wheel's, used when faster)",
             in_run: "the linpack solve (same n and threads)",
             also: "loaded at run time (dlopen), no link-time dependency",
         }]

@@ -222,7 +222,7 @@ pub struct LinpackArgs {
     /// Threads (default: all CPUs).
     #[arg(long, value_name = "T")]
     pub threads: Option<String>,
-    /// Also solve the same system with OpenBLAS's dgesv (the system library, loaded at run
+    /// Also solve the same system with OpenBLAS's dgetrf + dgetrs (the system library, loaded at run
     /// time), same n and threads, its residual checked, and record its figure and the ratio.
     #[arg(long)]
     pub reference: bool,

@@ -1,5 +1,6 @@
-//! OpenBLAS beside the solve (`linpack --reference`): LAPACK's `dgesv` (LU with partial pivoting
-//! and the solve, `dgetrf` + `dgetrs`) from an OpenBLAS loaded at run time (no link-time
+//! OpenBLAS beside the solve (`linpack --reference`): LAPACK's `dgetrf` and `dgetrs` (LU with
+//! partial pivoting, then the solve: what `dgesv` does, and what SciPy's `lu_factor` and
+//! `lu_solve` call) from an OpenBLAS loaded at run time (no link-time
 //! dependency: the binary runs where OpenBLAS is absent, and says so), on the very system
 //! hostbench solved (same generator, seed and `n`), on the same number of threads
 //! (`openblas_set_num_threads`), timed the same way (the factorisation and solve only) and
@@ -14,7 +15,11 @@
 //! loads, so a copy of the file is loaded: the dynamic linker would hand back the first instance
 //! for the same file); and an OpenBLAS that a Python wheel bundles (numpy's or SciPy's
 //! `scipy_openblas`, often newer than the system's) is tried too. The best of them is the
-//! reference, named. BLIS is not among them: it has no LAPACK, so no `dgesv`.
+//! reference, named. BLIS is not among them: it has no LAPACK, so no `dgetrf`.
+//!
+//! `dgetrf` + `dgetrs` rather than `dgesv` itself: SciPy's bundled OpenBLAS 0.3.30 (the LP64
+//! `scipy_openblas32`) ran its `dgesv` at 47 GFLOP/s on two Zen 4 threads where its `dgetrf`
+//! ran at 86, so `dgesv` understated the library that a SciPy user's `lu_factor` runs.
 
 use std::ffi::{c_char, c_int, CStr};
 use std::path::{Path, PathBuf};
@@ -122,8 +127,8 @@ impl OpenBlas {
         let symbols = Symbols::ALL
             .into_iter()
             // SAFETY: only looks the symbol up.
-            .find(|s| unsafe { lib.get::<*const ()>(s.name("dgesv_").as_slice()) }.is_ok())
-            .ok_or_else(|| BenchError::unsupported(format!("{origin}: no dgesv_")))?;
+            .find(|s| unsafe { lib.get::<*const ()>(s.name("dgetrf_").as_slice()) }.is_ok())
+            .ok_or_else(|| BenchError::unsupported(format!("{origin}: no dgetrf_")))?;
         Ok(Self {
             lib,
             symbols,
@@ -207,7 +212,7 @@ impl OpenBlas {
         format!("{}; core {core}{forced}; {}", self.version(), self.origin)
     }
 
-    /// Solve `cfg`'s system with `dgesv` on `cfg.threads` threads.
+    /// Solve `cfg`'s system with `dgetrf` and `dgetrs` on `cfg.threads` threads.
     pub fn solve(&self, cfg: &LinpackConfig) -> Result<OpenBlasRun, BenchError> {
         if cfg.n == 0 {
             return Err(BenchError::invalid("linpack n must be at least 1, got 0"));
@@ -225,47 +230,81 @@ impl OpenBlas {
         let n_i = I::try_from(n).map_err(|_| {
             BenchError::invalid(format!("OpenBLAS: n {n} exceeds its integer interface"))
         })?;
-        type Dgesv<I> = unsafe extern "C" fn(
+        type Dgetrf<I> = unsafe extern "C" fn(
+            m: *const I,
             n: *const I,
-            nrhs: *const I,
             a: *mut f64,
             lda: *const I,
             ipiv: *mut I,
+            info: *mut I,
+        );
+        // The Fortran ABI's hidden length of `trans` last (OpenBLAS's own C `dgetrs_` has no
+        // such argument and ignores it).
+        type Dgetrs<I> = unsafe extern "C" fn(
+            trans: *const c_char,
+            n: *const I,
+            nrhs: *const I,
+            a: *const f64,
+            lda: *const I,
+            ipiv: *const I,
             b: *mut f64,
             ldb: *const I,
             info: *mut I,
+            trans_len: usize,
         );
-        // SAFETY: the LAPACK Fortran ABI of dgesv_ with this build's integer width.
-        let dgesv = unsafe {
-            self.lib
-                .get::<Dgesv<I>>(self.symbols.name("dgesv_").as_slice())
-        }
-        .map_err(|e| BenchError::unsupported(format!("OpenBLAS has no dgesv_: {e}")))?;
+        // SAFETY: the LAPACK Fortran ABI of dgetrf_ and dgetrs_ with this build's integer width.
+        let (dgetrf, dgetrs) = unsafe {
+            (
+                self.lib
+                    .get::<Dgetrf<I>>(self.symbols.name("dgetrf_").as_slice()),
+                self.lib
+                    .get::<Dgetrs<I>>(self.symbols.name("dgetrs_").as_slice()),
+            )
+        };
+        let missing = |e: libloading::Error| {
+            BenchError::unsupported(format!("OpenBLAS has no dgetrf_/dgetrs_: {e}"))
+        };
+        let (dgetrf, dgetrs) = (dgetrf.map_err(missing)?, dgetrs.map_err(missing)?);
         self.set_threads(cfg.threads);
         // The original A is column-major, as LAPACK wants it; factor a copy.
         let mut a = a0.clone();
         let mut x = b.clone();
         let mut ipiv = vec![I::ZERO; n];
-        let (one, mut info) = (I::ONE, I::ZERO);
+        let (one, mut info, mut info_s) = (I::ONE, I::ZERO, I::ZERO);
+        let trans = b'N' as c_char;
         let t0 = Instant::now();
         // SAFETY: a is n×n column-major (lda = n), x has n rows (ldb = n, one right-hand side),
-        // ipiv has n entries; all live for the call.
+        // ipiv has n entries; all live for the calls. The solve runs only on a factorisation
+        // that succeeded.
         unsafe {
-            dgesv(
+            dgetrf(
                 &n_i,
-                &one,
+                &n_i,
                 a.as_mut_ptr(),
                 &n_i,
                 ipiv.as_mut_ptr(),
-                x.as_mut_ptr(),
-                &n_i,
                 &mut info,
             );
+            if info == I::ZERO {
+                dgetrs(
+                    &trans,
+                    &n_i,
+                    &one,
+                    a.as_ptr(),
+                    &n_i,
+                    ipiv.as_ptr(),
+                    x.as_mut_ptr(),
+                    &n_i,
+                    &mut info_s,
+                    1,
+                );
+            }
         }
         let seconds = t0.elapsed().as_secs_f64();
-        if info != I::ZERO {
+        if info != I::ZERO || info_s != I::ZERO {
             return Err(BenchError::Failed(format!(
-                "OpenBLAS dgesv returned info {info:?} (singular or bad argument)"
+                "OpenBLAS dgetrf/dgetrs returned info {info:?}/{info_s:?} (singular or bad \
+                 argument)"
             )));
         }
         let residual = scaled_residual(&a0, n, &x, &b);

@@ -15,7 +15,8 @@ use crate::model::{Host, Record};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diagnosis {
     /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
-    /// `power_cap`, `affinity`, `memory_pressure` or `none_found`.
+    /// `power_cap`, `affinity`, `memory_pressure`, `solve_overhead` (a LINPACK solve's own
+    /// overhead, not a condition of the machine) or `none_found`.
     pub cause: String,
     /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
     /// the source counts events but cannot size them (thermal throttling, reclaim).
@@ -32,6 +33,13 @@ impl Diagnosis {
             text,
         }
     }
+
+    /// A condition the record was measured under (what `compare` may excuse a difference by,
+    /// and a noisy record's warning may name), rather than "none found" or the benchmark's own
+    /// overhead.
+    pub fn is_condition(&self) -> bool {
+        !matches!(self.cause.as_str(), "none_found" | "solve_overhead")
+    }
 }
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
@@ -44,6 +52,8 @@ pub const SHORT_OF_PEAK: f64 = 0.90;
 pub const SHORT_OF_LINEAR: f64 = 0.80;
 /// A cause this large is reported even on a record that is not short.
 pub const LARGE_CAUSE: f64 = 0.10;
+/// A LINPACK solve below this share of the FMA rate measured beside it names its own overhead.
+pub const SHORT_OF_FMA: f64 = 0.90;
 
 /// What the diagnosis needs to know about the host beyond the record.
 #[derive(Debug, Clone, Default)]
@@ -241,6 +251,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             }
         }
     }
+    out.extend(solve_overhead(rec));
     if let Some(c) = &cond.clock_hz {
         if c.start > 0.0 && c.end < c.start * 0.95 {
             out.push(Diagnosis::new(
@@ -326,6 +337,49 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     out
 }
 
+/// A LINPACK solve's own overhead (`cpu.linpack`): the share of the FMA rate measured beside it
+/// that the solve did not reach, with where its threads' time went (thread 0 factoring panels,
+/// every thread waiting at the step barriers). Both shrink as n grows, so at a small n (a quick
+/// profile's) this, not the machine, is the shortfall.
+fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
+    if rec.benchmark != "cpu.linpack" {
+        return None;
+    }
+    let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
+    // Above 1 the FMA reading was disturbed (the record warns); that is no overhead.
+    let of = x("of_fma_rate").filter(|of| *of > 0.0 && *of < SHORT_OF_FMA)?;
+    let pct = |v: f64| format!("{:.0} %", v * 100.0);
+    let n = rec
+        .params
+        .get("n")
+        .and_then(|v| v.as_u64())
+        .map_or(String::new(), |n| format!(" at n = {n}"));
+    let mut parts = Vec::new();
+    if let Some(p) = x("panel_share") {
+        parts.push(format!("the panels took {} of thread 0's time", pct(p)));
+    }
+    if let Some(i) = x("idle_share") {
+        parts.push(format!(
+            "the threads waited {} of theirs at the step barriers",
+            pct(i)
+        ));
+    }
+    let parts = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join(" and "))
+    };
+    Some(Diagnosis::new(
+        "solve_overhead",
+        1.0 - of,
+        format!(
+            "the solve reached {} of the FMA rate measured beside it{n}{parts}; both shrink as \
+             n grows (`hostbench linpack --n`, or the standard and full profiles' larger n)",
+            pct(of)
+        ),
+    ))
+}
+
 /// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread.
 pub fn shortfall(rec: &Record) -> Option<String> {
     if let Some(e) = rec.efficiency.filter(|e| *e < SHORT_OF_PEAK) {
@@ -351,23 +405,30 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
     // record that did not fall short did not meet it.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE && d.cause != "shared_cores")
+        (d.share >= LARGE_CAUSE && d.cause != "shared_cores" && d.is_condition())
             || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
     });
     if short.is_none() && !large {
         return;
     }
-    rec.diagnosis = if found.is_empty() {
-        vec![Diagnosis::new(
+    // Where only the benchmark's own overhead showed, "none found" still says which conditions
+    // were read and were clean.
+    let clean = !found.iter().any(Diagnosis::is_condition);
+    let what = if found.is_empty() {
+        "cause"
+    } else {
+        "condition of the machine"
+    };
+    rec.diagnosis = found;
+    if clean {
+        rec.diagnosis.push(Diagnosis::new(
             "none_found",
             0.0,
-            format!("no cause found among: {}", sources_read(&cond)),
-        )]
-    } else {
-        found
-    };
+            format!("no {what} found among: {}", sources_read(&cond)),
+        ));
+    }
     // The "noisy" warning names its cause where one was measured.
-    if let Some(first) = rec.diagnosis.first().filter(|d| d.cause != "none_found") {
+    if let Some(first) = rec.diagnosis.iter().find(|d| d.is_condition()) {
         let disturbed = if cond.disturbed_samples.is_empty() {
             String::new()
         } else {
@@ -723,6 +784,69 @@ mod tests {
             "{}",
             r.warnings[0]
         );
+    }
+
+    /// A quick profile's small LINPACK: its shortfall is the solve's own overhead, measured in
+    /// the record, beside clean conditions; a neighbour is still the condition a noisy warning
+    /// names; and a disturbed FMA reading (of_fma_rate above 1) is no overhead.
+    #[test]
+    fn a_small_linpack_names_its_own_overhead_beside_the_conditions() {
+        let linpack = |of: f64, samples: Vec<f64>| {
+            let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
+                .param("n", 2000)
+                .param("threads", 2);
+            let mut r = record_from_samples(&case, samples);
+            for (k, v) in [
+                ("of_fma_rate", of),
+                ("panel_share", 0.35),
+                ("idle_share", 0.12),
+            ] {
+                r.extra.insert(k.into(), serde_json::json!(v));
+            }
+            r
+        };
+        let mut r = short(linpack(0.53, vec![62e9; 3]), quiet());
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        assert_eq!(
+            causes,
+            ["solve_overhead", "none_found"],
+            "{:?}",
+            r.diagnosis
+        );
+        let d = &r.diagnosis[0];
+        assert!((d.share - 0.47).abs() < 1e-9);
+        assert_eq!(
+            d.text,
+            "the solve reached 53 % of the FMA rate measured beside it at n = 2000: the panels \
+             took 35 % of thread 0's time and the threads waited 12 % of theirs at the step \
+             barriers; both shrink as n grows (`hostbench linpack --n`, or the standard and full \
+             profiles' larger n)"
+        );
+        assert!(!d.is_condition());
+        assert!(r.diagnosis[1]
+            .text
+            .starts_with("no condition of the machine found among: steal"));
+        // With a neighbour: both, no "none found", and the noisy warning names the neighbour.
+        let mut c = quiet();
+        c.other_cpu_share = Some(0.2);
+        let mut r = short(linpack(0.53, vec![40e9, 62e9, 80e9]), c);
+        assert!(r.warnings.iter().any(|w| w.starts_with("noisy:")));
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        assert_eq!(causes, ["solve_overhead", "cpu_contention"]);
+        let noisy = r.warnings.iter().find(|w| w.starts_with("noisy:")).unwrap();
+        assert!(
+            noisy.ends_with(": other processes used 20 % of CPUs 0, 1"),
+            "{noisy}"
+        );
+        // A disturbed FMA reading, or a solve close to the FMA rate: no overhead named.
+        for of in [1.7, 0.93] {
+            let mut r = short(linpack(of, vec![62e9; 3]), quiet());
+            apply(&mut r, &ctx(), None);
+            let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+            assert_eq!(causes, ["none_found"], "{of}");
+        }
     }
 
     #[test]

@@ -757,11 +757,11 @@ fn format_duration(s: f64) -> String {
 /// Most wheel-bundled OpenBLAS copies tried beside the system's (each costs a solve).
 const MAX_WHEEL_BLAS: usize = 3;
 
-/// OpenBLAS `dgetrf` + `dgetrs` beside the record just measured (`linpack::openblas`): the system library
-/// as it loads; where it fell back to a core below this CPU's, the same library again with the
-/// right `OPENBLAS_CORETYPE`; and the OpenBLAS builds Python wheels bundle. The fastest is the
-/// reference, named; every one tried is listed in `extra.blas`. A missing library or a failed
-/// residual is a warning on the record, never a failed case.
+/// OpenBLAS `dgetrf` + `dgetrs` beside the record just measured (`linpack::openblas`): the
+/// system library as it loads; where it fell back to a core below this CPU's, the same library
+/// again with the right `OPENBLAS_CORETYPE`; and the OpenBLAS builds Python wheels bundle. The
+/// fastest is the reference, named; every one tried is listed in `extra.blas`. A missing
+/// library or a failed residual is a warning on the record, never a failed case.
 fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) {
     use linpack::openblas::{fell_back, right_cores, wheel_libraries, CpuFeatures, OpenBlas};
     // OPENBLAS_CORETYPE overrides DYNAMIC_ARCH's choice for the whole process (some machines set
@@ -843,9 +843,9 @@ fn attach_openblas(rec: &mut Record, cfg: &linpack::LinpackConfig, runs: usize) 
         .as_ref()
         .map_or("libopenblas.so.0".to_string(), |b| b.2.clone());
     let command = format!(
-        "{}OpenBLAS dgetrf_ + dgetrs_ ({which}, loaded at run time) on the same system: n={} seed={}, \
-         openblas_set_num_threads({}), HPL operation count, residual checked; the fastest of {} \
-         OpenBLAS librar{} tried (extra.blas)",
+        "{}OpenBLAS dgetrf_ + dgetrs_ ({which}, loaded at run time) on the same system: n={} \
+         seed={}, openblas_set_num_threads({}), HPL operation count, residual checked; the \
+         fastest of {} OpenBLAS librar{} tried (extra.blas)",
         env_forced.as_ref().map_or(String::new(), |c| format!(
             "OPENBLAS_CORETYPE={c} (from the environment) "
         )),

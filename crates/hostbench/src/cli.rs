@@ -222,8 +222,9 @@ pub struct LinpackArgs {
     /// Threads (default: all CPUs).
     #[arg(long, value_name = "T")]
     pub threads: Option<String>,
-    /// Also solve the same system with OpenBLAS's dgetrf + dgetrs (the system library, loaded at run
-    /// time), same n and threads, its residual checked, and record its figure and the ratio.
+    /// Also solve the same system with OpenBLAS's dgetrf + dgetrs (the system library, loaded
+    /// at run time), same n and threads, its residual checked, and record its figure and the
+    /// ratio.
     #[arg(long)]
     pub reference: bool,
     /// Then HPL-MxP at the same n (`cpu.linpack_mxp`): the LU in bf16 with f32 sums where the

@@ -263,9 +263,8 @@ pub(in crate::linpack) fn team<S: Send>(
 /// Early claims are wide, for the packed operand's reuse; the last ones are narrow, so the
 /// threads finish a step within one narrow claim of each other. Claims of a fixed width, four
 /// per thread, left a thread idle for half a claim on average at the end of every step: an
-/// eighth of the step, whatever the thread count, and at sixteen threads the claims are short
-/// of work to spread that over. The panel team, which joins the update late, is absorbed the
-/// same way.
+/// eighth of the step at any thread count (on two threads the buffer's cap made the claims
+/// shorter than that). The panel team, which joins the update late, is absorbed the same way.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::linpack) struct Guided {
     pub(in crate::linpack) threads: usize,

@@ -4,9 +4,9 @@
 The idle time at a step's barrier when the columns are claimed in fixed widths (the rule before
 issue 33's guided claims: a quarter of a thread's share, 96 to 288 columns) against guided
 claims (1/(2*threads) of the columns still unclaimed, 48 to 288). Each thread runs the update
-at RATE +/- 10 %; the panel team (TEAM threads, as the solver sizes it) joins each step late by the time of a panel of
-m rows at PANEL_S_PER_ROW seconds per row. Usage: claims-model.py [N [THREADS]]; defaults are the
-16-vCPU device's n and thread count.
+at RATE +/- 10 %; the panel team (TEAM threads, as the solver sizes it) joins each step late by
+the time of a panel of m rows at PANEL_S_PER_ROW seconds per row. Usage: claims-model.py
+[N [THREADS]]; defaults are the 16-vCPU device's n and thread count.
 """
 import math
 import random
@@ -32,7 +32,7 @@ def fixed(m):
 def guided(m):
     out, a = [], 0
     while a < m:
-        w = min(min(max(up(math.ceil((m - a) / (2 * THREADS)), MR), 48), CHUNK), m - a)
+        w = min(max(up(math.ceil((m - a) / (2 * THREADS)), MR), 48), CHUNK, m - a)
         out.append(w)
         a += w
     return out

@@ -267,19 +267,19 @@ pub(in crate::linpack) fn team<S: Send>(
 /// shorter than that). The panel team, which joins the update late, is absorbed the same way.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::linpack) struct Guided {
-    pub(in crate::linpack) threads: usize,
-    pub(in crate::linpack) unit: usize,
-    pub(in crate::linpack) min: usize,
-    pub(in crate::linpack) max: usize,
+    threads: usize,
+    unit: usize,
+    min: usize,
+    max: usize,
     /// The least width of the claim at offset 0 (HPL-MxP's next diagonal block lies in it).
-    pub(in crate::linpack) first: usize,
+    first: usize,
 }
 
 impl Guided {
     /// The narrowest claim: 48 columns (two AVX-512 tiles of the f64 update, eight of the
     /// AVX2 one) rounded up to whole units, so that each packed panel of `L₂₁` is still used
     /// against a few tiles before the next is loaded.
-    pub(in crate::linpack) const MIN_COLS: usize = 48;
+    const MIN_COLS: usize = 48;
 
     /// `threads` claiming in whole `unit`s of at most `max` columns.
     pub(in crate::linpack) fn new(threads: usize, unit: usize, max: usize) -> Self {
@@ -293,8 +293,13 @@ impl Guided {
         }
     }
 
+    /// The same, with the claim at offset 0 at least `first` columns wide.
+    pub(in crate::linpack) fn with_first(self, first: usize) -> Self {
+        Self { first, ..self }
+    }
+
     /// Width of the claim at offset `at` of `total` columns.
-    pub(in crate::linpack) fn width(&self, at: usize, total: usize) -> usize {
+    fn width(&self, at: usize, total: usize) -> usize {
         let left = total - at;
         let w = left
             .div_ceil(2 * self.threads)
@@ -353,10 +358,7 @@ mod tests {
             (1, 4, 384, 256),
         ] {
             for total in [1, 5, 47, 48, 300, 1000, 6144, 13_312] {
-                let g = Guided {
-                    first,
-                    ..Guided::new(threads, unit, max)
-                };
+                let g = Guided::new(threads, unit, max).with_first(first);
                 let c = claims(&g, total);
                 let ctx = format!("{threads} threads, unit {unit}, {total} columns: {c:?}");
                 // Contiguous from 0 to total: every column exactly once.

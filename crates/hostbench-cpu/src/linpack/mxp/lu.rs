@@ -54,10 +54,7 @@ const CHUNK: usize = 384;
 fn column_claims<U: Gemm>(threads: usize) -> Guided {
     // The next diagonal block must fit the first claim's packed buffers.
     const { assert!(CHUNK >= NB.next_multiple_of(U::NR)) };
-    Guided {
-        first: NB.next_multiple_of(U::NR),
-        ..Guided::new(threads, U::NR, CHUNK)
-    }
+    Guided::new(threads, U::NR, CHUNK).with_first(NB.next_multiple_of(U::NR))
 }
 
 /// The factorisation's wall time and where it went.

@@ -17,6 +17,7 @@
 
 use std::fmt::Write as _;
 
+use hostbench_core::conditions::diagnose::shortfall;
 use hostbench_core::model::{Metric, Record, RunResult};
 
 use super::{aligned, left_out_line, not_applicable_line, Exporter, LEFT_OUT, NOT_APPLICABLE};
@@ -354,7 +355,12 @@ fn sharing_moved(run: &RunResult) -> String {
 pub fn first_cause(r: &Record) -> Option<String> {
     let d = r.diagnosis.first()?;
     Some(if d.cause == "none_found" {
-        d.text.clone()
+        // Without a cause, the line must still say what was looked into: a noisy figure often
+        // shows no shortfall in its row.
+        match shortfall(r) {
+            Some(why) => format!("{why}, and {}", d.text),
+            None => d.text.clone(),
+        }
     } else if d.share > 0.0 {
         format!("{} ({:.0} %): {}", d.cause, d.share * 100.0, d.text)
     } else {
@@ -553,6 +559,47 @@ mod tests {
         assert!(
             line.contains("no documented peak (scaling 99.3 %)"),
             "{line}"
+        );
+    }
+
+    /// "No cause found" under a figure says what it was looked for: a noisy figure's row
+    /// shows no shortfall of its own.
+    #[test]
+    fn no_cause_found_says_what_was_looked_into() {
+        use crate::testdata::record;
+        use hostbench_core::conditions::diagnose::Diagnosis;
+        let none = Diagnosis {
+            cause: "none_found".into(),
+            share: 0.0,
+            text: "no cause found among: steal, other processes".into(),
+        };
+        let params = serde_json::json!({"kernel": "read", "threads": 2});
+        let mut noisy = record(
+            "mem.bandwidth",
+            Metric::Throughput,
+            "B/s",
+            params.clone(),
+            &[30e9, 40e9, 31e9],
+        );
+        noisy.diagnosis = vec![none.clone()];
+        let line = first_cause(&noisy).unwrap();
+        assert!(line.starts_with("CV "), "{line}");
+        assert!(
+            line.ends_with(" %, and no cause found among: steal, other processes"),
+            "{line}"
+        );
+        // Diagnosed for a reason the record alone does not show (a scaling step): the text alone.
+        let mut steady = record(
+            "mem.bandwidth",
+            Metric::Throughput,
+            "B/s",
+            params,
+            &[30e9; 3],
+        );
+        steady.diagnosis = vec![none];
+        assert_eq!(
+            first_cause(&steady).unwrap(),
+            "no cause found among: steal, other processes"
         );
     }
 

@@ -16,7 +16,8 @@ use crate::model::{Host, Record};
 pub struct Diagnosis {
     /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
     /// `power_cap`, `affinity`, `memory_pressure`, `solve_overhead` (a LINPACK solve's own
-    /// overhead, not a condition of the machine) or `none_found`.
+    /// overhead), `sender_behind` (a paced stream's sender that did not keep its schedule; like
+    /// `solve_overhead` the benchmark's, not a condition of the machine) or `none_found`.
     pub cause: String,
     /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
     /// the source counts events but cannot size them (thermal throttling, reclaim).
@@ -38,7 +39,10 @@ impl Diagnosis {
     /// and a noisy record's warning may name), rather than "none found" or the benchmark's own
     /// overhead.
     pub fn is_condition(&self) -> bool {
-        !matches!(self.cause.as_str(), "none_found" | "solve_overhead")
+        !matches!(
+            self.cause.as_str(),
+            "none_found" | "solve_overhead" | "sender_behind"
+        )
     }
 }
 
@@ -256,6 +260,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     if !oversubscribed {
         out.extend(solve_overhead(rec));
     }
+    out.extend(sender_behind(rec));
     if let Some(c) = &cond.clock_hz {
         if c.start > 0.0 && c.end < c.start * 0.95 {
             out.push(Diagnosis::new(
@@ -384,6 +389,38 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
     ))
 }
 
+/// A paced sender that kept this share of its schedule or more offered the load it was asked
+/// for (`hostbench-net`'s under-load client judges its own records by it too).
+pub const KEPT_SCHEDULE: f64 = 0.97;
+
+/// A latency under load whose paced sender fell behind (`net.latency` with `offered_bps` and
+/// `sent_bps`): the load was not offered, and the round trips timed from each message's due
+/// time include the sender's wait. The share is the part of the offered rate not sent.
+fn sender_behind(rec: &Record) -> Option<Diagnosis> {
+    let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
+    let (offered, sent) = (x("offered_bps")?, x("sent_bps")?);
+    if !(offered > 0.0 && sent < KEPT_SCHEDULE * offered) {
+        return None;
+    }
+    let from_send = x("p50_uncorrected_s").map_or(String::new(), |s| {
+        format!(
+            " (timed from the actual send: {})",
+            crate::units::format_value(s, "s")
+        )
+    });
+    Some(Diagnosis::new(
+        "sender_behind",
+        1.0 - sent / offered,
+        format!(
+            "the sender fell behind its schedule: it sent {} of the {} offered ({:.0} %), so \
+             the round trips timed from each message's due time include its wait{from_send}",
+            crate::units::format_value(sent, "bit/s"),
+            crate::units::format_value(offered, "bit/s"),
+            100.0 * sent / offered
+        ),
+    ))
+}
+
 /// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread.
 pub fn shortfall(rec: &Record) -> Option<String> {
     if let Some(e) = rec.efficiency.filter(|e| *e < SHORT_OF_PEAK) {
@@ -408,8 +445,12 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     // Shared execution units are the host's standing property, measured once per run, and the
     // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
     // record that did not fall short did not meet it.
+    // A sender far behind its schedule makes the figure the sender's: said even where the
+    // record has no peak to fall short of.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE && d.cause != "shared_cores" && d.is_condition())
+        (d.share >= LARGE_CAUSE
+            && d.cause != "shared_cores"
+            && (d.is_condition() || d.cause == "sender_behind"))
             || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
     });
     if short.is_none() && !large {
@@ -858,6 +899,53 @@ mod tests {
         apply(&mut r, &ctx(), None);
         let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
         assert_eq!(causes, ["affinity"], "{:?}", r.diagnosis);
+    }
+
+    /// A latency under load whose sender fell behind is diagnosed even without a peak to fall
+    /// short of: the figure is the sender's, and the summary's one line must say so.
+    #[test]
+    fn a_sender_behind_its_schedule_is_named_without_a_peak() {
+        let under_load = |sent: f64| {
+            let case = Case::new("net.latency", Metric::Latency, "s")
+                .param("proto", "udp")
+                .param("load_bps", "90%");
+            let mut r = record_from_samples(&case, vec![0.138; 3]);
+            for (k, v) in [
+                ("offered_bps", 22.9e9),
+                ("sent_bps", sent),
+                ("p50_uncorrected_s", 175e-6),
+            ] {
+                r.extra.insert(k.into(), serde_json::json!(v));
+            }
+            r.conditions = Some(quiet());
+            r
+        };
+        let mut r = under_load(10.67e9);
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        assert_eq!(causes, ["sender_behind", "none_found"], "{:?}", r.diagnosis);
+        let d = &r.diagnosis[0];
+        assert!((d.share - (1.0 - 10.67 / 22.9)).abs() < 1e-9);
+        assert!(
+            d.text.starts_with(
+                "the sender fell behind its schedule: it sent 10.7 Gbit/s of the 22.9 Gbit/s \
+                 offered (47 %)"
+            ),
+            "{}",
+            d.text
+        );
+        assert!(
+            d.text.ends_with("(timed from the actual send: 175 µs)"),
+            "{}",
+            d.text
+        );
+        assert!(!d.is_condition());
+        // A sender that kept its schedule, or one just behind on a steady record: nothing.
+        for sent in [22.5e9, 21.0e9] {
+            let mut r = under_load(sent);
+            apply(&mut r, &ctx(), None);
+            assert!(r.diagnosis.is_empty(), "{sent}: {:?}", r.diagnosis);
+        }
     }
 
     #[test]

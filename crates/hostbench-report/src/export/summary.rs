@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 
-use hostbench_core::conditions::diagnose::shortfall;
+use hostbench_core::conditions::diagnose::{shortfall, KEPT_SCHEDULE};
 use hostbench_core::model::{Metric, Record, RunResult};
 
 use super::{aligned, left_out_line, not_applicable_line, Exporter, LEFT_OUT, NOT_APPLICABLE};
@@ -247,8 +247,8 @@ fn versus_unloaded(r: &Record, records: &[&Record]) -> Option<String> {
             String::new()
         };
         return Some(format!(
-            "({:.1} x idle {}{size})",
-            ratio(idle)?,
+            "({} idle {}{size})",
+            times(ratio(idle)?),
             human(idle.value, &idle.unit)
         ));
     }
@@ -276,10 +276,19 @@ fn versus_unloaded(r: &Record, records: &[&Record]) -> Option<String> {
         .get(LOAD_KEY)
         .map_or(String::new(), |l| format!(" {}", label_part(LOAD_KEY, l)));
     Some(format!(
-        "({:.1} x the {}{load})",
-        ratio(least)?,
+        "({} the {}{load})",
+        times(ratio(least)?),
         human(least.value, &least.unit)
     ))
+}
+
+/// "64.5 x", and "13194 x" where a tenth would be noise.
+fn times(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0} x")
+    } else {
+        format!("{x:.1} x")
+    }
 }
 
 /// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order,
@@ -301,8 +310,16 @@ pub fn context(r: &Record) -> String {
             // `under 90% load (31.0 Gbit/s)`, or `under 1.00 Gbit/s load` where it was asked in
             // bit/s.
             parts.push(label_part(LOAD_KEY, load));
-            if let Some(bps) = offered(r).filter(|_| load.is_string()) {
-                parts.push(format!("({})", human(bps, "bit/s")));
+            // A sender that fell behind did not offer the load: what it sent beside it.
+            let sent = r.extra.get("sent_bps").and_then(|v| v.as_f64());
+            match (offered(r), sent) {
+                (Some(o), Some(s)) if s < KEPT_SCHEDULE * o => parts.push(format!(
+                    "({} offered, {} sent)",
+                    human(o, "bit/s"),
+                    human(s, "bit/s")
+                )),
+                (Some(o), _) if load.is_string() => parts.push(format!("({})", human(o, "bit/s"))),
+                _ => {}
             }
         }
     }
@@ -785,6 +802,26 @@ mod tests {
         );
         let text = SummaryExporter.render(&run).unwrap();
         assert!(text.contains("udp under load  968 µs"), "{text}");
+    }
+
+    /// A sender that fell behind: what it sent beside what was offered, and a multiple of
+    /// the idle figure in whole numbers where a tenth would be noise.
+    #[test]
+    fn a_sender_behind_shows_what_it_sent() {
+        use crate::testdata::{net_idle_latency, net_under_load, run_of};
+        use serde_json::json;
+        let mut recs = vec![net_idle_latency("udp", 1, 10.4e-6)];
+        recs.extend(net_under_load("udp", 32768, &[json!("10%"), json!("90%")]));
+        let behind = recs.last_mut().unwrap();
+        behind.value = 0.138;
+        behind.extra.insert("sent_bps".into(), json!(10.7e9));
+        let run = run_of(recs);
+        let loaded = &all_headlines(&run)[1];
+        assert_eq!(
+            loaded.at,
+            "block=32 KiB streams=1 under 90% load (31.0 Gbit/s offered, 10.7 Gbit/s sent) \
+             (13269 x idle 10.4 µs at 1 B)"
+        );
     }
 
     #[test]

@@ -539,7 +539,20 @@ pub fn extra_line(r: &Record) -> Option<String> {
         }
         s + "; HPL-MxP-style, not HPL-MxP"
     } else {
-        "; HPL-style, not HPL".to_string()
+        // On a host whose vCPUs share cores the share of the FMA rate measured beside the
+        // solve is the honest efficiency; the panel share says where the rest went.
+        let x = |k: &str| r.extra.get(k).and_then(|v| v.as_f64());
+        let mut s = String::new();
+        if let Some(of) = x("of_fma_rate") {
+            s.push_str(&format!(
+                "; {:.1} % of the f64 FMA rate measured beside it",
+                of * 100.0
+            ));
+            if let Some(p) = x("panel_share") {
+                s.push_str(&format!(" (panels {:.0} % of thread 0's time)", p * 100.0));
+            }
+        }
+        s + "; HPL-style, not HPL"
     };
     Some(format!(
         "{} {}: scaled residual {residual:.3e} ({}, threshold 16){style}",
@@ -625,6 +638,17 @@ mod tests {
         let line = extra_line(&r).expect("a line");
         assert!(
             line.contains("PASSED") && line.ends_with("HPL-style, not HPL"),
+            "{line}"
+        );
+        assert!(!line.contains("FMA rate"), "{line}");
+        r.extra.insert("of_fma_rate".into(), json!(0.8734));
+        r.extra.insert("panel_share".into(), json!(0.152));
+        let line = extra_line(&r).expect("a line");
+        assert!(
+            line.contains(
+                "; 87.3 % of the f64 FMA rate measured beside it (panels 15 % of thread 0's \
+                 time); HPL-style"
+            ),
             "{line}"
         );
         r.benchmark = "cpu.linpack_mxp".into();

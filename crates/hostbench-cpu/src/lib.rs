@@ -674,7 +674,8 @@ fn mxp_case(
             rec.extra.insert(
                 "label".into(),
                 json!(format!(
-                    "HPL-MxP-style (LU without pivoting, {} update, GMRES refinement in f64,                      HPL-MxP's diagonally dominant matrix), not HPL-MxP",
+                    "HPL-MxP-style (LU without pivoting, {} update, GMRES refinement in f64, \
+                     HPL-MxP's diagonally dominant matrix), not HPL-MxP",
                     unit.precision().name()
                 )),
             );
@@ -685,7 +686,10 @@ fn mxp_case(
             rec.extra.insert("nb".into(), json!(mxp::NB));
             rec.extra.insert(
                 "matrix".into(),
-                json!("HPL-MxP's: off-diagonal entries uniform in [-0.5, 0.5), each diagonal                        entry the sum of the absolute values of the others in its row; b uniform"),
+                json!(
+                    "HPL-MxP's: off-diagonal entries uniform in [-0.5, 0.5), each diagonal \
+                     entry the sum of the absolute values of the others in its row; b uniform"
+                ),
             );
             rec.extra.insert(
                 "refinement".into(),
@@ -698,7 +702,10 @@ fn mxp_case(
             );
             rec.extra.insert(
                 "timed".into(),
-                json!("factorisation + first solve + refinement; generation, rounding to f32 and                        the final residual check are not"),
+                json!(
+                    "factorisation + first solve + refinement; generation, rounding to f32 \
+                     and the final residual check are not"
+                ),
             );
             if let Some(f64_rate) = f64_rate {
                 rec.extra.insert("linpack_flops".into(), json!(f64_rate));

@@ -1072,7 +1072,10 @@ fn fio_beside(
                             "hostbench": t,
                             "ratio": like,
                             "headline_ratio": x.ratio,
-                            "why_higher": "the headline uses huge-page I/O buffers, which fio                                 could not have here (no free hugetlb pages for                                 --iomem=shmhuge): a large block from scattered 4 KiB pages                                 reaches a virtio disk as many DMA segments",
+                            "why_higher": "the headline uses huge-page I/O buffers, which \
+                                fio could not have here (no free hugetlb pages for \
+                                --iomem=shmhuge): a large block from scattered 4 KiB pages \
+                                reaches a virtio disk as many DMA segments",
                         }),
                     );
                     x.ratio = like;

@@ -9,6 +9,8 @@ pub mod amx;
 pub mod effective;
 pub mod engine;
 pub mod isa;
+#[cfg(target_os = "linux")]
+pub mod isolate;
 pub mod kernels;
 pub mod linpack;
 pub mod loadclock;
@@ -723,9 +725,10 @@ fn mxp_case(
         f64_rate,
     ) {
         let line = format!(
-            "linpack: HPL-MxP {} ({} update, {:.0} GMRES iterations) is {:.2} x the f64 solve's {} at n = {n}",
+            "linpack: HPL-MxP {} (update {}; {:.0} GMRES iterations) is {:.2} x the f64 solve's {} \
+             at n = {n}",
             hostbench_core::units::format_value(rec.value, "FLOP/s"),
-            unit.precision().name(),
+            unit.name(),
             rec.extra
                 .get("iterations")
                 .and_then(|v| v.as_f64())

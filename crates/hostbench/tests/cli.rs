@@ -270,7 +270,16 @@ fn linpack_mxp_converges_to_passed_beside_the_f64_solve() {
         .as_str()
         .is_some_and(|m| m.contains("diagonal")));
     assert_eq!(mxp["extra"]["refinement"]["max_iterations"], 60);
-    assert!(mxp["extra"]["unit"].as_str().is_some_and(|u| !u.is_empty()));
+    let unit = mxp["extra"]["unit"].as_str().expect("unit");
+    assert!(!unit.is_empty());
+    // The texts read as sentences (a lost line continuation once left runs of spaces in them).
+    for k in ["label", "matrix", "timed"] {
+        let text = mxp["extra"][k].as_str().expect(k);
+        assert!(!text.contains("  "), "{k}: {text:?}");
+    }
+    // The line said beside the tables names the kernel that ran.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(&format!("(update {unit}; ")), "{said}");
 }
 
 /// `--mxp` with an n whose matrices cannot fit is one line and exit 2, before anything runs.

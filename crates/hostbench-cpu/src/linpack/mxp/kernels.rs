@@ -162,11 +162,56 @@ pub(in crate::linpack) unsafe fn pack_b<G: Gemm>(
     unsafe { pack_panels::<G>(dst, G::NR, cols, kc, true, |j, kk| *src.add(j * ld + kk)) }
 }
 
-/// `HOSTBENCH_MXP_AMX=1`: try the AMX kernel. It has not yet run on AMX hardware, so until it
-/// has, it is used (and tested) only when asked for (see `Unit::choose`).
+/// `HOSTBENCH_MXP_AMX=0`: leave the AMX kernel out of the choice (to measure the next unit on
+/// an AMX CPU, or to rule it out).
 #[cfg(target_arch = "x86_64")]
-pub(in crate::linpack) fn amx_requested() -> bool {
-    std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "1")
+pub(in crate::linpack) fn amx_declined() -> bool {
+    std::env::var("HOSTBENCH_MXP_AMX").is_ok_and(|v| v == "0")
+}
+
+/// `G`'s rate on this thread, FLOP/s: a 384 × 384 update over 256 k values (the LU's panel
+/// width), repeated for about `budget`, the best of three. It compares kernels, not a solve.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+pub(in crate::linpack) fn rate<G: Gemm>(budget: std::time::Duration) -> f64 {
+    let (m, k, n) = (384, 256, 384);
+    let val = |x: usize| ((x * 2_654_435_761) % 1000) as f32 / 1000.0 - 0.5;
+    let a: Vec<f32> = (0..m * k).map(val).collect();
+    let b: Vec<f32> = (0..k * n).map(|x| val(x + 7)).collect();
+    let ks = steps::<G>(k);
+    let mut ap = vec![G::P::default(); m.div_ceil(G::MR) * G::MR * ks];
+    let mut bp = vec![G::P::default(); n.div_ceil(G::NR) * G::NR * ks];
+    let mut c = vec![0.0f32; m * n];
+    // SAFETY: the buffers are sized as the packers require.
+    unsafe {
+        pack_a::<G>(ap.as_mut_ptr(), a.as_ptr(), m, m, k);
+        pack_b::<G>(bp.as_mut_ptr(), b.as_ptr(), k, k, n);
+    }
+    let mut best: f64 = 0.0;
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let mut calls = 0u32;
+        while calls == 0 || t.elapsed() < budget / 3 {
+            // SAFETY: as above, and the caller chose G for this CPU.
+            unsafe {
+                every_tile::<G>(
+                    ks,
+                    ap.as_ptr(),
+                    bp.as_ptr(),
+                    c.as_mut_ptr(),
+                    m,
+                    (m, n),
+                    false,
+                )
+            };
+            calls += 1;
+        }
+        best = best.max(f64::from(calls) * 2.0 * (m * n * k) as f64 / t.elapsed().as_secs_f64());
+    }
+    // The sums are used, so the updates cannot be left out.
+    if !c.iter().all(|x| x.is_finite()) {
+        return 0.0;
+    }
+    best
 }
 
 /// Every tile of the `m × n` column-major C (stride `ldc`) through `G`, from packed operands of
@@ -856,6 +901,39 @@ mod x86 {
     }
 }
 
+/// The portable f32 kernel with B's sign flipped, so it adds where it should subtract: what
+/// the self-check must catch.
+#[cfg(test)]
+pub(in crate::linpack) struct WrongSign;
+
+#[cfg(test)]
+impl Gemm for WrongSign {
+    type P = f32;
+    const MR: usize = F32Portable::MR;
+    const NR: usize = F32Portable::NR;
+    const KP: usize = 1;
+    const NAME: &'static str = "wrong";
+    fn pack(v: &[f32]) -> f32 {
+        v[0]
+    }
+    fn pack_b_elem(v: &[f32]) -> f32 {
+        -v[0]
+    }
+    unsafe fn kernel(
+        ks: usize,
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        store: bool,
+    ) {
+        // SAFETY: forwarded.
+        unsafe { F32Portable::kernel(ks, a, b, c, ldc, mr, nr, store) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -947,11 +1025,8 @@ mod tests {
             if hostbench_core::isa::avx512bf16() {
                 check::<Bf16Avx512>();
             }
-            // Opt-in until it has run on AMX hardware (see `Unit::choose`).
-            if hostbench_core::isa::amx_bf16()
-                && amx_requested()
-                && crate::amx::permission().is_ok()
-            {
+            // In this process only once its trial in a child process passed (`Unit::choose`).
+            if super::super::Unit::best() == super::super::Unit::AmxBf16 {
                 check::<Bf16Amx>();
             }
         }
@@ -967,43 +1042,13 @@ mod tests {
             if hostbench_core::isa::avx512bf16() {
                 assert_eq!(self_check::<Bf16Avx512>(), Ok(()));
             }
-            // Opt-in until it has run on AMX hardware (see `Unit::choose`).
-            if hostbench_core::isa::amx_bf16()
-                && amx_requested()
-                && crate::amx::permission().is_ok()
-            {
+            // In this process only once its trial in a child process passed (`Unit::choose`).
+            if super::super::Unit::best() == super::super::Unit::AmxBf16 {
                 assert_eq!(self_check::<Bf16Amx>(), Ok(()));
             }
         }
         // A kernel that adds where it should subtract.
-        struct Wrong;
-        impl Gemm for Wrong {
-            type P = f32;
-            const MR: usize = 8;
-            const NR: usize = 4;
-            const KP: usize = 1;
-            const NAME: &'static str = "wrong";
-            fn pack(v: &[f32]) -> f32 {
-                v[0]
-            }
-            fn pack_b_elem(v: &[f32]) -> f32 {
-                -v[0]
-            }
-            unsafe fn kernel(
-                ks: usize,
-                a: *const f32,
-                b: *const f32,
-                c: *mut f32,
-                ldc: usize,
-                mr: usize,
-                nr: usize,
-                store: bool,
-            ) {
-                // SAFETY: forwarded.
-                unsafe { F32Portable::kernel(ks, a, b, c, ldc, mr, nr, store) }
-            }
-        }
-        let err = self_check::<Wrong>().unwrap_err();
+        let err = self_check::<WrongSign>().unwrap_err();
         assert!(err.starts_with("wrong: C("), "{err}");
     }
 

@@ -86,8 +86,8 @@ impl Unit {
     }
 
     /// [`Unit::best`], and why a faster unit this CPU has was passed over: each candidate must
-    /// pass its exact self-check on this CPU (and AMX the kernel's tile permission) first.
-    /// Decided once per process.
+    /// pass its exact self-check on this CPU first, and AMX its trial (see `amx_check`), whose
+    /// figures the note gives. Decided once per process.
     pub fn choose() -> (Self, Option<String>) {
         static CHOICE: std::sync::OnceLock<(Unit, Option<String>)> = std::sync::OnceLock::new();
         CHOICE.get_or_init(Self::decide).clone()
@@ -101,24 +101,24 @@ impl Unit {
         #[cfg(target_arch = "x86_64")]
         {
             use hostbench_core::isa;
-            // The AMX kernel has not yet run on AMX hardware (no such machine was at hand when
-            // it was written): until it has, it is used only when asked for, behind the same
-            // exact self-check, so a mistake in it cannot take a standard run down on the CPUs
-            // the standard profile adds HPL-MxP for.
-            if isa::avx512f() && isa::amx_bf16() && kernels::amx_requested() {
-                candidates.push((Unit::AmxBf16, || {
-                    crate::amx::permission().map_err(|e| e.to_string())?;
-                    kernels::self_check::<Bf16Amx>()
-                }));
+            #[cfg(target_os = "linux")]
+            if isa::avx512f() && isa::amx_bf16() && !kernels::amx_declined() {
+                candidates.push((Unit::AmxBf16, amx_check));
             }
             if isa::avx512f() && isa::avx512bf16() {
-                candidates.push((Unit::Avx512Bf16, kernels::self_check::<Bf16Avx512>));
+                candidates.push((Unit::Avx512Bf16, || {
+                    kernels::self_check::<Bf16Avx512>().map(|()| None)
+                }));
             }
             if isa::avx512f() {
-                candidates.push((Unit::Avx512F32, kernels::self_check::<F32Avx512>));
+                candidates.push((Unit::Avx512F32, || {
+                    kernels::self_check::<F32Avx512>().map(|()| None)
+                }));
             }
             if isa::avx2_fma() {
-                candidates.push((Unit::Avx2F32, kernels::self_check::<F32Avx2>));
+                candidates.push((Unit::Avx2F32, || {
+                    kernels::self_check::<F32Avx2>().map(|()| None)
+                }));
             }
         }
         candidates
@@ -126,26 +126,27 @@ impl Unit {
 
     fn decide() -> (Self, Option<String>) {
         let mut candidates = Self::vector_candidates();
-        candidates.push((Unit::PortableF32, kernels::self_check::<F32Portable>));
-        let mut passed_over = Vec::new();
+        candidates.push((Unit::PortableF32, || {
+            kernels::self_check::<F32Portable>().map(|()| None)
+        }));
+        let mut notes = Vec::new();
         #[cfg(target_arch = "x86_64")]
-        if hostbench_core::isa::amx_bf16() && !kernels::amx_requested() {
-            passed_over.push(
-                "AMX not used: its HPL-MxP kernel is not yet verified on AMX hardware \
-                 (HOSTBENCH_MXP_AMX=1 tries it, behind an exact self-check)"
-                    .to_string(),
-            );
+        if hostbench_core::isa::amx_bf16() && kernels::amx_declined() {
+            notes.push("AMX not used: HOSTBENCH_MXP_AMX=0".to_string());
         }
         let why = |p: &Vec<String>| (!p.is_empty()).then(|| p.join("; "));
         for (unit, check) in candidates {
             match check() {
-                Ok(()) => return (unit, why(&passed_over)),
-                Err(e) => passed_over.push(format!("{} not used: {e}", unit.name())),
+                Ok(note) => {
+                    notes.extend(note);
+                    return (unit, why(&notes));
+                }
+                Err(e) => notes.push(format!("{} not used: {e}", unit.name())),
             }
         }
         // Not even the portable kernel checks out: the solve's own residual check is all
         // that is left, and the record says why.
-        (Unit::PortableF32, why(&passed_over))
+        (Unit::PortableF32, why(&notes))
     }
 
     pub fn precision(self) -> Precision {
@@ -179,8 +180,82 @@ impl Unit {
     }
 }
 
-/// A unit's exact self-check on this CPU.
-type Check = fn() -> Result<(), String>;
+/// A unit's check on this CPU: its note for the record (if any), or why it is passed over.
+type Check = fn() -> Result<Option<String>, String>;
+
+/// AMX's check. Its kernel was written without AMX hardware at hand, so before this process
+/// relies on it, a child process (`isolate`) runs its exact self-check and a small solve
+/// through the whole LU, then times it against the unit that would run without it; a fault
+/// there (a tile configuration the CPU rejects, a load outside its buffer) passes AMX over
+/// with the reason instead of ending the run. AMX is chosen only where it is the faster.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn amx_check() -> Result<Option<String>, String> {
+    crate::amx::permission().map_err(|e| e.to_string())?;
+    let next: (&str, fn(std::time::Duration) -> f64) = if hostbench_core::isa::avx512bf16() {
+        (Bf16Avx512::NAME, kernels::rate::<Bf16Avx512>)
+    } else {
+        (F32Avx512::NAME, kernels::rate::<F32Avx512>)
+    };
+    trial::<Bf16Amx>(Unit::AmxBf16, next).map(Some)
+}
+
+/// The trial of `G` (run as `unit`) in a child process: its exact self-check, a solve of order
+/// 2·NB + 37 (ragged against every block) on two threads, then the rates of `G` and of the
+/// unit `next` names, on one thread. The note with both rates where `G` is the faster.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn trial<G: Gemm>(
+    unit: Unit,
+    (next, next_rate): (&str, fn(std::time::Duration) -> f64),
+) -> Result<String, String> {
+    use std::time::Duration;
+    const RATE_FOR: Duration = Duration::from_millis(90);
+    let what = format!("the {} kernel's trial", G::NAME);
+    let report = crate::isolate::in_child(&what, Duration::from_secs(60), || {
+        kernels::self_check::<G>()?;
+        let cfg = MxpConfig {
+            n: 2 * NB + 37,
+            threads: 2,
+            seed: 11,
+            hook: Hook::None,
+        };
+        let out = Prepared::with_unit(&cfg, unit)
+            .and_then(|mut p| p.solve(None))
+            .map_err(|e| e.to_string())?;
+        if let Some(why) = out.failure {
+            return Err(format!("a trial solve at n = {}: {why}", cfg.n));
+        }
+        Ok(format!(
+            "{} {}",
+            kernels::rate::<G>(RATE_FOR),
+            next_rate(RATE_FOR)
+        ))
+    })?;
+    let rates: Vec<f64> = report.split(' ').filter_map(|x| x.parse().ok()).collect();
+    let [own, other] = rates[..] else {
+        return Err(format!("{what} reported {report:?}"));
+    };
+    faster(G::NAME, own, next, other)
+}
+
+/// The note of a unit whose kernel beat the next one's, or why it is passed over.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn faster(name: &str, own: f64, next: &str, other: f64) -> Result<String, String> {
+    let g = |r: f64| format!("{:.1} GFLOP/s", r / 1e9);
+    if own > other {
+        Ok(format!(
+            "{name} chosen after its trial in a child process (an exact self-check and a small \
+             solve): its kernel ran at {} on one thread, {next}'s at {}",
+            g(own),
+            g(other)
+        ))
+    } else {
+        Err(format!(
+            "its kernel ran at {} on one thread, not above {next}'s {}",
+            g(own),
+            g(other)
+        ))
+    }
+}
 
 /// Faults a test can force, to show they end in a failed record and its reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -704,6 +779,44 @@ mod tests {
             (p.norm_a - (0..n).map(|i| 2.0 * p.a0[i * n + i]).fold(0.0, f64::max)).abs() < 1e-12
         );
         assert!(p.b.iter().all(|v| (-0.5..0.5).contains(v)));
+    }
+
+    /// AMX's trial, run here on the AMX kernel's data path with its tile instructions
+    /// emulated: the child's self-check and solve pass; the kernel is chosen only where it
+    /// beats the next unit, with both rates in the note.
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    #[test]
+    fn a_matrix_unit_is_chosen_after_its_trial_and_only_where_it_is_faster() {
+        use kernels::Bf16AmxEmulated;
+        let never: fn(std::time::Duration) -> f64 = |_| 0.0;
+        let note = trial::<Bf16AmxEmulated>(Unit::EmulatedAmx, ("a slower unit", never)).unwrap();
+        assert!(
+            note.starts_with(&format!(
+                "{} chosen after its trial in a child process",
+                Bf16AmxEmulated::NAME
+            )),
+            "{note}"
+        );
+        assert!(note.ends_with("a slower unit's at 0.0 GFLOP/s"), "{note}");
+        // The emulation (scalar loops) against the portable f32 kernel's rate times a thousand.
+        let quick: fn(std::time::Duration) -> f64 = |d| 1e3 * kernels::rate::<F32Portable>(d);
+        let why = trial::<Bf16AmxEmulated>(Unit::EmulatedAmx, ("a faster unit", quick));
+        let why = why.unwrap_err();
+        assert!(why.starts_with("its kernel ran at "), "{why}");
+        assert!(why.contains(", not above a faster unit's "), "{why}");
+        assert_eq!(
+            faster("amx-bf16", 2e12, "avx512-bf16", 0.5e12),
+            Ok(
+                "amx-bf16 chosen after its trial in a child process (an exact self-check and a \
+                small solve): its kernel ran at 2000.0 GFLOP/s on one thread, avx512-bf16's at \
+                500.0 GFLOP/s"
+                    .to_string()
+            )
+        );
+        // A trial whose solve fails in the child: the reason comes back.
+        let wrong =
+            trial::<kernels::WrongSign>(Unit::PortableF32, ("a slower unit", never)).unwrap_err();
+        assert!(wrong.contains("expected"), "{wrong}");
     }
 
     #[test]

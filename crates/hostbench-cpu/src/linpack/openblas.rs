@@ -307,7 +307,7 @@ impl OpenBlas {
                  argument)"
             )));
         }
-        let residual = scaled_residual(&a0, n, &x, &b);
+        let residual = scaled_residual(&a0, n, &x, &b, cfg.threads);
         if residual >= THRESHOLD {
             return Err(BenchError::Validation(format!(
                 "OpenBLAS's scaled residual {residual:.3e} is not below {THRESHOLD}"

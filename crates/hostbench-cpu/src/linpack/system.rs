@@ -8,11 +8,20 @@
 //! factorisation plus the solve only (generating the matrix and checking the answer are not
 //! timed), and the scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` against the original
 //! `A` and `b`, which must stay below 16.
+//!
+//! The setup (generating both copies, rebuilding the working copy between samples, the
+//! residual) runs on the solve's threads, pinned as its workers are (`on_workers`): on one
+//! thread it grew to seconds per sample at the memory-sized n of the `full` profile, and each
+//! thread's first touch places its share of the working copy's pages on its own NUMA node, so
+//! the matrix is spread over the nodes as the workers are.
+
+use std::ops::Range;
 
 use hostbench_core::buffer::{Pages, Region};
 use hostbench_core::parallel::MAX_THREADS;
 use hostbench_core::rng;
 use hostbench_core::BenchError;
+use hostbench_core::{affinity, parallel};
 
 use super::lu::{factor_and_solve, Workers, NB};
 use super::micro::Backend;
@@ -47,7 +56,7 @@ pub struct LinpackOutcome {
 
 impl LinpackOutcome {
     pub(super) fn new(sys: &System, threads: usize, solved: &super::lu::Solved) -> Self {
-        let residual = scaled_residual(&sys.a0, sys.n, &solved.x, &sys.b);
+        let residual = scaled_residual(&sys.a0, sys.n, &solved.x, &sys.b, threads);
         let seconds = solved.seconds;
         Self {
             n: sys.n,
@@ -195,9 +204,9 @@ pub fn run(cfg: &LinpackConfig) -> Result<LinpackOutcome, BenchError> {
 
 /// One generated system for every sample of a case. The first solve uses it as generated; each
 /// later one first rebuilds the working copy from the untouched original (a tiled transpose)
-/// instead of generating 2 n² elements and faulting 16 n² bytes in again. That work runs on one
-/// thread while the others wait: at n = 8000 on two CPUs it was about 1.3 s of each 2.9 s sample
-/// (generation, page clearing), against 1.6 s of solve.
+/// instead of generating 2 n² elements and faulting 16 n² bytes in again: at n = 8000 on two
+/// CPUs generating each sample's system was about 1.3 s of each 2.9 s sample (generation, page
+/// clearing), against 1.6 s of solve.
 pub struct Prepared {
     sys: System,
     threads: usize,
@@ -220,7 +229,7 @@ impl Prepared {
         progress: Option<&(dyn Fn(f64) + Sync)>,
     ) -> Result<LinpackOutcome, BenchError> {
         if self.used {
-            self.sys.restore();
+            self.sys.restore(self.threads)?;
         }
         self.used = true;
         let solved = factor_and_solve(
@@ -298,36 +307,50 @@ impl System {
         let seed = cfg.seed;
         // A(i, j) is element j·n + i of the stream whatever the storage order.
         let mut a = AlignedBuf::new(len, true)?;
-        for (i, row) in a.as_mut_slice().chunks_exact_mut(lda).enumerate() {
-            for (j, v) in row[..n].iter_mut().enumerate() {
-                *v = uniform(seed, (j * n + i) as u64);
+        let out = Out(a.as_mut_ptr());
+        on_workers(cfg.threads, n, 1, |rows| {
+            for i in rows {
+                // SAFETY: row i of the lda × n buffer, this thread's alone.
+                let row = unsafe { std::slice::from_raw_parts_mut(out.at(i * lda), n) };
+                for (j, v) in row.iter_mut().enumerate() {
+                    *v = uniform(seed, (j * n + i) as u64);
+                }
             }
-        }
+        })?;
         let (a0, b) = original(cfg)?;
         Ok(Self { n, lda, a, a0, b })
     }
 
     /// The working copy as [`System::generate`] left it, from the untouched original: row `i`
     /// of `a` is column `i` of `a0`, copied in tiles so that the rows written and the columns
-    /// read both stay in cache, and the padding beyond `n` zeroed again.
-    pub(super) fn restore(&mut self) {
+    /// read both stay in cache, and the padding beyond `n` zeroed again. Each of `threads`
+    /// threads rebuilds the rows it generated.
+    pub(super) fn restore(&mut self, threads: usize) -> Result<(), BenchError> {
         const TILE: usize = 64;
-        let (n, lda) = (self.n, self.lda);
-        let a = self.a.as_mut_slice();
-        for i0 in (0..n).step_by(TILE) {
-            for j0 in (0..n).step_by(TILE) {
-                let j1 = (j0 + TILE).min(n);
-                for i in i0..(i0 + TILE).min(n) {
-                    let row = &mut a[i * lda + j0..i * lda + j1];
-                    for (j, v) in (j0..j1).zip(row) {
-                        *v = self.a0[j * n + i];
+        let (n, lda, a0) = (self.n, self.lda, &self.a0);
+        let out = Out(self.a.as_mut_ptr());
+        on_workers(threads, n, TILE, |rows| {
+            for i0 in rows.clone().step_by(TILE) {
+                let i1 = (i0 + TILE).min(rows.end);
+                for j0 in (0..n).step_by(TILE) {
+                    let j1 = (j0 + TILE).min(n);
+                    for i in i0..i1 {
+                        // SAFETY: row i of the buffer, this thread's alone.
+                        let row = unsafe {
+                            std::slice::from_raw_parts_mut(out.at(i * lda + j0), j1 - j0)
+                        };
+                        for (j, v) in (j0..j1).zip(row) {
+                            *v = a0[j * n + i];
+                        }
                     }
                 }
             }
-        }
-        for row in a.chunks_exact_mut(lda) {
-            row[n..].fill(0.0);
-        }
+            for i in rows {
+                // SAFETY: as above, the padding after the row's n values.
+                unsafe { std::slice::from_raw_parts_mut(out.at(i * lda + n), lda - n) }.fill(0.0);
+            }
+        })?;
+        Ok(())
     }
 }
 
@@ -347,11 +370,64 @@ pub(super) fn original(cfg: &LinpackConfig) -> Result<(Vec<f64>, Vec<f64>), Benc
     let len0 = n
         .checked_mul(n)
         .ok_or_else(|| BenchError::invalid(format!("linpack n {n} is too large")))?;
-    let mut a0 = try_vec(len0)?;
-    a0.extend((0..len0).map(|idx| uniform(cfg.seed, idx as u64)));
+    let mut a0: Vec<f64> = try_vec(len0)?;
+    let (out, seed) = (Out(a0.as_mut_ptr()), cfg.seed);
+    on_workers(cfg.threads, n, 1, |cols| {
+        for idx in cols.start * n..cols.end * n {
+            // SAFETY: inside the reserved capacity; columns `cols` are this thread's alone.
+            unsafe { out.at(idx).write(uniform(seed, idx as u64)) };
+        }
+    })?;
+    // SAFETY: the threads above wrote every one of the len0 elements.
+    unsafe { a0.set_len(len0) };
     let mut b = try_vec(n)?;
     b.extend((0..n).map(|i| uniform(cfg.seed ^ 0x5555_5555_5555_5555, i as u64)));
     Ok((a0, b))
+}
+
+/// A buffer the setup threads write through, each to its own disjoint elements.
+#[derive(Clone, Copy)]
+pub(in crate::linpack) struct Out<T>(pub(in crate::linpack) *mut T);
+
+// SAFETY: the threads that share an `Out` write disjoint elements (`on_workers` gives each its
+// own range), and its owner reads them only after they have all finished.
+unsafe impl<T> Send for Out<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Out<T> {}
+
+impl<T> Out<T> {
+    /// Element `i` (a method, so closures capture the `Out`, not the bare pointer).
+    ///
+    /// # Safety
+    /// `i` is inside the buffer.
+    pub(in crate::linpack) unsafe fn at(self, i: usize) -> *mut T {
+        // SAFETY: forwarded.
+        unsafe { self.0.add(i) }
+    }
+}
+
+/// Run `work` over `0..len` cut into up to `threads` contiguous ranges (each a multiple of
+/// `align` long but the last), each on a thread pinned as the solve's worker of the same index
+/// is; their results in order.
+pub(in crate::linpack) fn on_workers<R: Send>(
+    threads: usize,
+    len: usize,
+    align: usize,
+    work: impl Fn(Range<usize>) -> R + Sync,
+) -> Result<Vec<R>, BenchError> {
+    let per = len
+        .div_ceil(threads.max(1))
+        .next_multiple_of(align.max(1))
+        .max(1);
+    let ranges = len.div_ceil(per).max(1);
+    let order = affinity::placement_order();
+    let done = parallel::run_pinned(
+        ranges,
+        &order,
+        |t| Ok(work(t * per..((t + 1) * per).min(len))),
+        |_| (),
+    )?;
+    Ok(done.results)
 }
 
 pub(in crate::linpack) fn alloc_error(len: usize) -> BenchError {
@@ -400,15 +476,42 @@ impl AlignedBuf {
     }
 }
 
-/// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major. A NaN
-/// anywhere makes it NaN, which fails the `< 16` test.
-pub(in crate::linpack) fn scaled_residual(a: &[f64], n: usize, x: &[f64], b: &[f64]) -> f64 {
+/// HPL's scaled residual `‖Ax − b‖∞ / (ε (‖A‖∞ ‖x‖∞ + ‖b‖∞) n)` with `a` column-major, its
+/// columns shared among `threads` threads. A NaN anywhere makes it NaN, which fails the `< 16`
+/// test.
+pub(in crate::linpack) fn scaled_residual(
+    a: &[f64],
+    n: usize,
+    x: &[f64],
+    b: &[f64],
+    threads: usize,
+) -> f64 {
+    // Each thread's share of `A x` and of the row sums, over its own columns.
+    let parts = on_workers(threads, n, 1, |cols| {
+        let mut ax = vec![0.0f64; n];
+        let mut sums = vec![0.0f64; n];
+        for j in cols {
+            let (col, xj) = (&a[j * n..(j + 1) * n], x[j]);
+            for ((ri, si), &v) in ax.iter_mut().zip(sums.iter_mut()).zip(col) {
+                *ri += v * xj;
+                *si += v.abs();
+            }
+        }
+        (ax, sums)
+    });
+    let Ok(parts) = parts else {
+        return f64::NAN;
+    };
     let mut r = b.to_vec();
     let mut row_sums = vec![0.0f64; n];
-    for (col, &xj) in a.chunks_exact(n).zip(x) {
-        for ((ri, si), &v) in r.iter_mut().zip(row_sums.iter_mut()).zip(col) {
-            *ri -= v * xj;
-            *si += v.abs();
+    for (ax, sums) in &parts {
+        for ((ri, si), (&p, &s)) in r
+            .iter_mut()
+            .zip(row_sums.iter_mut())
+            .zip(ax.iter().zip(sums))
+        {
+            *ri -= p;
+            *si += s;
         }
     }
     norm_inf(&r) / (f64::EPSILON * (norm_inf(&row_sums) * norm_inf(x) + norm_inf(b)) * n as f64)
@@ -456,7 +559,7 @@ mod tests {
             sys.a.as_mut_slice(),
             System::generate(&c).unwrap().a.as_mut_slice()
         );
-        sys.restore();
+        sys.restore(2).unwrap();
         let same = sys
             .a
             .as_mut_slice()
@@ -473,6 +576,32 @@ mod tests {
         assert_eq!(first.residual.to_bits(), second.residual.to_bits());
     }
 
+    /// The setup runs on the solve's threads: any thread count, even more threads than rows,
+    /// generates and restores the same bits, and the residual agrees to rounding.
+    #[test]
+    fn the_setup_is_the_same_on_any_number_of_threads() {
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut one = System::generate(&cfg(515, 1)).unwrap();
+        let want = (bits(one.a.as_mut_slice()), bits(&one.a0), bits(&one.b));
+        for threads in [2, 3, 7, 600] {
+            let mut sys = System::generate(&cfg(515, threads)).unwrap();
+            let got = (bits(sys.a.as_mut_slice()), bits(&sys.a0), bits(&sys.b));
+            assert!(got == want, "{threads} threads generate another system");
+            sys.a.as_mut_slice().fill(f64::NAN);
+            sys.restore(threads).unwrap();
+            assert!(
+                bits(sys.a.as_mut_slice()) == want.0,
+                "{threads} threads restore"
+            );
+        }
+        let x: Vec<f64> = (0..515).map(|i| (i as f64).sin()).collect();
+        let r1 = scaled_residual(&one.a0, 515, &x, &one.b, 1);
+        for threads in [2, 5, 600] {
+            let r = scaled_residual(&one.a0, 515, &x, &one.b, threads);
+            assert!((r - r1).abs() <= 1e-12 * r1, "{threads}: {r} vs {r1}");
+        }
+    }
+
     #[test]
     fn corrupted_solution_fails_the_residual_check() {
         let n = 200;
@@ -480,16 +609,16 @@ mod tests {
         let mut x = factor_and_solve(&mut sys, Workers::new(1), Backend::Faer, None)
             .expect("solve")
             .x;
-        assert!(scaled_residual(&sys.a0, n, &x, &sys.b) < THRESHOLD);
+        assert!(scaled_residual(&sys.a0, n, &x, &sys.b, 2) < THRESHOLD);
         // An error of one part in a million in a single entry is far above rounding level.
         x[n / 2] += 1e-6 * max_abs(x.iter().copied());
-        let r = scaled_residual(&sys.a0, n, &x, &sys.b);
+        let r = scaled_residual(&sys.a0, n, &x, &sys.b, 2);
         assert!(
             r >= THRESHOLD,
             "corrupted solution still passes: residual {r}"
         );
         x[n / 2] = f64::NAN;
-        assert!(scaled_residual(&sys.a0, n, &x, &sys.b).is_nan());
+        assert!(scaled_residual(&sys.a0, n, &x, &sys.b, 2).is_nan());
     }
 
     #[test]

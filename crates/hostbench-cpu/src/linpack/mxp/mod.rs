@@ -31,7 +31,9 @@ use faer::linalg::triangular_solve::{
 use faer::{Accum, MatMut, MatRef, Par};
 use hostbench_core::BenchError;
 
-use super::system::{check_order, hpl_flops, original, scaled_residual, THRESHOLD};
+use super::system::{
+    check_order, hpl_flops, on_workers, original, scaled_residual, Out, THRESHOLD,
+};
 use super::LinpackConfig;
 #[cfg(target_arch = "x86_64")]
 use kernels::{Bf16Amx, Bf16Avx512, F32Avx2, F32Avx512};
@@ -413,12 +415,17 @@ impl Prepared {
     pub fn solve(&mut self, progress: super::lu::Progress<'_>) -> Result<MxpOutcome, BenchError> {
         let (n, lda, threads) = (self.n, self.lda, self.threads);
         let ap = self.a.as_mut_ptr();
-        for (j, col) in self.a0.chunks_exact(n).enumerate() {
-            for (i, v) in col.iter().enumerate() {
-                // SAFETY: the f32 copy holds lda × n values, lda ≥ n.
-                unsafe { *ap.add(j * lda + i) = *v as f32 };
+        // Rounded on the solve's threads, each first touching its columns' pages.
+        let (out, a0) = (Out(ap), &self.a0);
+        on_workers(threads, n, 1, |cols| {
+            for j in cols {
+                for (i, v) in a0[j * n..(j + 1) * n].iter().enumerate() {
+                    // SAFETY: the f32 copy holds lda × n values, lda ≥ n; column j is this
+                    // thread's alone.
+                    unsafe { *out.at(j * lda + i) = *v as f32 };
+                }
             }
-        }
+        })?;
         let t0 = Instant::now();
         let fac = match self.unit {
             #[cfg(target_arch = "x86_64")]
@@ -482,7 +489,7 @@ impl Prepared {
         };
         let refined = refine::gmres(&sys, &mut x, &precond);
         let seconds = t0.elapsed().as_secs_f64();
-        let residual = scaled_residual(&self.a0, n, &x, &self.b);
+        let residual = scaled_residual(&self.a0, n, &x, &self.b, threads);
         let failure = match refined.failure {
             Some(why) => Some(why),
             // NaN fails too

@@ -109,11 +109,15 @@ fn read_until(read: OwnedFd, deadline: Instant) -> Option<String> {
         let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut p, 1, ms) };
+        if r < 0 {
+            // A signal: look again; anything else: the pipe is gone, take what came.
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Some(String::from_utf8_lossy(&out).into_owned());
+        }
         if r == 0 {
             continue;
-        }
-        if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return Some(String::from_utf8_lossy(&out).into_owned());
         }
         match file.read(&mut buf) {
             Ok(0) => return Some(String::from_utf8_lossy(&out).into_owned()),

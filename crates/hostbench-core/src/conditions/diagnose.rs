@@ -397,6 +397,9 @@ pub const KEPT_SCHEDULE: f64 = 0.97;
 /// `sent_bps`): the load was not offered, and the round trips timed from each message's due
 /// time include the sender's wait. The share is the part of the offered rate not sent.
 fn sender_behind(rec: &Record) -> Option<Diagnosis> {
+    if rec.benchmark != "net.latency" {
+        return None;
+    }
     let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
     let (offered, sent) = (x("offered_bps")?, x("sent_bps")?);
     if !(offered > 0.0 && sent < KEPT_SCHEDULE * offered) {
@@ -444,13 +447,11 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     let short = trigger.or_else(|| shortfall(rec));
     // Shared execution units are the host's standing property, measured once per run, and the
     // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
-    // record that did not fall short did not meet it.
-    // A sender far behind its schedule makes the figure the sender's: said even where the
-    // record has no peak to fall short of.
+    // record that did not fall short did not meet it. A LINPACK solve's overhead, too, is said
+    // only beside a shortfall; a sender far behind its schedule makes the figure the sender's,
+    // so it is said even where there is no peak.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE
-            && d.cause != "shared_cores"
-            && (d.is_condition() || d.cause == "sender_behind"))
+        (d.share >= LARGE_CAUSE && !matches!(d.cause.as_str(), "shared_cores" | "solve_overhead"))
             || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
     });
     if short.is_none() && !large {

@@ -287,6 +287,10 @@ pub(in crate::linpack) fn stride_for(n: usize, size: usize) -> Option<usize> {
     }
 }
 
+/// Rows of the working copy per tile of its rebuild (a tiled transpose), and the unit in which
+/// its rows are shared among the setup threads, so each rebuilds the rows it generated.
+const TILE: usize = 64;
+
 /// The generated system: `a` is the working copy (row-major, stride `lda`, factored in place),
 /// `a0` the untouched original (column-major) and `b` the right-hand side.
 pub(super) struct System {
@@ -308,7 +312,7 @@ impl System {
         // A(i, j) is element j·n + i of the stream whatever the storage order.
         let mut a = AlignedBuf::new(len, true)?;
         let out = Out(a.as_mut_ptr());
-        on_workers(cfg.threads, n, 1, |rows| {
+        on_workers(cfg.threads, n, TILE, |rows| {
             for i in rows {
                 // SAFETY: row i of the lda × n buffer, this thread's alone.
                 let row = unsafe { std::slice::from_raw_parts_mut(out.at(i * lda), n) };
@@ -326,7 +330,6 @@ impl System {
     /// read both stay in cache, and the padding beyond `n` zeroed again. Each of `threads`
     /// threads rebuilds the rows it generated.
     pub(super) fn restore(&mut self, threads: usize) -> Result<(), BenchError> {
-        const TILE: usize = 64;
         let (n, lda, a0) = (self.n, self.lda, &self.a0);
         let out = Out(self.a.as_mut_ptr());
         on_workers(threads, n, TILE, |rows| {

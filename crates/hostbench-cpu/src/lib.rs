@@ -1028,31 +1028,37 @@ mod tests {
         }
         let order = affinity::placement_order();
         let threads = order.len().min(4);
-        let median = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let mut quiet: Vec<f64> = (0..3).filter_map(|_| fp64_clock(threads, &order)).collect();
         let stop = std::sync::atomic::AtomicBool::new(false);
         let busy_cpu = order[threads - 1];
-        let mut contended: Vec<f64> = std::thread::scope(|s| {
-            s.spawn(|| {
-                let _ = affinity::pin_current_thread(busy_cpu);
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::black_box(hostbench_core::clock::add_chain(100));
-                }
-            });
-            let v = (0..3).filter_map(|_| fp64_clock(threads, &order)).collect();
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            v
-        });
-        assert!(!quiet.is_empty() && !contended.is_empty());
-        let (q, c) = (median(&mut quiet), median(&mut contended));
+        let contended = || {
+            stop.store(false, std::sync::atomic::Ordering::Relaxed);
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let _ = affinity::pin_current_thread(busy_cpu);
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::black_box(hostbench_core::clock::add_chain(100));
+                    }
+                });
+                let c = fp64_clock(threads, &order);
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                c
+            })
+        };
+        // Quiet and contended readings alternate, and each pair is compared on its own: a shared
+        // host's clock drifts by several per cent over seconds, which separate medians would
+        // read as the neighbour's doing.
+        let mut ratios: Vec<f64> = (0..4)
+            .filter_map(|_| Some(contended()? / fp64_clock(threads, &order)?))
+            .collect();
+        assert!(!ratios.is_empty());
+        ratios.sort_by(f64::total_cmp);
+        let r = ratios[ratios.len() / 2];
         // A thread time-sliced with the neighbour reads its clock from the slices it ran: the
-        // peak does not drop with the neighbour (a record cannot then exceed 100 % of it).
+        // peak does not drop with the neighbour (a record cannot then exceed 100 % of it). A
+        // reading taken over the neighbour's slices too would be half the clock on that thread.
         assert!(
-            c >= q * 0.95,
-            "{c} with a neighbour on CPU {busy_cpu}, {q} without"
+            r >= 0.85,
+            "contended/quiet clock {r:.3} with a neighbour on CPU {busy_cpu} ({ratios:?})"
         );
     }
 

@@ -383,7 +383,8 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
         1.0 - of,
         format!(
             "the solve reached {} of the FMA rate measured beside it{n}{parts}; both shrink as \
-             n grows (`hostbench linpack --n`, or the standard and full profiles' larger n)",
+             n grows (`hostbench linpack --n` or `--mem-share`, or the full profile, whose n \
+             fills half the available memory)",
             pct(of)
         ),
     ))
@@ -867,8 +868,8 @@ mod tests {
             d.text,
             "the solve reached 53 % of the FMA rate measured beside it at n = 2000: the panels \
              took 35 % of thread 0's time and the threads waited 12 % of theirs at the step \
-             barriers; both shrink as n grows (`hostbench linpack --n`, or the standard and full \
-             profiles' larger n)"
+             barriers; both shrink as n grows (`hostbench linpack --n` or `--mem-share`, or the \
+             full profile, whose n fills half the available memory)"
         );
         assert!(!d.is_condition());
         assert!(r.diagnosis[1]

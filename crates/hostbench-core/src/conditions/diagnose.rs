@@ -17,7 +17,9 @@ pub struct Diagnosis {
     /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
     /// `power_cap`, `affinity`, `memory_pressure`, `solve_overhead` (a LINPACK solve's own
     /// overhead), `sender_behind` (a paced stream's sender that did not keep its schedule; like
-    /// `solve_overhead` the benchmark's, not a condition of the machine) or `none_found`.
+    /// `solve_overhead` the benchmark's, not a condition of the machine), `kernel_io` (the
+    /// kernel's interrupts and threads on a disk or network benchmark's CPUs: its own I/O being
+    /// completed, also the benchmark's) or `none_found`.
     pub cause: String,
     /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
     /// the source counts events but cannot size them (thermal throttling, reclaim).
@@ -41,7 +43,7 @@ impl Diagnosis {
     pub fn is_condition(&self) -> bool {
         !matches!(
             self.cause.as_str(),
-            "none_found" | "solve_overhead" | "sender_behind"
+            "none_found" | "solve_overhead" | "sender_behind" | "kernel_io"
         )
     }
 }
@@ -93,6 +95,36 @@ fn computes(rec: &Record) -> bool {
         rec.benchmark.as_str(),
         "cpu.flops" | "cpu.iops" | "cpu.linpack" | "cpu.linpack_mxp"
     )
+}
+
+/// Benchmarks whose CPU time goes largely to the kernel's I/O path: their interrupts and the
+/// kernel threads that complete their I/O (direct-I/O completions, softirqs) are their own.
+fn does_io(rec: &Record) -> bool {
+    rec.benchmark.starts_with("disk.") || rec.benchmark.starts_with("net.")
+}
+
+/// "kworker/1:0+dio/vda 15 %, interrupts and the rest 2 %": the kernel's time by who took it.
+fn kernel_detail(cond: &Conditions) -> String {
+    let pct = |x: f64| format!("{:.0} %", x * 100.0);
+    let mut parts: Vec<String> = cond
+        .kernel_threads
+        .iter()
+        .map(|t| format!("{} {}", t.name, pct(t.share)))
+        .collect();
+    let named: f64 = cond.kernel_threads.iter().map(|t| t.share).sum();
+    let rest = cond.kernel_share.unwrap_or(0.0) - named;
+    if rest >= 0.005 {
+        parts.push(format!(
+            "{} {}",
+            if parts.is_empty() {
+                "interrupts and kernel threads"
+            } else {
+                "interrupts and the rest"
+            },
+            pct(rest)
+        ));
+    }
+    parts.join(", ")
 }
 
 /// Benchmarks whose `threads` are CPU-bound workers, one per CPU.
@@ -181,23 +213,28 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         ));
     }
     let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
-    let other = cond.other_cpu_share.unwrap_or(0.0);
+    // On a disk or network benchmark the kernel's interrupts and threads mostly complete the
+    // benchmark's own I/O: they are counted apart (`kernel_io`), not as a neighbour.
+    let io = does_io(rec);
+    let kernel = cond.kernel_share.unwrap_or(0.0);
+    let other = cond.other_cpu_share.unwrap_or(0.0) - if io { kernel } else { 0.0 };
     let other = if ticks_ok && other >= floor {
         other
     } else {
         0.0
     };
-    let busiest: Vec<_> = cond
+    let busiest: Vec<(usize, f64)> = cond
         .per_cpu
         .iter()
-        .filter(|c| ticks_ok && c.other_share >= 0.05f64.max(floor))
+        .map(|c| (c.cpu, c.other_share - if io { c.kernel_share } else { 0.0 }))
+        .filter(|(_, o)| ticks_ok && *o >= 0.05f64.max(floor))
         .collect();
     // Run-queue waits alone are no finding: where the benchmark's own threads outnumber the
     // CPUs (a loopback test's clients and servers) they wait for each other. Only CPU time that
     // others took is a cause.
     if other >= 0.02 || !busiest.is_empty() {
-        let mut worst: Vec<_> = busiest.clone();
-        worst.sort_by(|a, b| b.other_share.total_cmp(&a.other_share));
+        let mut worst = busiest.clone();
+        worst.sort_by(|a, b| b.1.total_cmp(&a.1));
         let text = if worst.is_empty() {
             format!(
                 "other processes used {} of CPU{} {}",
@@ -209,7 +246,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             let parts: Vec<String> = worst
                 .iter()
                 .take(3)
-                .map(|c| format!("{} of CPU {}", pct(c.other_share), c.cpu))
+                .map(|(cpu, o)| format!("{} of CPU {cpu}", pct(*o)))
                 .collect();
             format!(
                 "{} used {}",
@@ -221,7 +258,31 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
                 parts.join(", ")
             )
         };
+        // Elsewhere the kernel's time is a neighbour like any other, but one worth naming.
+        let text = if !io && ticks_ok && kernel >= 0.02f64.max(floor) {
+            format!(
+                "{text} (the kernel's part {}: {})",
+                pct(kernel),
+                kernel_detail(cond)
+            )
+        } else {
+            text
+        };
         out.push(Diagnosis::new("cpu_contention", other, text));
+    }
+    if io && ticks_ok && kernel >= 0.02f64.max(floor) {
+        out.push(Diagnosis::new(
+            "kernel_io",
+            kernel,
+            format!(
+                "the kernel's interrupts and threads used {} of CPU{} {} ({}): most likely \
+                 completing this benchmark's own I/O, a part of what it costs, not a neighbour",
+                pct(kernel),
+                if cond.cpus.len() == 1 { "" } else { "s" },
+                cpu_list(&cond.cpus),
+                kernel_detail(cond)
+            ),
+        ));
     }
     if let Some(h) = cond
         .helper_cpu_share
@@ -452,7 +513,11 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     // only beside a shortfall; a sender far behind its schedule makes the figure the sender's,
     // so it is said even where there is no peak.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE && !matches!(d.cause.as_str(), "shared_cores" | "solve_overhead"))
+        (d.share >= LARGE_CAUSE
+            && !matches!(
+                d.cause.as_str(),
+                "shared_cores" | "solve_overhead" | "kernel_io"
+            ))
             || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
     });
     if short.is_none() && !large {
@@ -599,7 +664,9 @@ pub fn scaling_shortfalls(records: &[Record]) -> Vec<(usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conditions::{CgroupConditions, ClockSpan, CpuShare, MemoryPressure};
+    use crate::conditions::{
+        CgroupConditions, ClockSpan, CpuShare, KernelThreadShare, MemoryPressure,
+    };
     use crate::model::{Metric, Peak};
     use crate::runner::{record_from_samples, Case};
 
@@ -676,16 +743,19 @@ mod tests {
                 cpu: 1,
                 steal_share: 0.0,
                 other_share: 0.48,
+                kernel_share: 0.0,
             },
             CpuShare {
                 cpu: 8,
                 steal_share: 0.3,
                 other_share: 0.0,
+                kernel_share: 0.0,
             },
             CpuShare {
                 cpu: 9,
                 steal_share: 0.32,
                 other_share: 0.0,
+                kernel_share: 0.0,
             },
         ];
         let mut r = short(rec("cpu.flops", 2, 1e9), c);
@@ -697,6 +767,64 @@ mod tests {
             "steal 31 % of CPU time on CPUs 8, 9 (the hypervisor ran something else)"
         );
         assert_eq!(r.diagnosis[1].text, "another process used 48 % of CPU 1");
+    }
+
+    #[test]
+    fn the_kernel_completing_a_disk_benchmarks_io_is_no_neighbour() {
+        // 30 % of the CPUs' time went elsewhere; 25 % of it to the kernel, 20 % to the
+        // direct-I/O completion worker.
+        let with_kernel = |mut c: Conditions| {
+            c.other_cpu_share = Some(0.30);
+            c.kernel_share = Some(0.25);
+            c.kernel_threads = vec![KernelThreadShare {
+                name: "kworker/1:0+dio/vda".into(),
+                share: 0.20,
+            }];
+            c
+        };
+        let mut c = with_kernel(quiet());
+        c.per_cpu = vec![CpuShare {
+            cpu: 1,
+            steal_share: 0.0,
+            other_share: 0.55,
+            kernel_share: 0.45,
+        }];
+        let mut r = short(rec("disk.throughput", 1, 1e9), c.clone());
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        // The kernel's part is the benchmark's; what is left (5 %, 10 % of CPU 1) a neighbour's.
+        assert_eq!(causes, ["kernel_io", "cpu_contention"], "{:?}", r.diagnosis);
+        assert_eq!(
+            r.diagnosis[0].text,
+            "the kernel's interrupts and threads used 25 % of CPUs 0, 1 (kworker/1:0+dio/vda \
+             20 %, interrupts and the rest 5 %): most likely completing this benchmark's own \
+             I/O, a part of what it costs, not a neighbour"
+        );
+        assert!(!r.diagnosis[0].is_condition());
+        assert_eq!(r.diagnosis[1].text, "another process used 10 % of CPU 1");
+        assert!((r.diagnosis[1].share - 0.05).abs() < 1e-9);
+        // All of it the kernel's: no neighbour, and "none found" says so.
+        let mut all_kernel = c.clone();
+        all_kernel.other_cpu_share = Some(0.25);
+        all_kernel.per_cpu[0].other_share = 0.45;
+        let mut r = short(rec("disk.throughput", 1, 1e9), all_kernel);
+        apply(&mut r, &ctx(), None);
+        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
+        assert_eq!(causes, ["kernel_io", "none_found"], "{:?}", r.diagnosis);
+        // Not short, the kernel's work alone is no finding, however large.
+        let mut r = rec("disk.throughput", 1, 1e9);
+        r.conditions = Some(c);
+        apply(&mut r, &ctx(), None);
+        assert!(r.diagnosis.iter().all(|d| d.cause != "kernel_io"));
+        // On a CPU benchmark the kernel is a neighbour like any other, named.
+        let mut r = short(rec("cpu.flops", 2, 1e9), with_kernel(quiet()));
+        apply(&mut r, &ctx(), None);
+        assert_eq!(r.diagnosis[0].cause, "cpu_contention");
+        assert_eq!(
+            r.diagnosis[0].text,
+            "other processes used 30 % of CPUs 0, 1 (the kernel's part 25 %: kworker/1:0+dio/vda \
+             20 %, interrupts and the rest 5 %)"
+        );
     }
 
     #[test]
@@ -782,6 +910,7 @@ mod tests {
             cpu: 1,
             steal_share: 0.0,
             other_share: 0.82,
+            kernel_share: 0.0,
         }];
         let mut r = short(rec("gpu.bandwidth", 1, 1e9), c.clone());
         apply(&mut r, &ctx(), None);

@@ -58,6 +58,15 @@ pub struct Conditions {
     /// measuring threads account for themselves (pinned workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helper_cpu_share: Option<f64>,
+    /// The kernel's own part of `other_cpu_share`: interrupts (irq, softirq) and kernel threads
+    /// (kworkers, ksoftirqd, jbd2…) on those CPUs, as a share of their time. On a disk or
+    /// network benchmark most of it is the kernel completing the benchmark's own I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_share: Option<f64>,
+    /// The kernel threads that took at least 1 % of those CPUs' time, busiest first (a
+    /// kworker's name says the workqueue it served: `kworker/1:0+dio/vda`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_threads: Vec<KernelThreadShare>,
     /// One `/proc/stat` tick as a share of one CPU's time over these samples: the shares above
     /// are counted in ticks, so a share below about twice this is within their noise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -100,6 +109,16 @@ pub struct CpuShare {
     pub cpu: usize,
     pub steal_share: f64,
     pub other_share: f64,
+    /// The kernel's part of `other_share` (interrupts and kernel threads on this CPU).
+    #[serde(default)]
+    pub kernel_share: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct KernelThreadShare {
+    pub name: String,
+    /// Its CPU time as a share of the record's CPUs' time.
+    pub share: f64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -184,6 +203,8 @@ struct Telemetry {
     cpufreq_hz: Option<f64>,
     throttle_events: Option<u64>,
     energy_uj: Option<Vec<u64>>,
+    /// Read here, not at every sample: a large host has thousands of kernel threads.
+    kthreads: Option<BTreeMap<u32, procfs::KernelThread>>,
 }
 
 /// One measured sample's share of the conditions.
@@ -240,6 +261,7 @@ impl Probe {
             cpufreq_hz: self.sensors.cpufreq_hz(&self.allowed),
             throttle_events: self.sensors.throttle_events(&self.allowed),
             energy_uj: self.sensors.energy_uj(),
+            kthreads: procfs::kernel_threads(&self.proc),
         }
     }
 
@@ -357,9 +379,41 @@ impl Recorder<'_> {
                         cpu,
                         steal_share: steal,
                         other_share: other,
+                        kernel_share: 0.0,
                     })
                 })
                 .collect();
+            let k = KernelPart::of(
+                spans,
+                &cpus,
+                p.tick_hz,
+                self.start.kthreads.as_ref().zip(end.kthreads.as_ref()),
+            );
+            if total.ticks > 0.0 {
+                // The kernel's time is inside the others' (no task of ours is charged for it).
+                c.kernel_share =
+                    Some((k.by_cpu.values().sum::<f64>() / total.ticks).min(total.other));
+                c.kernel_threads = k
+                    .threads
+                    .iter()
+                    .map(|(name, secs)| KernelThreadShare {
+                        name: name.clone(),
+                        share: secs / total.ticks,
+                    })
+                    .filter(|t| t.share >= 0.01)
+                    .take(3)
+                    .collect();
+            }
+            for pc in &mut per_cpu {
+                if let (Some(ks), Some(cs)) = (k.by_cpu.get(&pc.cpu), k.cpu_s.get(&pc.cpu)) {
+                    if *cs > 0.0 {
+                        pc.kernel_share = (ks / cs).min(pc.other_share);
+                    }
+                }
+            }
+            if self.start.kthreads.is_none() || end.kthreads.is_none() {
+                why("kernel_threads", "/proc cannot be listed");
+            }
             per_cpu.sort_by(|a, b| {
                 (b.steal_share + b.other_share).total_cmp(&(a.steal_share + a.other_share))
             });
@@ -480,6 +534,54 @@ impl Recorder<'_> {
     }
 }
 
+/// The kernel's time on a record's CPUs: interrupts from every span's `/proc/stat`, and kernel
+/// threads from the record's start and end (each placed on the CPU it last ran on: exact for
+/// the per-CPU kworkers and ksoftirqd, near enough for the unbound ones).
+#[derive(Debug, Default)]
+struct KernelPart {
+    /// Kernel seconds per CPU.
+    by_cpu: BTreeMap<usize, f64>,
+    /// Each CPU's own seconds over the spans.
+    cpu_s: BTreeMap<usize, f64>,
+    /// Kernel threads' seconds by name, busiest first.
+    threads: Vec<(String, f64)>,
+}
+
+type KernelThreads = BTreeMap<u32, procfs::KernelThread>;
+
+impl KernelPart {
+    fn of(
+        spans: &[Span],
+        cpus: &[usize],
+        tick_hz: f64,
+        kthreads: Option<(&KernelThreads, &KernelThreads)>,
+    ) -> KernelPart {
+        let mut k = KernelPart::default();
+        for s in spans {
+            for cpu in cpus {
+                if let Some(t) = s.stat.get(cpu) {
+                    *k.by_cpu.entry(*cpu).or_default() += t.interrupt as f64 / tick_hz;
+                    *k.cpu_s.entry(*cpu).or_default() += t.total() as f64 / tick_hz;
+                }
+            }
+        }
+        let mut names: BTreeMap<String, f64> = BTreeMap::new();
+        for (pid, end) in kthreads.map_or(&BTreeMap::new(), |(_, e)| e) {
+            let Some(start) = kthreads.and_then(|(s, _)| s.get(pid)) else {
+                continue;
+            };
+            let secs = end.ticks.saturating_sub(start.ticks) as f64 / tick_hz;
+            if secs > 0.0 && cpus.contains(&end.cpu) {
+                *k.by_cpu.entry(end.cpu).or_default() += secs;
+                *names.entry(end.name.clone()).or_default() += secs;
+            }
+        }
+        k.threads = names.into_iter().collect();
+        k.threads.sort_by(|a, b| b.1.total_cmp(&a.1));
+        k
+    }
+}
+
 /// Shares of CPU time of one span (or of a whole record, when combined).
 #[derive(Debug, Clone, Default)]
 struct Shares {
@@ -512,7 +614,7 @@ impl Span {
         // Our own CPU time on each CPU: the tally's per-CPU time, plus whatever the process
         // spent outside it (the runner, I/O threads) spread in proportion to busy time.
         let untracked = self.helper_s();
-        let (mut steal, mut other, mut total) = (0.0, 0.0, 0.0);
+        let (mut steal, mut other, mut total, mut mine_all) = (0.0, 0.0, 0.0, 0.0);
         for (cpu, t) in &ticks {
             let secs = t.total() as f64 / tick_hz;
             let mine = self
@@ -533,6 +635,25 @@ impl Span {
             steal += st;
             other += o;
             total += secs;
+            mine_all += mine;
+        }
+        // Where our time exceeds a CPU's busy ticks, it was not all there: ticks sample a CPU
+        // that sleeps and wakes thousands of times a second (an I/O thread) short of the
+        // scheduler's exact time, and a migrating thread's time is placed on one CPU. The
+        // others' time cannot then exceed what all the CPUs' busy ticks leave beside ours, so the
+        // per-CPU shares are scaled down to that: clipped one CPU at a time, a disk benchmark's
+        // own time read as a neighbour's (19 % of two CPUs where 5 % was not ours).
+        let beside_ours = (busy_all as f64 / tick_hz - mine_all).max(0.0);
+        if other > beside_ours {
+            let f = if other > 0.0 {
+                beside_ours / other
+            } else {
+                0.0
+            };
+            for v in s.by_cpu.values_mut() {
+                v.1 *= f;
+            }
+            other = beside_ours;
         }
         if total > 0.0 {
             s.steal = steal / total;
@@ -620,7 +741,12 @@ mod tests {
     }
 
     fn ticks(busy: u64, idle: u64, steal: u64) -> CpuTicks {
-        CpuTicks { busy, idle, steal }
+        CpuTicks {
+            busy,
+            idle,
+            steal,
+            interrupt: 0,
+        }
     }
 
     #[test]
@@ -653,6 +779,105 @@ mod tests {
         assert!((s.run_delay - 0.3).abs() < 1e-9, "{s:?}");
         assert_eq!(s.by_cpu[&0], (0.1, 0.0));
         assert_eq!(s.by_cpu[&1], (0.0, 0.5));
+    }
+
+    #[test]
+    fn our_time_beyond_a_cpus_busy_ticks_is_not_read_as_a_neighbour_elsewhere() {
+        // An I/O thread pinned to CPU 0 ran 0.9 s by the scheduler's clock, but CPU 0's ticks
+        // saw 0.5 s busy; CPU 1 was busy 0.6 s, 0.1 s of it ours. Per CPU, CPU 1 would read
+        // 0.5 s of others; all the busy ticks leave only 0.1 s beside our 1.0 s.
+        let tally = track::Tally {
+            threads: 2,
+            wall_ns: 2_000_000_000,
+            on_cpu_ns: 1_000_000_000,
+            run_delay_ns: 0,
+            by_cpu: [(0, 900_000_000), (1, 100_000_000)].into_iter().collect(),
+            schedstat: true,
+        };
+        let span = Span {
+            seconds: 1.0,
+            stat: [(0, ticks(50, 50, 0)), (1, ticks(60, 40, 0))]
+                .into_iter()
+                .collect(),
+            stat_ok: true,
+            own_ns: 1_000_000_000,
+            tally: Some(tally),
+            tasks: (0, 0),
+            throttle: cgroup::Throttle::default(),
+            vm: VmCounters::default(),
+        };
+        let s = span.shares(&[0, 1], 100.0);
+        assert!((s.other - 0.05).abs() < 1e-9, "{s:?}");
+        assert!((s.by_cpu[&1].1 - 0.1).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.by_cpu[&0].1, 0.0);
+    }
+
+    #[test]
+    fn the_kernels_part_is_its_interrupts_and_its_threads_on_the_records_cpus() {
+        let span = |irq0: u64, irq1: u64| Span {
+            seconds: 1.0,
+            stat: [
+                (
+                    0,
+                    CpuTicks {
+                        interrupt: irq0,
+                        ..ticks(100, 0, 0)
+                    },
+                ),
+                (
+                    1,
+                    CpuTicks {
+                        interrupt: irq1,
+                        ..ticks(50, 50, 0)
+                    },
+                ),
+            ]
+            .into_iter()
+            .collect(),
+            stat_ok: true,
+            own_ns: 0,
+            tally: None,
+            tasks: (0, 0),
+            throttle: cgroup::Throttle::default(),
+            vm: VmCounters::default(),
+        };
+        let kt = |name: &str, cpu: usize, ticks: u64| procfs::KernelThread {
+            name: name.into(),
+            cpu,
+            ticks,
+        };
+        let start: KernelThreads = [
+            (10, kt("kworker/1:0+dio/vda", 1, 500)),
+            (11, kt("ksoftirqd/0", 0, 7)),
+            (12, kt("kworker/5:1", 5, 0)),
+        ]
+        .into_iter()
+        .collect();
+        // 20 ticks for the dio worker, 5 for ksoftirqd, one on a CPU outside the record, and
+        // one that started during it (no start to count from).
+        let end: KernelThreads = [
+            (10, kt("kworker/1:0+dio/vda", 1, 520)),
+            (11, kt("ksoftirqd/0", 0, 12)),
+            (12, kt("kworker/5:1", 5, 90)),
+            (13, kt("kworker/0:2", 0, 40)),
+        ]
+        .into_iter()
+        .collect();
+        let k = KernelPart::of(
+            &[span(2, 0), span(1, 3)],
+            &[0, 1],
+            100.0,
+            Some((&start, &end)),
+        );
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(k.by_cpu[&0], 0.03 + 0.05), "{k:?}");
+        assert!(close(k.by_cpu[&1], 0.03 + 0.20), "{k:?}");
+        assert!(close(k.cpu_s[&1], 2.0), "{k:?}");
+        let names: Vec<&str> = k.threads.iter().map(|t| t.0.as_str()).collect();
+        assert_eq!(names, ["kworker/1:0+dio/vda", "ksoftirqd/0"]);
+        // Without the threads (a /proc that cannot be listed), the interrupts alone.
+        let k = KernelPart::of(&[span(2, 0)], &[0, 1], 100.0, None);
+        assert!(close(k.by_cpu[&0], 0.02) && k.threads.is_empty(), "{k:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The few `/proc` counters a record's conditions come from: per-CPU time (busy, idle, stolen),
-//! the process's own CPU time, its live tasks' run-queue waits, and swap-in and reclaim counts.
+//! The few `/proc` counters a record's conditions come from: per-CPU time (busy, idle, stolen,
+//! interrupts), the process's own CPU time, its live tasks' run-queue waits, the kernel's own
+//! threads' CPU time, and swap-in and reclaim counts.
 //! Parsers take text so that tests feed them fixtures.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,9 @@ pub struct CpuTicks {
     pub idle: u64,
     /// Time the hypervisor ran something else while this vCPU wanted to run.
     pub steal: u64,
+    /// irq + softirq, counted inside `busy` too: time the kernel spent on interrupts (a disk's
+    /// completions, a network's receive path), which no task is charged for.
+    pub interrupt: u64,
 }
 
 impl CpuTicks {
@@ -26,6 +30,7 @@ impl CpuTicks {
             busy: self.busy.saturating_sub(earlier.busy),
             idle: self.idle.saturating_sub(earlier.idle),
             steal: self.steal.saturating_sub(earlier.steal),
+            interrupt: self.interrupt.saturating_sub(earlier.interrupt),
         }
     }
 }
@@ -44,6 +49,7 @@ pub fn parse_stat(text: &str) -> BTreeMap<usize, CpuTicks> {
                     busy: at(0) + at(1) + at(2) + at(5) + at(6),
                     idle: at(3) + at(4),
                     steal: at(7),
+                    interrupt: at(5) + at(6),
                 },
             ))
         })
@@ -108,6 +114,53 @@ pub fn own_cpu_ns() -> u64 {
     (us(ru.ru_utime) + us(ru.ru_stime)) * 1000
 }
 
+/// A kernel thread (a kworker, ksoftirqd, jbd2…): its name, the CPU it last ran on, and its
+/// CPU time in clock ticks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelThread {
+    /// `comm`, which for a kworker names the workqueue it serves ("kworker/1:0+dio/vda").
+    pub name: String,
+    pub cpu: usize,
+    pub ticks: u64,
+}
+
+/// `PF_KTHREAD` in the flags of `/proc/<pid>/stat`.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// A `/proc/<pid>/stat` line, if it is a kernel thread's.
+pub fn parse_kernel_thread(stat: &str) -> Option<KernelThread> {
+    // The name may hold spaces and parentheses: it runs from the first '(' to the last ')'.
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let f: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    // After the name: state, ppid, pgrp, session, tty_nr, tpgid, flags (6), …, utime (11),
+    // stime (12), …, processor (36).
+    let num = |i: usize| f.get(i)?.parse::<u64>().ok();
+    if num(6)? & PF_KTHREAD == 0 {
+        return None;
+    }
+    Some(KernelThread {
+        name: stat.get(open + 1..close)?.to_string(),
+        cpu: num(36)? as usize,
+        ticks: num(11)? + num(12)?,
+    })
+}
+
+/// The kernel threads this `/proc` lists, by pid (none inside a PID namespace, which hides
+/// them); `None` when `/proc` cannot be listed. Kernel threads are processes of one thread
+/// each, so the top level is all there is to read.
+pub fn kernel_threads(proc_root: &Path) -> Option<BTreeMap<u32, KernelThread>> {
+    let dir = std::fs::read_dir(proc_root).ok()?;
+    Some(
+        dir.flatten()
+            .filter_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let text = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                Some((pid, parse_kernel_thread(&text)?))
+            })
+            .collect(),
+    )
+}
+
 /// (on-CPU ns, run-queue wait ns) of each live task of this process, by thread id: the fallback
 /// for benchmarks whose threads outlive a sample (network streams, I/O workers).
 pub fn task_schedstats(proc_root: &Path) -> BTreeMap<u32, (u64, u64)> {
@@ -143,12 +196,42 @@ mod tests {
             CpuTicks {
                 busy: 1 + 2 + 3 + 6 + 7,
                 idle: 9,
-                steal: 8
+                steal: 8,
+                interrupt: 6 + 7,
             }
         );
         // An old kernel without the steal column still parses.
         let m = parse_stat("cpu3 1 1 1 1\n");
         assert_eq!(m[&3].steal, 0);
+    }
+
+    #[test]
+    fn kernel_threads_are_told_from_processes_by_their_flags() {
+        // A kworker naming its workqueue, on CPU 1, 3 + 511 ticks.
+        let k = parse_kernel_thread(
+            "17169 (kworker/1:0+dio/vda) I 2 0 0 0 -1 69238880 0 0 0 0 3 511 0 0 20 0 1 0 \
+             7994 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0",
+        )
+        .expect("a kernel thread");
+        assert_eq!(
+            k,
+            KernelThread {
+                name: "kworker/1:0+dio/vda".into(),
+                cpu: 1,
+                ticks: 514
+            }
+        );
+        // A process (flags without PF_KTHREAD), even one whose name has parentheses.
+        assert!(parse_kernel_thread(
+            "29345 (a (b) c) R 29300 29300 14524 0 -1 4194304 102 0 0 0 7 9 0 0 20 0 1 0 \
+             8151644 3133440 405 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0"
+        )
+        .is_none());
+        assert!(parse_kernel_thread("garbage").is_none());
+        // The live /proc lists (inside a PID namespace: possibly no) kernel threads, each named.
+        let live = kernel_threads(Path::new("/proc")).expect("/proc lists");
+        assert!(live.values().all(|k| !k.name.is_empty()));
+        assert!(!live.contains_key(&std::process::id()));
     }
 
     #[test]

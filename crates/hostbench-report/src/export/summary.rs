@@ -368,9 +368,19 @@ fn sharing_moved(run: &RunResult) -> String {
     }
 }
 
+/// The diagnosis a record's line leads with: its first, except the kernel's own I/O work
+/// (`kernel_io`), which is context on a disk or network record rather than why it fell short,
+/// and leads only where nothing else was said.
+fn leading(r: &Record) -> Option<&hostbench_core::conditions::diagnose::Diagnosis> {
+    r.diagnosis
+        .iter()
+        .find(|d| d.cause != "kernel_io")
+        .or(r.diagnosis.first())
+}
+
 /// The first measured cause of a record's shortfall, for the line under its headline.
 pub fn first_cause(r: &Record) -> Option<String> {
-    let d = r.diagnosis.first()?;
+    let d = leading(r)?;
     Some(if d.cause == "none_found" {
         // Without a cause, the line must still say what was looked into: a noisy figure often
         // shows no shortfall in its row.
@@ -481,7 +491,9 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     if !diagnosed.is_empty() {
         let mut by_cause: Vec<(&str, usize)> = Vec::new();
         for r in &diagnosed {
-            let c = r.diagnosis[0].cause.as_str();
+            let Some(c) = leading(r).map(|d| d.cause.as_str()) else {
+                continue;
+            };
             match by_cause.iter_mut().find(|(k, _)| *k == c) {
                 Some((_, n)) => *n += 1,
                 None => by_cause.push((c, 1)),
@@ -613,11 +625,25 @@ mod tests {
             params,
             &[30e9; 3],
         );
-        steady.diagnosis = vec![none];
+        steady.diagnosis = vec![none.clone()];
         assert_eq!(
             first_cause(&steady).unwrap(),
             "no cause found among: steal, other processes"
         );
+        // The kernel completing a disk's I/O is context, not why it was noisy: the line still
+        // says what was looked into.
+        let mut disk = noisy.clone();
+        disk.diagnosis = vec![
+            Diagnosis {
+                cause: "kernel_io".into(),
+                share: 0.05,
+                text: "the kernel's interrupts and threads used 5 % of CPUs 0, 1".into(),
+            },
+            none,
+        ];
+        assert!(first_cause(&disk).unwrap().starts_with("CV "));
+        disk.diagnosis.pop();
+        assert!(first_cause(&disk).unwrap().starts_with("kernel_io (5 %): "));
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
     writeln!(
         o,
         "<div class=\"scroll\"><table class=\"results conditions\">\n<thead><tr><th>record</th>\
-         <th>CPUs</th><th>s</th><th>steal</th><th>other processes</th><th>run queue</th>\
+         <th>CPUs</th><th>s</th><th>steal</th><th>other processes</th><th>of it, the kernel</th><th>run queue</th>\
          <th>throttled</th><th>clock</th><th>°C</th><th>energy</th><th>diagnosis</th></tr></thead>\n<tbody>"
     )?;
     for r in &recs {
@@ -73,6 +73,17 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
                 format!("{:.2}→{:.2} GHz", k.start / 1e9, k.end / 1e9)
             }
         });
+        // The busiest kernel threads, on hover: a kworker's name says which workqueue it served.
+        let kernel_title = if c.kernel_threads.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = c
+                .kernel_threads
+                .iter()
+                .map(|t| format!("{} {:.0} %", t.name, t.share * 100.0))
+                .collect();
+            format!(" title=\"{}\"", esc(&names.join(", ")))
+        };
         let diag: Vec<String> = r
             .diagnosis
             .iter()
@@ -87,7 +98,8 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
         writeln!(
             o,
             "<tr{}><td>{}</td><td>{}</td><td class=\"num\">{:.2}</td><td class=\"num\">{}</td>\
-             <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\"{}>{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td>\
              <td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
             if r.diagnosis.is_empty() { "" } else { " class=\"diagnosed\"" },
             esc(&label(r)),
@@ -95,6 +107,8 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
             c.seconds,
             pct(c.steal_share),
             pct(c.other_cpu_share),
+            kernel_title,
+            pct(c.kernel_share),
             pct(c.run_delay_share),
             esc(&throttled),
             esc(&clock),
@@ -226,7 +240,7 @@ mod tests {
     use super::*;
     use crate::testdata::synthetic_run;
     use hostbench_core::conditions::diagnose::Diagnosis;
-    use hostbench_core::conditions::{ClockSpan, Conditions};
+    use hostbench_core::conditions::{ClockSpan, Conditions, KernelThreadShare};
 
     #[test]
     fn each_record_shows_its_conditions_and_diagnosis_with_a_timeline() {
@@ -247,6 +261,13 @@ mod tests {
                 ..Conditions::default()
             });
         }
+        let c = run.records[1].conditions.as_mut().unwrap();
+        c.other_cpu_share = Some(0.05);
+        c.kernel_share = Some(0.04);
+        c.kernel_threads = vec![KernelThreadShare {
+            name: "kworker/1:2+dio/vda".into(),
+            share: 0.03,
+        }];
         run.records[0].diagnosis = vec![Diagnosis {
             cause: "steal".into(),
             share: 0.31,
@@ -258,6 +279,8 @@ mod tests {
         assert!(o.contains("steal 31 %: steal 31 % of CPU time on CPUs 8–15"));
         assert!(o.contains("class=\"diagnosed\""));
         assert!(o.contains("energy: no RAPL here"));
+        // The kernel's part of the others' time, its threads named on hover.
+        assert!(o.contains("<td class=\"num\" title=\"kworker/1:2+dio/vda 3 %\">4.0 %</td>"));
         // Clock and steal vary over the records: two strips, no temperature strip.
         assert_eq!(o.matches("<div class=\"strip\">").count(), 2);
         assert!(!o.contains("temperature ("));

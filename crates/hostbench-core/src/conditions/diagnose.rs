@@ -262,7 +262,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         let text = if !io && ticks_ok && kernel >= 0.02f64.max(floor) {
             format!(
                 "{text} (the kernel's part {}: {})",
-                pct(kernel),
+                pct(kernel.min(other)),
                 kernel_detail(cond)
             )
         } else {

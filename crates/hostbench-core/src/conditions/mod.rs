@@ -58,9 +58,11 @@ pub struct Conditions {
     /// measuring threads account for themselves (pinned workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helper_cpu_share: Option<f64>,
-    /// The kernel's own part of `other_cpu_share`: interrupts (irq, softirq) and kernel threads
-    /// (kworkers, ksoftirqd, jbd2…) on those CPUs, as a share of their time. On a disk or
-    /// network benchmark most of it is the kernel completing the benchmark's own I/O.
+    /// The kernel's time on those CPUs, as a share of their time: interrupts (irq, softirq) and
+    /// kernel threads (kworkers, ksoftirqd, jbd2…). It is within `other_cpu_share` as far as
+    /// ticks can tell, and may exceed it where they under-read (the threads' times are the
+    /// scheduler's). On a disk or network benchmark most of it is the kernel completing the
+    /// benchmark's own I/O.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_share: Option<f64>,
     /// The kernel threads that took at least 1 % of those CPUs' time, busiest first (a
@@ -109,7 +111,7 @@ pub struct CpuShare {
     pub cpu: usize,
     pub steal_share: f64,
     pub other_share: f64,
-    /// The kernel's part of `other_share` (interrupts and kernel threads on this CPU).
+    /// The kernel's share of this CPU (interrupts and kernel threads), as `kernel_share`.
     #[serde(default)]
     pub kernel_share: f64,
 }
@@ -390,9 +392,10 @@ impl Recorder<'_> {
                 self.start.kthreads.as_ref().zip(end.kthreads.as_ref()),
             );
             if total.ticks > 0.0 {
-                // The kernel's time is inside the others' (no task of ours is charged for it).
-                c.kernel_share =
-                    Some((k.by_cpu.values().sum::<f64>() / total.ticks).min(total.other));
+                // Not capped at the others' share: that is counted in ticks, which under-read a
+                // CPU that sleeps and wakes at a high rate (an I/O thread's), while the kernel
+                // threads' own times are the scheduler's.
+                c.kernel_share = Some(k.by_cpu.values().sum::<f64>() / total.ticks);
                 c.kernel_threads = k
                     .threads
                     .iter()
@@ -407,7 +410,7 @@ impl Recorder<'_> {
             for pc in &mut per_cpu {
                 if let (Some(ks), Some(cs)) = (k.by_cpu.get(&pc.cpu), k.cpu_s.get(&pc.cpu)) {
                     if *cs > 0.0 {
-                        pc.kernel_share = (ks / cs).min(pc.other_share);
+                        pc.kernel_share = ks / cs;
                     }
                 }
             }

@@ -149,12 +149,23 @@ pub fn parse_kernel_thread(stat: &str) -> Option<KernelThread> {
 /// them); `None` when `/proc` cannot be listed. Kernel threads are processes of one thread
 /// each, so the top level is all there is to read.
 pub fn kernel_threads(proc_root: &Path) -> Option<BTreeMap<u32, KernelThread>> {
-    let dir = std::fs::read_dir(proc_root).ok()?;
+    // kthreadd (pid 2) is every other kernel thread's parent: where the kernel lists its
+    // children (CONFIG_PROC_CHILDREN), only those are read, not every process of the host,
+    // twice per record. Each candidate's flags still decide.
+    let pids: Vec<u32> = match std::fs::read_to_string(proc_root.join("2/task/2/children")) {
+        Ok(list) => std::iter::once(2)
+            .chain(list.split_whitespace().filter_map(|p| p.parse().ok()))
+            .collect(),
+        Err(_) => std::fs::read_dir(proc_root)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect(),
+    };
     Some(
-        dir.flatten()
-            .filter_map(|e| {
-                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-                let text = std::fs::read_to_string(e.path().join("stat")).ok()?;
+        pids.into_iter()
+            .filter_map(|pid| {
+                let text = std::fs::read_to_string(proc_root.join(format!("{pid}/stat"))).ok()?;
                 Some((pid, parse_kernel_thread(&text)?))
             })
             .collect(),
@@ -228,6 +239,31 @@ mod tests {
         )
         .is_none());
         assert!(parse_kernel_thread("garbage").is_none());
+        // A fixture /proc: with kthreadd's children listed only those are read, without the
+        // list every process is; either way the flags decide.
+        let dir = std::env::temp_dir().join(format!("hostbench-kthreads-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let stat = |pid: u32, name: &str, flags: u64| {
+            std::fs::create_dir_all(dir.join(format!("{pid}/task/{pid}"))).unwrap();
+            std::fs::write(
+                dir.join(format!("{pid}/stat")),
+                format!(
+                    "{pid} ({name}) S 2 0 0 0 -1 {flags} 0 0 0 0 1 2 0 0 20 0 1 0 9 0 0 1 0 0 0 \
+                     0 0 0 0 0 0 0 0 0 17 3 0 0"
+                ),
+            )
+            .unwrap();
+        };
+        stat(2, "kthreadd", 0x0020_8040);
+        stat(7, "kworker/3:1-events", 0x0420_8060);
+        stat(9, "kworker/u8:0", 0x0420_8060);
+        stat(300, "bash", 0x0040_0100);
+        let found = |d: &Path| kernel_threads(d).unwrap().into_keys().collect::<Vec<_>>();
+        assert_eq!(found(&dir), [2, 7, 9]);
+        std::fs::write(dir.join("2/task/2/children"), "7 300").unwrap();
+        assert_eq!(found(&dir), [2, 7]);
+        assert_eq!(kernel_threads(&dir).unwrap()[&7].cpu, 3);
+        std::fs::remove_dir_all(&dir).unwrap();
         // The live /proc lists (inside a PID namespace: possibly no) kernel threads, each named.
         let live = kernel_threads(Path::new("/proc")).expect("/proc lists");
         assert!(live.values().all(|k| !k.name.is_empty()));

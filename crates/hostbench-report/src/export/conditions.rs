@@ -54,7 +54,7 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
     writeln!(
         o,
         "<div class=\"scroll\"><table class=\"results conditions\">\n<thead><tr><th>record</th>\
-         <th>CPUs</th><th>s</th><th>steal</th><th>other processes</th><th>of it, the kernel</th><th>run queue</th>\
+         <th>CPUs</th><th>s</th><th>steal</th><th>other processes</th><th>the kernel</th><th>run queue</th>\
          <th>throttled</th><th>clock</th><th>°C</th><th>energy</th><th>diagnosis</th></tr></thead>\n<tbody>"
     )?;
     for r in &recs {

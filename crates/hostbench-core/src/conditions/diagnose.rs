@@ -103,9 +103,13 @@ fn does_io(rec: &Record) -> bool {
     rec.benchmark.starts_with("disk.") || rec.benchmark.starts_with("net.")
 }
 
+/// A share as a whole percentage: "31 %".
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
 /// "kworker/1:0+dio/vda 15 %, interrupts and the rest 2 %": the kernel's time by who took it.
 fn kernel_detail(cond: &Conditions) -> String {
-    let pct = |x: f64| format!("{:.0} %", x * 100.0);
     let mut parts: Vec<String> = cond
         .kernel_threads
         .iter()
@@ -136,7 +140,6 @@ fn cpu_threads(rec: &Record) -> Option<usize> {
 /// Every cause the conditions show, largest share first.
 pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> {
     let mut out = Vec::new();
-    let pct = |x: f64| format!("{:.0} %", x * 100.0);
     let threads = cpu_threads(rec);
     let allowed = cond
         .cgroup
@@ -217,6 +220,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     // benchmark's own I/O: they are counted apart (`kernel_io`), not as a neighbour.
     let io = does_io(rec);
     let kernel = cond.kernel_share.unwrap_or(0.0);
+    let kernel_found = ticks_ok && kernel >= 0.02f64.max(floor);
     let other = cond.other_cpu_share.unwrap_or(0.0) - if io { kernel } else { 0.0 };
     let other = if ticks_ok && other >= floor {
         other
@@ -259,7 +263,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             )
         };
         // Elsewhere the kernel's time is a neighbour like any other, but one worth naming.
-        let text = if !io && ticks_ok && kernel >= 0.02f64.max(floor) {
+        let text = if !io && kernel_found {
             format!(
                 "{text} (the kernel's part {}: {})",
                 pct(kernel.min(other)),
@@ -270,7 +274,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         };
         out.push(Diagnosis::new("cpu_contention", other, text));
     }
-    if io && ticks_ok && kernel >= 0.02f64.max(floor) {
+    if io && kernel_found {
         out.push(Diagnosis::new(
             "kernel_io",
             kernel,
@@ -418,7 +422,6 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
     let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
     // Above 1 the FMA reading was disturbed (the record warns); that is no overhead.
     let of = x("of_fma_rate").filter(|of| *of > 0.0 && *of < SHORT_OF_FMA)?;
-    let pct = |v: f64| format!("{:.0} %", v * 100.0);
     let n = rec
         .params
         .get("n")

@@ -569,14 +569,17 @@ impl KernelPart {
             }
         }
         let mut names: BTreeMap<String, f64> = BTreeMap::new();
-        for (pid, end) in kthreads.map_or(&BTreeMap::new(), |(_, e)| e) {
-            let Some(start) = kthreads.and_then(|(s, _)| s.get(pid)) else {
-                continue;
-            };
-            let secs = end.ticks.saturating_sub(start.ticks) as f64 / tick_hz;
-            if secs > 0.0 && cpus.contains(&end.cpu) {
-                *k.by_cpu.entry(end.cpu).or_default() += secs;
-                *names.entry(end.name.clone()).or_default() += secs;
+        let (start, end) = kthreads.unzip();
+        // A thread born during the record has no start to count from.
+        let pairs = end
+            .into_iter()
+            .flatten()
+            .filter_map(|(pid, e)| Some((start?.get(pid)?, e)));
+        for (s, e) in pairs {
+            let secs = e.ticks.saturating_sub(s.ticks) as f64 / tick_hz;
+            if secs > 0.0 && cpus.contains(&e.cpu) {
+                *k.by_cpu.entry(e.cpu).or_default() += secs;
+                *names.entry(e.name.clone()).or_default() += secs;
             }
         }
         k.threads = names.into_iter().collect();
@@ -648,11 +651,7 @@ impl Span {
         // own time read as a neighbour's (19 % of two CPUs where 5 % was not ours).
         let beside_ours = (busy_all as f64 / tick_hz - mine_all).max(0.0);
         if other > beside_ours {
-            let f = if other > 0.0 {
-                beside_ours / other
-            } else {
-                0.0
-            };
+            let f = beside_ours / other;
             for v in s.by_cpu.values_mut() {
                 v.1 *= f;
             }

@@ -244,7 +244,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("hostbench-kthreads-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let stat = |pid: u32, name: &str, flags: u64| {
-            std::fs::create_dir_all(dir.join(format!("{pid}/task/{pid}"))).unwrap();
+            std::fs::create_dir_all(dir.join(pid.to_string())).unwrap();
             std::fs::write(
                 dir.join(format!("{pid}/stat")),
                 format!(
@@ -260,6 +260,7 @@ mod tests {
         stat(300, "bash", 0x0040_0100);
         let found = |d: &Path| kernel_threads(d).unwrap().into_keys().collect::<Vec<_>>();
         assert_eq!(found(&dir), [2, 7, 9]);
+        std::fs::create_dir_all(dir.join("2/task/2")).unwrap();
         std::fs::write(dir.join("2/task/2/children"), "7 300").unwrap();
         assert_eq!(found(&dir), [2, 7]);
         assert_eq!(kernel_threads(&dir).unwrap()[&7].cpu, 3);

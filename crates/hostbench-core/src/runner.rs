@@ -13,9 +13,14 @@
 //! subsystem actually `plan`s replace the estimate. The bar counts estimated milliseconds, not
 //! cases, so a 2-second disk sample and a 50 ms CPU sample weigh what they take; a case that
 //! ends early (skipped, or a companion record committed without samples) jumps past its share.
+//! A long sample (a linpack solve at the memory-sized n of `full` takes minutes) moves the bar
+//! through its own share as it reports how far it has got, so the bar and its ETA do not stand
+//! still for the length of one sample.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -157,12 +162,27 @@ impl Phase {
 struct Progress {
     phases: Vec<PhaseState>,
     current: Option<usize>,
-    /// Bar units per sample in the current phase (estimated ms; 1 outside announced phases).
+    /// Bar units per sample in the current phase (estimated ms; [`UNANNOUNCED_WEIGHT`] outside
+    /// announced phases).
     weight: u64,
+    /// Where the current case's share of the bar begins.
+    case_start: u64,
     /// Units the current case has advanced so far.
     slot_used: u64,
     cases_done: usize,
     cases_total: usize,
+}
+
+/// Bar units per sample outside an announced phase: a standalone command's samples count as a
+/// second each, so a sample that reports its progress has units to move through.
+const UNANNOUNCED_WEIGHT: u64 = 1000;
+
+/// The running sample's share of the bar, shared with the progress hook a sample calls from
+/// its own threads.
+#[derive(Debug, Default)]
+struct SampleSpan {
+    start: AtomicU64,
+    width: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -181,6 +201,7 @@ pub struct Runner {
     started: Instant,
     bar: ProgressBar,
     progress: Progress,
+    span: Arc<SampleSpan>,
     /// The phase being timed (`begin_phase`) and when it began.
     phase_clock: Option<(String, Instant)>,
     /// The conditions of the last measurement, for records made from its samples.
@@ -211,9 +232,10 @@ impl Runner {
             last_conditions: None,
             bar,
             progress: Progress {
-                weight: 1,
+                weight: UNANNOUNCED_WEIGHT,
                 ..Progress::default()
             },
+            span: Arc::default(),
         }
     }
 
@@ -250,7 +272,9 @@ impl Runner {
         self.phase_clock = Some((name.to_string(), Instant::now()));
         let progress = &mut self.progress;
         progress.current = progress.phases.iter().position(|p| p.name == name);
-        progress.weight = progress.current.map_or(1, |i| progress.phases[i].weight);
+        progress.weight = progress
+            .current
+            .map_or(UNANNOUNCED_WEIGHT, |i| progress.phases[i].weight);
     }
 
     fn end_phase(&mut self) {
@@ -291,18 +315,32 @@ impl Runner {
         self.progress.cases_total += extra_cases;
     }
 
-    /// Advance the bar by one sample of the current case.
+    /// A sample of the current case starts: its share of the bar is the next `weight` units,
+    /// through which [`Runner::sample_progress`] moves the bar.
+    fn sample_starts(&self) {
+        let p = &self.progress;
+        self.span
+            .start
+            .store(p.case_start + p.slot_used, Ordering::Relaxed);
+        self.span.width.store(p.weight, Ordering::Relaxed);
+    }
+
+    /// Move the bar to the end of one sample of the current case (wherever the sample's own
+    /// progress left it).
     fn tick(&mut self) {
-        self.bar.inc(self.progress.weight);
         self.progress.slot_used += self.progress.weight;
+        self.bar
+            .set_position(self.progress.case_start + self.progress.slot_used);
     }
 
     /// A case is done (committed or skipped): move the bar to the end of its share.
     fn case_done(&mut self) {
         let slot = self.samples_per_case() * self.progress.weight;
-        self.bar.inc(slot.saturating_sub(self.progress.slot_used));
-        self.progress.slot_used = 0;
-        self.progress.cases_done += 1;
+        let p = &mut self.progress;
+        p.case_start += slot.max(p.slot_used);
+        p.slot_used = 0;
+        p.cases_done += 1;
+        self.bar.set_position(p.case_start);
     }
 
     fn case_message(&self, case: &Case) -> String {
@@ -331,12 +369,22 @@ impl Runner {
         }
     }
 
-    /// A hook that shows how far one long sample has got (0 to 1) after the case's message on
-    /// the bar; it does nothing without a bar. Made before `run_case`, called from the sample,
-    /// from any thread.
+    /// A hook that shows how far one long sample has got (0 to 1): the bar moves through the
+    /// sample's share and the case's message says the share (drawn only where there is a bar).
+    /// Made before `run_case`, called from the sample, from any thread.
     pub fn sample_progress(&self) -> impl Fn(f64) + Send + Sync + 'static {
         let bar = self.bar.clone();
+        let span = Arc::clone(&self.span);
         move |done: f64| {
+            let (start, width) = (
+                span.start.load(Ordering::Relaxed),
+                span.width.load(Ordering::Relaxed),
+            );
+            // Within the sample's share only, and never back: `tick` ends the share.
+            let at = start + (done.clamp(0.0, 1.0) * width as f64) as u64;
+            if at > bar.position() {
+                bar.set_position(at);
+            }
             if bar.is_hidden() {
                 return;
             }
@@ -362,6 +410,7 @@ impl Runner {
     ) -> Result<Record, BenchError> {
         self.bar.set_message(self.case_message(case));
         for _ in 0..self.config.warmup {
+            self.sample_starts();
             sample()?;
             self.tick();
         }
@@ -370,6 +419,7 @@ impl Runner {
         let mut conditions = crate::conditions::Probe::live().begin();
         let mut clocks = Vec::new();
         for _ in 0..self.config.repeat.max(1) {
+            self.sample_starts();
             let s = sample()?;
             conditions.sample_done();
             if !s.value.is_finite() {
@@ -793,6 +843,55 @@ mod tests {
         r.end_phase();
         assert_eq!(r.bar.length(), Some(120 + 16));
         assert_eq!(r.progress.cases_total, 5);
+    }
+
+    #[test]
+    fn a_long_sample_moves_the_bar_through_its_own_share() {
+        let mut cfg = quiet(None);
+        cfg.warmup = 1;
+        cfg.repeat = 1;
+        let mut r = Runner::new(cfg, Host::default());
+        let case = Case::new("test.x", Metric::Throughput, "OP/s");
+        r.plan(2);
+        // A standalone command's sample is UNANNOUNCED_WEIGHT units: 2 cases x 2 samples.
+        assert_eq!(r.bar.length(), Some(4 * UNANNOUNCED_WEIGHT));
+        let hook = r.sample_progress();
+        let bar = r.bar.clone();
+        let mut seen = Vec::new();
+        r.run_case(
+            &case,
+            || {
+                seen.push(bar.position());
+                hook(0.25);
+                seen.push(bar.position());
+                hook(0.1); // never back
+                seen.push(bar.position());
+                hook(7.0); // never past the sample's share
+                seen.push(bar.position());
+                Ok(Sample::new(1.0))
+            },
+            |_| {},
+        )
+        .unwrap();
+        let w = UNANNOUNCED_WEIGHT;
+        assert_eq!(
+            seen,
+            [0, w / 4, w / 4, w, w, w + w / 4, w + w / 4, 2 * w],
+            "warm-up, then the measured sample"
+        );
+        assert_eq!(r.bar.position(), 2 * w);
+        // A sample that fails half-way: the skipped case still ends at its share's end.
+        r.run_case(
+            &case,
+            || {
+                hook(0.5);
+                Err(BenchError::Failed("broke".into()))
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.bar.position(), 4 * w);
+        assert_eq!(r.result().skipped.len(), 1);
     }
 
     #[test]

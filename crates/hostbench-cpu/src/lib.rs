@@ -462,7 +462,7 @@ pub fn run_linpack(
             let c = linpack::choose_n(rule, rate_used, avail);
             let samples = runner.config().warmup + runner.config().repeat.max(1);
             let what = match rule {
-                linpack::Sizing::Seconds(s) => format!("a {s:.0} s solve"),
+                linpack::Sizing::Seconds(s) => format!("a {} solve", format_duration(s)),
                 linpack::Sizing::MemoryShare(f) => format!("{f} of the available memory"),
             };
             if matches!(rule, linpack::Sizing::MemoryShare(_))
@@ -755,7 +755,9 @@ fn check_fits(what: &str, need: u64, avail: u64) -> Result<(), BenchError> {
 
 /// "42 s", "7.5 min", "2.1 h".
 fn format_duration(s: f64) -> String {
-    if s < 90.0 {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s < 90.0 {
         format!("{s:.0} s")
     } else if s < 5400.0 {
         format!("{:.1} min", s / 60.0)

@@ -1,10 +1,12 @@
 //! What reading a record's conditions costs on this host: the time of one sample boundary (the
-//! light counters) and of one record's start and end (the sysfs telemetry), for BENCHMARKS.md.
+//! light counters), of one record's start and end (the sysfs telemetry), and of the kernel
+//! threads' scan that each of those two takes (it grows with the CPUs: a few threads per CPU),
+//! for BENCHMARKS.md.
 //! `cargo run --release -p hostbench-core --example conditions_cost`
 
 use std::time::Instant;
 
-use hostbench_core::conditions::Probe;
+use hostbench_core::conditions::{procfs, Probe};
 
 fn main() {
     let probe = Probe::live();
@@ -28,5 +30,17 @@ fn main() {
         n,
         finish * 1e6,
         c.unavailable.keys().collect::<Vec<_>>()
+    );
+    let rounds = 50;
+    let t = Instant::now();
+    let mut threads = 0;
+    for _ in 0..rounds {
+        threads = procfs::kernel_threads(std::path::Path::new("/proc")).map_or(0, |k| k.len());
+    }
+    let scan = t.elapsed().as_secs_f64() / rounds as f64;
+    println!(
+        "kernel threads: {threads} read in {:.1} us ({:.1} us each)",
+        scan * 1e6,
+        scan * 1e6 / threads.max(1) as f64
     );
 }

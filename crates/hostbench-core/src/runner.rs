@@ -416,7 +416,9 @@ impl Runner {
         }
         let mut values = Vec::with_capacity(self.config.repeat);
         let mut extras: Vec<(String, Vec<f64>)> = Vec::new();
-        let mut conditions = crate::conditions::Probe::live().begin();
+        let mut conditions = crate::conditions::Probe::live()
+            .begin()
+            .does_io(crate::conditions::does_io(&case.benchmark));
         let mut clocks = Vec::new();
         for _ in 0..self.config.repeat.max(1) {
             self.sample_starts();

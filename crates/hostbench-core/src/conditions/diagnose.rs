@@ -99,10 +99,6 @@ fn computes(rec: &Record) -> bool {
 
 /// Benchmarks whose CPU time goes largely to the kernel's I/O path: their interrupts and the
 /// kernel threads that complete their I/O (direct-I/O completions, softirqs) are their own.
-fn does_io(rec: &Record) -> bool {
-    rec.benchmark.starts_with("disk.") || rec.benchmark.starts_with("net.")
-}
-
 /// A share as a whole percentage: "31 %".
 fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
@@ -218,7 +214,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
     // On a disk or network benchmark the kernel's interrupts and threads mostly complete the
     // benchmark's own I/O: they are counted apart (`kernel_io`), not as a neighbour.
-    let io = does_io(rec);
+    let io = super::does_io(&rec.benchmark);
     let kernel = cond.kernel_share.unwrap_or(0.0);
     let kernel_found = ticks_ok && kernel >= 0.02f64.max(floor);
     let other = cond.other_cpu_share.unwrap_or(0.0) - if io { kernel } else { 0.0 };

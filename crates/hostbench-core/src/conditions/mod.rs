@@ -791,6 +791,19 @@ mod tests {
         assert_eq!(cpu_list(&[]), "");
     }
 
+    /// The tally of two measuring threads that each lived 1 s, pinned to CPUs 0 and 1, with
+    /// their on-CPU times and their run-queue wait together (ns).
+    fn two_threads(on0: u64, on1: u64, run_delay_ns: u64) -> track::Tally {
+        track::Tally {
+            threads: 2,
+            wall_ns: 2_000_000_000,
+            on_cpu_ns: on0 + on1,
+            run_delay_ns,
+            by_cpu: [(0, on0), (1, on1)].into_iter().collect(),
+            schedstat: true,
+        }
+    }
+
     fn ticks(busy: u64, idle: u64, steal: u64) -> CpuTicks {
         CpuTicks {
             busy,
@@ -804,14 +817,7 @@ mod tests {
     fn spans_split_cpu_time_into_ours_others_and_stolen() {
         // Two CPUs over 1 s at 100 ticks/s. CPU 0: our thread ran 0.9 s, 0.1 s stolen.
         // CPU 1: busy all the time, our thread only 0.5 s of it: another process took 0.5 s.
-        let tally = track::Tally {
-            threads: 2,
-            wall_ns: 2_000_000_000,
-            on_cpu_ns: 1_400_000_000,
-            run_delay_ns: 600_000_000,
-            by_cpu: [(0, 900_000_000), (1, 500_000_000)].into_iter().collect(),
-            schedstat: true,
-        };
+        let tally = two_threads(900_000_000, 500_000_000, 600_000_000);
         let span = Span {
             seconds: 1.0,
             stat: [(0, ticks(90, 0, 10)), (1, ticks(100, 0, 0))]
@@ -851,14 +857,7 @@ mod tests {
             throttle: cgroup::Throttle::default(),
             vm: VmCounters::default(),
         };
-        let tally = track::Tally {
-            threads: 2,
-            wall_ns: 2_000_000_000,
-            on_cpu_ns: 60_000_000,
-            run_delay_ns: 30_000_000,
-            by_cpu: [(0, 30_000_000), (1, 30_000_000)].into_iter().collect(),
-            schedstat: true,
-        };
+        let tally = two_threads(30_000_000, 30_000_000, 30_000_000);
         let s = idle(Some(tally), (0, 0), 0).shares(&[0, 1], 100.0);
         assert!((s.waited - 0.015).abs() < 1e-9, "{s:?}");
         assert!(s.waited < DISTURBED_SHARE);
@@ -893,14 +892,7 @@ mod tests {
             .collect(),
             stat_ok: true,
             own_ns: 200_000_000,
-            tally: Some(track::Tally {
-                threads: 2,
-                wall_ns: 2_000_000_000,
-                on_cpu_ns: 200_000_000,
-                run_delay_ns: 400_000_000,
-                by_cpu: [(0, 100_000_000), (1, 100_000_000)].into_iter().collect(),
-                schedstat: true,
-            }),
+            tally: Some(two_threads(100_000_000, 100_000_000, 400_000_000)),
             tasks: (0, 0),
             tasks_ran: 0,
             throttle: cgroup::Throttle::default(),
@@ -925,14 +917,7 @@ mod tests {
         // An I/O thread pinned to CPU 0 ran 0.9 s by the scheduler's clock, but CPU 0's ticks
         // saw 0.5 s busy; CPU 1 was busy 0.6 s, 0.1 s of it ours. Per CPU, CPU 1 would read
         // 0.5 s of others; all the busy ticks leave only 0.1 s beside our 1.0 s.
-        let tally = track::Tally {
-            threads: 2,
-            wall_ns: 2_000_000_000,
-            on_cpu_ns: 1_000_000_000,
-            run_delay_ns: 0,
-            by_cpu: [(0, 900_000_000), (1, 100_000_000)].into_iter().collect(),
-            schedstat: true,
-        };
+        let tally = two_threads(900_000_000, 100_000_000, 0);
         let span = Span {
             seconds: 1.0,
             stat: [(0, ticks(50, 50, 0)), (1, ticks(60, 40, 0))]

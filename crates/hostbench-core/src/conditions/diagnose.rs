@@ -456,7 +456,10 @@ pub const KEPT_SCHEDULE: f64 = 0.97;
 
 /// A latency under load whose paced sender fell behind (`net.latency` with `offered_bps` and
 /// `sent_bps`): the load was not offered, and the round trips timed from each message's due
-/// time include the sender's wait. The share is the part of the offered rate not sent.
+/// time include the sender's wait. The share is the part of the offered rate not sent. Where
+/// the median sample kept up but some fell behind or sent late (`behind_samples`), those
+/// samples' round trips are the sender's, and so is the spread: named only where there is a
+/// spread (or another shortfall), with their share of the samples.
 fn sender_behind(rec: &Record) -> Option<Diagnosis> {
     if rec.benchmark != "net.latency" {
         return None;
@@ -464,7 +467,34 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
     let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
     let (offered, sent) = (x("offered_bps")?, x("sent_bps")?);
     if !(offered > 0.0 && sent < KEPT_SCHEDULE * offered) {
-        return None;
+        let which: Vec<String> = rec
+            .extra
+            .get("behind_samples")?
+            .as_array()?
+            .iter()
+            .filter_map(|i| Some((i.as_u64()? + 1).to_string()))
+            .collect();
+        let n = rec.samples.len().max(1);
+        if which.is_empty() || shortfall(rec).is_none() {
+            return None;
+        }
+        let least = x("sent_share_min").map_or(String::new(), |s| {
+            format!(
+                " (the least any sent: {:.0} % of the messages due)",
+                100.0 * s
+            )
+        });
+        return Some(Diagnosis::new(
+            "sender_behind",
+            which.len() as f64 / n as f64,
+            format!(
+                "the sender fell behind its schedule or sent late in sample{} {} of {n}{least}: \
+                 those round trips include its wait, so the spread is the sender's; the median \
+                 sample's are not",
+                if which.len() == 1 { "" } else { "s" },
+                which.join(", "),
+            ),
+        ));
     }
     let from_send = x("p50_uncorrected_s").map_or(String::new(), |s| {
         format!(
@@ -1076,6 +1106,32 @@ mod tests {
             apply(&mut r, &ctx(), None);
             assert!(r.diagnosis.is_empty(), "{sent}: {:?}", r.diagnosis);
         }
+        // The median sample kept up, the first fell behind: the spread is the sender's.
+        let mut r = under_load(22.8e9);
+        r.samples = vec![0.194, 29e-6, 37e-6];
+        r.stats = crate::stats::summarize(&r.samples);
+        r.extra
+            .insert("behind_samples".into(), serde_json::json!([0]));
+        r.extra
+            .insert("sent_share_min".into(), serde_json::json!(0.51));
+        apply(&mut r, &ctx(), None);
+        let d = &r.diagnosis[0];
+        assert_eq!(d.cause, "sender_behind", "{:?}", r.diagnosis);
+        assert!((d.share - 1.0 / 3.0).abs() < 1e-9);
+        assert!(
+            d.text.starts_with(
+                "the sender fell behind its schedule or sent late in sample 1 of 3 (the least \
+                 any sent: 51 % of the messages due)"
+            ),
+            "{}",
+            d.text
+        );
+        // On a steady record the sample behind made no spread to explain: nothing.
+        r.diagnosis.clear();
+        r.samples = vec![29e-6; 3];
+        r.stats = crate::stats::summarize(&r.samples);
+        apply(&mut r, &ctx(), None);
+        assert!(r.diagnosis.is_empty(), "{:?}", r.diagnosis);
     }
 
     #[test]

@@ -308,8 +308,9 @@ impl Recorder<'_> {
     /// The record's work is I/O ([`does_io`]): a sample is not counted disturbed for the
     /// kernel's interrupts on its CPUs or for its threads' waits to run after each completion.
     /// Both are the benchmark's own on a disk or network record: its threads woke thousands of
-    /// times a second and each waited for the completion's softirq to finish, 18 % of their
-    /// lifetimes on an idle 2-vCPU VM, and every sample of such a record read "disturbed".
+    /// times a second and each waited to run (the completion's interrupt work on that CPU, or
+    /// an idle vCPU resuming), 18 % of their lifetimes on an idle 2-vCPU VM, and every sample of
+    /// such a record read "disturbed".
     pub fn does_io(mut self, io: bool) -> Self {
         self.io = io;
         self
@@ -616,9 +617,9 @@ struct Shares {
     other: f64,
     /// The measuring threads' run-queue wait as a share of their lifetimes: the time a
     /// sample lost waiting for a CPU. Not of the time they wanted one (`run_delay_share`): an
-    /// I/O thread that sleeps between completions waits at every wake-up (a halted vCPU takes
-    /// 10–20 µs to resume), a large share of the little CPU time it wants though nothing else
-    /// ran; a disk record read 0.41 that way with no other process on its CPUs, and every
+    /// I/O thread that sleeps between completions waits at every wake-up (for the completion's
+    /// interrupt work on that CPU, or for an idle vCPU to resume), a large share of the little
+    /// CPU time it wants though nothing else ran; a disk record read 0.41 that way with no other process on its CPUs, and every
     /// sample was flagged disturbed. For a thread that computes throughout the two agree.
     waited: f64,
     /// The kernel's interrupts (irq + softirq) on the CPUs, as a share of their time (inside
@@ -842,7 +843,7 @@ mod tests {
     #[test]
     fn a_sample_loses_to_the_run_queue_only_what_its_threads_lifetimes_waited() {
         // Two I/O threads over 1 s that mostly sleep: 60 ms on a CPU and 30 ms waiting for one,
-        // each wake-up's resume on an idle vCPU. Of the time they wanted a CPU a third went
+        // each wake-up's wait to run. Of the time they wanted a CPU a third went
         // waiting (run_delay_share's measure), of their lifetimes 1.5 %: not a disturbance.
         let idle = |tally: Option<track::Tally>, tasks: (u64, u64), tasks_ran: usize| Span {
             seconds: 1.0,

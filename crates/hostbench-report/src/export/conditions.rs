@@ -56,8 +56,9 @@ pub fn write(o: &mut String, run: &RunResult) -> fmt::Result {
         "<div class=\"scroll\"><table class=\"results conditions\">\n<thead><tr><th>record</th>\
          <th>CPUs</th><th>s</th><th>steal</th><th>other processes</th><th>the kernel</th>\
          <th title=\"of the time the measuring threads wanted a CPU, the share they waited for one: \
-         for threads that sleep between I/O completions mostly each wake-up's resume, not a \
-         neighbour\">run queue</th>\
+         for threads that sleep between I/O completions mostly the wait to run after each \
+         wake-up (the completion's interrupt work, an idle vCPU resuming), not a neighbour\">run \
+         queue</th>\
          <th>throttled</th><th>clock</th><th>°C</th><th>energy</th><th>diagnosis</th></tr></thead>\n<tbody>"
     )?;
     for r in &recs {

@@ -14,6 +14,7 @@
 
 use std::cell::RefCell;
 
+use hostbench_core::conditions::diagnose::sample_list;
 use hostbench_core::histogram::LatencyHist;
 use hostbench_core::model::{Metric, Record};
 use hostbench_core::runner::{Case, Sample};
@@ -232,8 +233,8 @@ pub(crate) fn case(
         .param("load_bps", load.label());
     link.placed = ctx.split.clone();
     let link = RefCell::new(link);
-    // Per sample: corrected, uncorrected and lateness histograms.
-    // Per sample, warm-up ones included: the histograms, and how the sender kept its schedule.
+    // Per sample, warm-up ones included: the corrected, uncorrected and lateness histograms,
+    // and how the sender kept its schedule.
     let hists: RefCell<Vec<[LatencyHist; 3]>> = RefCell::new(Vec::new());
     let paces: RefCell<Vec<Pace>> = RefCell::new(Vec::new());
     let used: RefCell<Option<(f64, u32, Option<Capacity>)>> = RefCell::new(None);
@@ -444,13 +445,7 @@ fn sender_behind(rec: &mut Record, measured: &[Pace]) {
     let when = if which.len() == measured.len() {
         String::new()
     } else {
-        let list: Vec<String> = which.iter().map(|i| (i + 1).to_string()).collect();
-        format!(
-            " in sample{} {} of {}",
-            if list.len() == 1 { "" } else { "s" },
-            list.join(", "),
-            measured.len()
-        )
+        format!(" in {} of {}", sample_list(&which), measured.len())
     };
     rec.warnings.push(format!(
         "the sender fell behind its schedule at this load{when} ({}{}): the corrected round \

@@ -99,6 +99,16 @@ fn computes(rec: &Record) -> bool {
 
 /// Benchmarks whose CPU time goes largely to the kernel's I/O path: their interrupts and the
 /// kernel threads that complete their I/O (direct-I/O completions, softirqs) are their own.
+/// Samples by their 0-based indices, as a reader counts them: "sample 1", "samples 1, 3".
+pub fn sample_list(indices: &[usize]) -> String {
+    let list: Vec<String> = indices.iter().map(|i| (i + 1).to_string()).collect();
+    format!(
+        "sample{} {}",
+        if list.len() == 1 { "" } else { "s" },
+        list.join(", ")
+    )
+}
+
 /// A share as a whole percentage: "31 %".
 fn pct(x: f64) -> String {
     format!("{:.0} %", x * 100.0)
@@ -467,17 +477,17 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
     let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
     let (offered, sent) = (x("offered_bps")?, x("sent_bps")?);
     if !(offered > 0.0 && sent < KEPT_SCHEDULE * offered) {
-        let which: Vec<String> = rec
+        let which: Vec<usize> = rec
             .extra
             .get("behind_samples")?
             .as_array()?
             .iter()
-            .filter_map(|i| Some((i.as_u64()? + 1).to_string()))
+            .filter_map(|i| Some(i.as_u64()? as usize))
             .collect();
-        let n = rec.samples.len().max(1);
         if which.is_empty() || shortfall(rec).is_none() {
             return None;
         }
+        let n = rec.samples.len().max(1);
         let least = x("sent_share_min").map_or(String::new(), |s| {
             format!(
                 " (the least any sent: {:.0} % of the messages due)",
@@ -488,11 +498,10 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
             "sender_behind",
             which.len() as f64 / n as f64,
             format!(
-                "the sender fell behind its schedule or sent late in sample{} {} of {n}{least}: \
-                 those round trips include its wait, so the spread is the sender's; the median \
+                "the sender fell behind its schedule or sent late in {} of {n}{least}: those \
+                 round trips include its wait, so the spread is the sender's; the median \
                  sample's are not",
-                if which.len() == 1 { "" } else { "s" },
-                which.join(", "),
+                sample_list(&which),
             ),
         ));
     }
@@ -573,16 +582,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         let disturbed = if cond.disturbed_samples.is_empty() {
             String::new()
         } else {
-            let list: Vec<String> = cond
-                .disturbed_samples
-                .iter()
-                .map(|i| (i + 1).to_string())
-                .collect();
-            format!(
-                " (sample{} {} disturbed)",
-                if list.len() == 1 { "" } else { "s" },
-                list.join(", ")
-            )
+            format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
         };
         let cause = format!("{}{disturbed}", first.text);
         for w in rec.warnings.iter_mut().filter(|w| w.starts_with("noisy:")) {

@@ -619,8 +619,9 @@ struct Shares {
     /// sample lost waiting for a CPU. Not of the time they wanted one (`run_delay_share`): an
     /// I/O thread that sleeps between completions waits at every wake-up (for the completion's
     /// interrupt work on that CPU, or for an idle vCPU to resume), a large share of the little
-    /// CPU time it wants though nothing else ran; a disk record read 0.41 that way with no other process on its CPUs, and every
-    /// sample was flagged disturbed. For a thread that computes throughout the two agree.
+    /// CPU time it wants though nothing else ran; a disk record read 0.41 that way with no
+    /// other process on its CPUs, and every sample was flagged disturbed. For a thread that
+    /// computes throughout the two agree.
     waited: f64,
     /// The kernel's interrupts (irq + softirq) on the CPUs, as a share of their time (inside
     /// `other`: no task is charged for them).
@@ -704,9 +705,7 @@ impl Span {
         }
         s
     }
-}
 
-impl Span {
     /// Whether this sample lost [`DISTURBED_SHARE`] or more of its time to steal, other
     /// processes, run-queue waits or throttling, with its `shares` over `cpus` CPUs; for an
     /// I/O record ([`Recorder::does_io`]) the kernel's interrupts and the waits are its own.

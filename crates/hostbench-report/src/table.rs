@@ -552,6 +552,12 @@ pub fn extra_line(r: &Record) -> Option<String> {
                 s.push_str(&format!(" (panels {:.0} % of thread 0's time)", p * 100.0));
             }
         }
+        if let Some(of) = x("of_cpu_flops") {
+            s.push_str(&format!(
+                "; {:.1} % of this run's cpu.flops f64 at the same threads",
+                of * 100.0
+            ));
+        }
         s + "; HPL-style, not HPL"
     };
     Some(format!(
@@ -649,6 +655,12 @@ mod tests {
                 "; 87.3 % of the f64 FMA rate measured beside it (panels 15 % of thread 0's \
                  time); HPL-style"
             ),
+            "{line}"
+        );
+        r.extra.insert("of_cpu_flops".into(), json!(0.8831));
+        let line = extra_line(&r).expect("a line");
+        assert!(
+            line.contains("; 88.3 % of this run's cpu.flops f64 at the same threads; HPL-style"),
             "{line}"
         );
         r.benchmark = "cpu.linpack_mxp".into();

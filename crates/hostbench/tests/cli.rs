@@ -229,6 +229,8 @@ fn linpack_json_reports_hpl_residual() {
             .as_str()
             .is_some_and(|b| b.contains("FMA")));
     }
+    // No cpu.flops record in this process: nothing stands in for the run's.
+    assert!(r["extra"].get("of_cpu_flops").is_none(), "{r}");
 }
 
 /// `linpack --mxp`: the f64 solve, then HPL-MxP at the same n and threads, refined to HPL's
@@ -289,19 +291,39 @@ fn linpack_mxp_too_large_for_memory_is_a_usage_error() {
 }
 
 /// The standard profile's linpack sizes n from the FMA rate it measures first (scaled down here
-/// to the floor), keeps how it chose in the record, and passes HPL's residual.
+/// to the floor), keeps how it chose in the record, and passes HPL's residual; beside the run's
+/// cpu.flops it says its share of that run's f64 rate at the same threads.
 #[test]
 fn standard_linpack_is_sized_to_the_host_and_passes() {
     let dir = tempfile::tempdir().expect("tempdir");
     run_ok(
-        "run --only linpack --scale 0.01 --repeat 1 --warmup 0 --no-history --no-reference --quiet --out",
+        "run --only cpu,linpack --scale 0.01 --repeat 1 --warmup 0 --no-history --no-reference --quiet --out",
         &[dir.path().as_ref()],
     );
     let doc = common::only_run_json(dir.path());
-    let r = doc["records"]
-        .as_array()
-        .and_then(|a| a.iter().find(|r| r["benchmark"] == "cpu.linpack"))
+    let records = doc["records"].as_array().expect("records");
+    let r = records
+        .iter()
+        .find(|r| r["benchmark"] == "cpu.linpack")
         .expect("a linpack record");
+    // The run's fastest cpu.flops f64 record at the solve's threads is the divisor.
+    let flops = records
+        .iter()
+        .filter(|f| {
+            f["benchmark"] == "cpu.flops"
+                && f["params"]["dtype"] == "f64"
+                && f["params"]["threads"] == r["params"]["threads"]
+        })
+        .filter_map(|f| f["value"].as_f64())
+        .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))
+        .expect("cpu.flops f64 at linpack's threads");
+    assert_eq!(r["extra"]["cpu_flops_rate"].as_f64(), Some(flops), "{r}");
+    let value = r["value"].as_f64().expect("value");
+    let of = r["extra"]["of_cpu_flops"].as_f64().expect("of_cpu_flops");
+    assert!(
+        (of - value / flops).abs() < 1e-9 * of,
+        "{of} {value} {flops}"
+    );
     assert_eq!(r["extra"]["passed"], true, "{r}");
     assert!(r["extra"]["residual"].as_f64().is_some_and(|x| x < 16.0));
     let sizing = &r["extra"]["sizing"];

@@ -40,7 +40,8 @@ fn clocks_after(load: Load, window: Duration) -> (Option<f64>, Option<f64>) {
     (loaded, scalar)
 }
 
-fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+/// The mean of the values present, if any.
+pub(crate) fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Vec<f64> = v.flatten().collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }

@@ -459,8 +459,9 @@ pub fn run_linpack(
         check_fits(&format!("--n {n}"), linpack::memory_needed(n), avail)?;
     }
     ensure_effective_cores(runner, threads);
-    let (n, sizing) = match size {
-        LinpackSize::Fixed(n) => (n, json!({"rule": "given (--n)"})),
+    // n, how it was chosen, and how long a solve was expected to take (sized n only).
+    let (n, sizing, expected_s) = match size {
+        LinpackSize::Fixed(n) => (n, json!({"rule": "given (--n)"}), None),
         LinpackSize::Sized(rule) => {
             let rate = fp64_fma(threads, &order, FMA_SIZING_RUN).map(|r| r.rate);
             // Without a measured rate (no FMA kernel here) a modest 20 GFLOP/s stands in.
@@ -507,7 +508,7 @@ pub fn run_linpack(
             j["fma_rate"] = json!(rate);
             j["available_bytes"] = json!(avail);
             j["expected_seconds"] = json!(c.expected_seconds);
-            (c.n, j)
+            (c.n, j, Some(c.expected_seconds))
         }
     };
     let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
@@ -517,7 +518,7 @@ pub fn run_linpack(
     // 1 s samples a moving capacity disturbs less than the short readings beside each solve.
     let run_fma = same_run_fp64_flops(runner.result(), threads);
     // The FMA readings' length follows the solve: the sizing's estimate, then the last solve.
-    let mut solve_s = sizing["expected_seconds"].as_f64();
+    let mut solve_s = expected_s;
     runner.plan(1);
     let cfg = linpack::LinpackConfig {
         n,
@@ -928,10 +929,7 @@ fn bracket(a: Option<FmaRun>, b: Option<FmaRun>) -> Option<FmaRun> {
     match (a, b) {
         (Some(a), Some(b)) => Some(FmaRun {
             rate: (a.rate + b.rate) / 2.0,
-            clock_hz: match (a.clock_hz, b.clock_hz) {
-                (Some(x), Some(y)) => Some((x + y) / 2.0),
-                (x, y) => x.or(y),
-            },
+            clock_hz: engine::mean([a.clock_hz, b.clock_hz].into_iter()),
         }),
         (a, b) => a.or(b),
     }
@@ -1085,11 +1083,7 @@ mod tests {
                 .param("threads", threads);
             hostbench_core::runner::record_from_samples(&case, vec![value; 3])
         };
-        let mut run: RunResult = serde_json::from_value(json!({
-            "schema": "x", "tool": {"name": "hostbench", "version": "0"},
-            "host": Host::default(), "started_at": "now", "records": []
-        }))
-        .unwrap();
+        let mut run = RunResult::new(Host::default());
         assert_eq!(same_run_fp64_flops(&run, 16), None);
         run.records = vec![
             rec("cpu.flops", "f64", "avx512", 16, 665e9),

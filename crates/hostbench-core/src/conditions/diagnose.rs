@@ -97,8 +97,6 @@ fn computes(rec: &Record) -> bool {
     )
 }
 
-/// Benchmarks whose CPU time goes largely to the kernel's I/O path: their interrupts and the
-/// kernel threads that complete their I/O (direct-I/O completions, softirqs) are their own.
 /// Samples by their 0-based indices, as a reader counts them: "sample 1", "samples 1, 3".
 pub fn sample_list(indices: &[usize]) -> String {
     let list: Vec<String> = indices.iter().map(|i| (i + 1).to_string()).collect();

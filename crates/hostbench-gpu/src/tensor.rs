@@ -607,8 +607,9 @@ fn mma_kernel(t: TensorType, shape: MmaShape, chains: u32) -> Kernel {
 
 /// The PTX read back: every thread's checksum after `chunks` chunks, recomputed from the tensor
 /// instructions the text holds (which accumulators each writes, whether it starts from zero,
-/// how often the inner loop runs) under D = A·B + C with every input 1, and how many
-/// instructions each warp or warpgroup issues. Independent of the generator's bookkeeping:
+/// how often the inner loop runs) under D = A·B + C with every input 1, how many
+/// instructions each warp or warpgroup issues and the multiply-accumulates they do (M, N and K
+/// read from each instruction's opcode). Independent of the generator's bookkeeping:
 /// `Kernel::expected` and `Kernel::macs_per_launch` (the work a record counts) must agree.
 pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
     let body = ptx.split("CHUNK:\n").nth(1).ok_or("no chunk loop")?;
@@ -621,8 +622,10 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
         .find_map(|l| l.trim().strip_prefix("setp.lt.u32 %p, %r10, "))
         .and_then(|n| n.trim_end_matches(';').parse().ok())
         .ok_or("no inner trip count")?;
-    // Each tensor instruction as (destination registers, K, starts from zero).
-    let parse = |text: &str| -> Result<Vec<(Vec<String>, u64, bool)>, String> {
+    // Each tensor instruction as (destination registers, K, starts from zero, its
+    // multiply-accumulates for the whole warp or warpgroup).
+    type Ins = (Vec<String>, u64, bool, u64);
+    let parse = |text: &str| -> Result<Vec<Ins>, String> {
         let mut out = Vec::new();
         for l in text.lines().map(str::trim) {
             let wg = l.starts_with("wgmma.mma_async");
@@ -630,11 +633,18 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
                 continue;
             }
             let op = l.split_whitespace().next().unwrap_or_default();
-            let k: u64 = op
+            let (m, n, k) = op
                 .split('.')
-                .find_map(|p| p.strip_prefix('m').and_then(|m| m.split_once('k')))
-                .and_then(|(_, k)| k.parse().ok())
+                .find_map(shape_of)
                 .ok_or_else(|| format!("no shape in {op}"))?;
+            // Volta's f16 m8n8k4 is executed by the warp's four quad-pairs, each its own
+            // 8×8×4 product (PTX ISA, "Matrix shape" of mma.m8n8k4 with .f16); f64's m8n8k4
+            // is one product per warp.
+            let products = if (m, n, k) == (8, 8, 4) && op.contains(".f16") {
+                4
+            } else {
+                1
+            };
             let groups: Vec<&str> = l
                 .split('{')
                 .skip(1)
@@ -651,7 +661,7 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
             } else {
                 groups.last().is_some_and(|c| c.contains("%z"))
             };
-            out.push((d, k, reset));
+            out.push((d, k, reset, products * m * n * k));
         }
         Ok(out)
     };
@@ -663,6 +673,7 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
     let mut checksum = 0u64;
     let per_chunk = head.len() as u64 + trips * inner.len() as u64 + tail.len() as u64;
     let mut instructions = 0u64;
+    let mut macs = 0u64;
     for _ in 0..chunks {
         instructions += per_chunk;
         let turns = std::iter::repeat_n(&inner, trips as usize);
@@ -670,7 +681,8 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
             .chain(turns)
             .chain(std::iter::once(&tail))
         {
-            for (d, k, reset) in ins {
+            for (d, k, reset, work) in ins {
+                macs += work;
                 for r in d {
                     let v = acc.entry(r.as_str()).or_insert(0);
                     *v = if *reset { *k } else { *v + k };
@@ -682,7 +694,15 @@ pub fn model(ptx: &str, chunks: u32) -> Result<Model, String> {
     Ok(Model {
         checksum: (checksum & 0xFFFF_FFFF) as u32,
         instructions,
+        macs,
     })
+}
+
+/// M, N and K of an opcode part such as `m16n8k16` or `m64n256k16`.
+fn shape_of(part: &str) -> Option<(u64, u64, u64)> {
+    let (m, rest) = part.strip_prefix('m')?.split_once('n')?;
+    let (n, k) = rest.split_once('k')?;
+    Some((m.parse().ok()?, n.parse().ok()?, k.parse().ok()?))
 }
 
 /// What [`model`] finds a kernel does per thread group (warp or warpgroup).
@@ -692,6 +712,9 @@ pub struct Model {
     pub checksum: u32,
     /// Tensor instructions the group issues over all chunks.
     pub instructions: u64,
+    /// Multiply-accumulates the group's instructions do over all chunks: M×N×K of each
+    /// instruction's shape, read from its opcode.
+    pub macs: u64,
 }
 
 #[cfg(test)]
@@ -724,9 +747,10 @@ mod tests {
             for chunks in [1, 3, 7] {
                 let m = model(&k.ptx, chunks).expect("model");
                 assert_eq!(m.checksum, k.expected(chunks), "{}", k.entry);
-                // The work a record counts is what the instructions do: one block, one group.
+                // The work a record counts is what the instructions do (M×N×K of each opcode
+                // the PTX holds, not the generator's own figure): one block, one group.
                 let groups = f64::from(k.block / k.issuers);
-                let macs = m.instructions as f64 * k.macs as f64 * groups;
+                let macs = m.macs as f64 * groups;
                 assert_eq!(k.macs_per_launch(1, chunks), macs, "{}", k.entry);
             }
             // Every chunk ends just above 2¹¹ per accumulator: exact in any accumulator.
@@ -774,6 +798,23 @@ mod tests {
             model(&one_chain_less, 2).map(|m| m.checksum),
             Ok(m.expected(2))
         );
+        // A generator that counts a shape's M×N wrong (m16n8k16 as 16×16×16, or Volta's
+        // m8n8k4 as one 8×8×4 product per warp): its checksum still agrees, its work does not.
+        for (t, shape) in [
+            (TensorType::F16, mma("m16n8k16", 16, 16, 16, 4, 2, 4)),
+            (TensorType::F16, mma("m8n8k4", 8, 8, 4, 2, 2, 8)),
+        ] {
+            let wrong = kernel(t, Form::Mma { shape, chains: 2 });
+            let m = model(&wrong.ptx, 2).expect("model");
+            assert_eq!(m.checksum, wrong.expected(2), "{}", wrong.entry);
+            let groups = f64::from(wrong.block / wrong.issuers);
+            assert_ne!(
+                wrong.macs_per_launch(1, 2),
+                m.macs as f64 * groups,
+                "{}",
+                wrong.entry
+            );
+        }
     }
 
     #[test]

@@ -455,7 +455,8 @@ fn udp_search_is_the_default_and_records_its_curve() {
 }
 
 /// Between two namespaces over a veth shaped to 200 Mbit/s, the search's figure cannot exceed
-/// what the shaper lets through.
+/// what the shaper lets through, and comes close to it: the search ends where passing and
+/// failing rates meet, not at whatever low rate first passed.
 #[test]
 fn udp_search_finds_a_shaped_links_capacity() {
     let Some(hosts) = TwoHosts::create() else {
@@ -489,6 +490,27 @@ fn udp_search_finds_a_shaped_links_capacity() {
         "the unpaced probe loses on a shaped link: {curve:?}"
     );
     assert_eq!(curve[0]["passed"], false, "{curve:?}");
+    // From below: the first paced trial is offered the probe's goodput (about the shaped rate)
+    // and each later one halves the interval, so a search that works ends well above half the
+    // shaper's rate (at 98 % or more of the lowest failing rate, or after its eight trials);
+    // one that stops at the first rate that passes, or at its 1 Mbit/s floor, does not.
+    assert!(
+        found >= 0.5 * 200e6,
+        "{found} bit/s is not the capacity of a 200 Mbit/s link: {curve:?}"
+    );
+    let offered = |t: &Value| t["offered_bps"].as_f64().expect("offered");
+    let best = r["extra"]["offered_bps"].as_f64().expect("offered_bps");
+    let failed_above = curve[1..]
+        .iter()
+        .filter(|t| t["passed"] == false && offered(t) > best)
+        .map(offered)
+        .min_by(f64::total_cmp);
+    if let Some(hi) = failed_above {
+        assert!(
+            curve.len() == 9 || hi - best <= 0.02 * hi,
+            "the search stopped between {best} (passed) and {hi} (failed): {curve:?}"
+        );
+    }
 }
 
 /// Issue 19 §4: every record carries the kernel's counter deltas, and a TCP throughput case over

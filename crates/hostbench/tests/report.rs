@@ -733,12 +733,18 @@ fn a_run_killed_mid_way_leaves_earlier_runs_intact() {
 
 /// `run` started as a user would, and its first results file once a case has finished.
 fn start_run(out: &Path, db: &Path) -> (std::process::Child, PathBuf) {
+    start_run_with(out, db, &[])
+}
+
+/// As `start_run`, with `env` set for the run.
+fn start_run_with(out: &Path, db: &Path, env: &[(&str, &str)]) -> (std::process::Child, PathBuf) {
     let bin = assert_cmd::cargo::cargo_bin("hostbench");
     let mut child = StdCommand::new(bin)
         .args(["run", "--only", "cpu,mem", "--profile", "standard", "--out"])
         .arg(out)
         .arg("--db")
         .arg(db)
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -834,25 +840,77 @@ fn ctrl_c_keeps_the_partial_run_with_its_reports_and_says_so() {
     }
 }
 
-/// A second Ctrl-C does not wait for the reports: the process ends within a second of it.
+/// A second Ctrl-C while the first one's reports are being written ends the process at once,
+/// saying so, without waiting for them: the test hook `HOSTBENCH_TEST_SLOW_REPORTS_MS` holds the
+/// report writing for two minutes, and the second signal is sent once the run says it is there.
 #[test]
 fn a_second_ctrl_c_ends_at_once() {
+    use std::io::BufRead;
     let tmp = tempfile::tempdir().expect("tempdir");
-    let (mut child, _) = start_run(&tmp.path().join("results"), &tmp.path().join("h.sqlite"));
+    let (mut child, _) = start_run_with(
+        &tmp.path().join("results"),
+        &tmp.path().join("h.sqlite"),
+        &[("HOSTBENCH_TEST_SLOW_REPORTS_MS", "120000")],
+    );
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    let fail = |child: &mut std::process::Child, why: String| -> ! {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{why}");
+    };
     signal(&child, libc::SIGINT);
+    let t0 = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(l) => {
+                let there = l.contains("test hook: writing the reports in");
+                said.push(l);
+                if there {
+                    break;
+                }
+            }
+            Err(_) if t0.elapsed() < Duration::from_secs(60) => {}
+            Err(_) => fail(
+                &mut child,
+                format!("the first Ctrl-C never reached the reports: {said:?}"),
+            ),
+        }
+    }
     signal(&child, libc::SIGINT);
+    // The reports would take two minutes; the second signal ends it long before.
     let t0 = Instant::now();
     let status = loop {
         if let Some(st) = child.try_wait().expect("wait") {
             break st;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(1),
-            "still running 1 s after the second Ctrl-C"
-        );
+        if t0.elapsed() > Duration::from_secs(20) {
+            fail(
+                &mut child,
+                format!("still running 20 s after the second Ctrl-C: {said:?}"),
+            );
+        }
         std::thread::sleep(Duration::from_millis(10));
     };
-    assert_eq!(status.code(), Some(130));
+    reader.join().expect("stderr reader");
+    said.extend(rx.try_iter());
+    assert_eq!(status.code(), Some(130), "{said:?}");
+    assert!(
+        said.iter()
+            .any(|l| l == "hostbench: interrupted again; exiting now"),
+        "{said:?}"
+    );
+    // The first handler never finished: no line says what it kept.
+    assert!(!said.iter().any(|l| l.contains("kept in")), "{said:?}");
 }
 
 #[test]

@@ -159,6 +159,7 @@ impl Kept {
         if let Err(e) = hostbench_core::runner::write_json_atomic(&self.run_json, &result) {
             problems.push(format!("run.json not marked interrupted: {e}"));
         }
+        slow_reports_test_hook();
         if let Err(e) = hostbench_report::export::write_results_dir_with(&result, &self.dir, &[]) {
             problems.push(format!("reports not written: {e}"));
         }
@@ -198,6 +199,21 @@ impl Kept {
                 .collect::<String>(),
         );
     }
+}
+
+/// Test hook, for the test that a second Ctrl-C ends the process while the first one's reports
+/// are being written (tests/report.rs): with `HOSTBENCH_TEST_SLOW_REPORTS_MS=N` set, the
+/// interrupted run says so on stderr and waits N ms before it writes its reports. Unset (or not
+/// a number), nothing happens.
+fn slow_reports_test_hook() {
+    let Some(ms) = std::env::var("HOSTBENCH_TEST_SLOW_REPORTS_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    else {
+        return;
+    };
+    eprintln!("hostbench: test hook: writing the reports in {ms} ms");
+    std::thread::sleep(std::time::Duration::from_millis(ms));
 }
 
 /// Stored runs a trend chart in report.html reaches back over.

@@ -11,6 +11,7 @@ pub mod build_info;
 pub mod clock;
 pub mod conditions;
 pub mod error;
+pub mod health;
 pub mod histogram;
 pub mod host;
 pub mod interrupt;

@@ -163,6 +163,72 @@ pub struct Host {
     /// The kernel command line (mitigations, isolcpus, hugepages… change results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel_cmdline: Option<String>,
+    /// Hardware error and link counters (`health.*`) read when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<Health>,
+}
+
+/// Hardware error and link counters, read from the kernel's files and NVML without extra tools
+/// (`hostbench_core::health`). Each source is either read or named in `unavailable` with why:
+/// a counter that could not be read is never taken for a zero.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Health {
+    /// The directory read in place of `/` when it is not `/` (a fixture tree named by
+    /// `HOSTBENCH_HEALTH_ROOT`), so a record made from one says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    pub readings: Vec<HealthReading>,
+    /// Each source (`health.edac`, …) that has no reading on this host, and why.
+    #[serde(default)]
+    pub unavailable: std::collections::BTreeMap<String, String>,
+}
+
+/// One device's counters: a memory controller or DIMM, a PCIe function, a NIC, an NVMe
+/// controller, a GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HealthReading {
+    /// `health.edac`, `health.mce`, `health.pcie`, `health.nic`, `health.nvme`, `health.gpu`,
+    /// `health.xid`.
+    pub id: String,
+    /// What was read: `mc0`, `mc0/dimm3`, `0000:41:00.0`, `eth0`, `nvme0`, `gpu0`.
+    pub device: String,
+    /// What that is, for a person: the DIMM's label, the PCI class and driver, the GPU's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The counters and states read, by name: counts as integers, rates in SI units
+    /// (`*_transfers_per_second`), states as strings.
+    pub values: Params,
+    /// What the readings show on their own, before any expectation file is applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<HealthFinding>,
+}
+
+/// A reader's finding: `fail` is a fault of the hardware on its own (an uncorrectable error, a
+/// pending row remap, a link trained below its width), `warn` worth a look, `info` context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HealthFinding {
+    pub severity: Severity,
+    pub text: String,
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warn,
+    Fail,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warn => "warn",
+            Severity::Fail => "fail",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]

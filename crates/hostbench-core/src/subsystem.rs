@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::BenchError;
-use crate::model::{Host, Peak};
+use crate::model::{HealthReading, Host, Peak};
 use crate::runner::{Phase, Runner};
 use crate::spec::Spec;
 use crate::units::parse_list;
@@ -179,6 +179,12 @@ pub trait Subsystem: Sync {
     /// Reference tools this subsystem can run beside its cases.
     fn reference_tools(&self) -> &'static [ReferenceTool] {
         &[]
+    }
+
+    /// Hardware error and link counters only this subsystem can read (the GPU's through NVML),
+    /// each source's readings or why it has none: `(id, readings)`, added to the host's `health`.
+    fn health(&self) -> Vec<(&'static str, Result<Vec<HealthReading>, String>)> {
+        Vec::new()
     }
 }
 

@@ -26,12 +26,14 @@
 //! * `device` — device facts, listing and `--device` selection.
 //! * `session` — the backend interface (`Session`, `Timed`) and the shared timing.
 //! * `run` — running the cases through the runner and filling the records.
+//! * `health` — NVML's error and link counters (`health.gpu`): ECC, row remapping, the PCIe link.
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
 mod config;
 pub mod cublas;
 pub mod cuda;
 mod device;
+pub mod health;
 pub mod kernels;
 pub mod nvml;
 pub mod opencl;

@@ -47,6 +47,26 @@ pub fn reason_names(bits: u64) -> Vec<String> {
         .collect()
 }
 
+/// NVML loaded and initialised, or why not. Each caller holds its own `Library`; NVML counts
+/// its initialisations, so several may be open at once.
+pub(crate) fn load() -> Result<libloading::Library, String> {
+    // SAFETY: loading the driver's NVML library runs its constructors only.
+    let lib = unsafe { libloading::Library::new("libnvidia-ml.so.1") }.map_err(|_| {
+        "NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)".to_string()
+    })?;
+    // SAFETY: nvmlInit_v2 is NVML's documented entry point and takes no arguments.
+    unsafe {
+        let init = lib
+            .get::<Init>(b"nvmlInit_v2\0")
+            .map_err(|_| "NVML has no nvmlInit_v2".to_string())?;
+        let rc = init();
+        if rc != 0 {
+            return Err(format!("nvmlInit_v2 failed (NVML error {rc})"));
+        }
+    }
+    Ok(lib)
+}
+
 /// One device's NVML handle and the readings so far.
 pub struct Telemetry {
     lib: libloading::Library,
@@ -67,25 +87,17 @@ struct Reading {
     limit_mw: Option<u32>,
     temp_c: Option<u32>,
     reasons: Option<u64>,
+    pcie_gen: Option<u32>,
+    pcie_width: Option<u32>,
 }
 
 impl Telemetry {
     /// NVML for the device at PCI address `bus_id` ("0000:41:00.0"), or by index where the
     /// address is unknown; why not where NVML is absent or refuses.
     pub fn open(bus_id: Option<&str>, index: usize) -> Result<Telemetry, String> {
-        // SAFETY: loading the driver's NVML library runs its constructors only.
-        let lib = unsafe { libloading::Library::new("libnvidia-ml.so.1") }.map_err(|_| {
-            "NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)".to_string()
-        })?;
+        let lib = load()?;
         // SAFETY: the symbols are NVML's documented C functions with these signatures.
         unsafe {
-            let init = lib
-                .get::<Init>(b"nvmlInit_v2\0")
-                .map_err(|_| "NVML has no nvmlInit_v2".to_string())?;
-            let rc = init();
-            if rc != 0 {
-                return Err(format!("nvmlInit_v2 failed (NVML error {rc})"));
-            }
             let mut dev: Device = std::ptr::null_mut();
             let rc = match bus_id.and_then(|b| CString::new(b).ok()) {
                 Some(b) => match lib.get::<ByBus>(b"nvmlDeviceGetHandleByPciBusId_v2\0") {
@@ -185,6 +197,8 @@ impl Telemetry {
             limit_mw: self.read_uint(b"nvmlDeviceGetEnforcedPowerLimit\0"),
             temp_c: temp,
             reasons: self.reasons(),
+            pcie_gen: self.read_uint(b"nvmlDeviceGetCurrPcieLinkGeneration\0"),
+            pcie_width: self.read_uint(b"nvmlDeviceGetCurrPcieLinkWidth\0"),
         };
         self.readings.push(r);
         self.energy_end_mj = self.energy_mj();
@@ -194,6 +208,8 @@ impl Telemetry {
     /// The conditions over the samples read so far.
     pub fn conditions(&self) -> GpuConditions {
         let mut c = summarize(&self.readings, self.energy_start_mj, self.energy_end_mj);
+        c.pcie_max_gen = self.read_uint(b"nvmlDeviceGetMaxPcieLinkGeneration\0");
+        c.pcie_max_width = self.read_uint(b"nvmlDeviceGetMaxPcieLinkWidth\0");
         // The instantaneous reading after a sample can miss the load (an H200 under tensor
         // load read 245-430 W); the energy counter over the case cannot.
         if self.energy_secs > 0.0 {
@@ -227,6 +243,11 @@ fn summarize(readings: &[Reading], e0: Option<u64>, e1: Option<u64>) -> GpuCondi
             .max()
             .map(f64::from),
         clock_reasons: reason_names(bits),
+        pcie_gen: readings.iter().filter_map(|r| r.pcie_gen).min(),
+        pcie_width: readings.iter().filter_map(|r| r.pcie_width).min(),
+        pcie_max_gen: None,
+        pcie_max_width: None,
+        work_per_joule: None,
     }
 }
 
@@ -243,6 +264,8 @@ mod tests {
             limit_mw: Some(700_000),
             temp_c: Some(sm / 30),
             reasons: Some(reasons),
+            pcie_gen: Some(if sm > 1500 { 5 } else { 4 }),
+            pcie_width: Some(16),
         };
         let c = summarize(
             &[
@@ -259,6 +282,11 @@ mod tests {
         assert_eq!(c.energy_j, Some(350.0));
         assert_eq!(c.temperature_c, Some(66.0));
         assert_eq!(c.clock_reasons, ["sw_power_cap", "sw_thermal"]);
+        assert_eq!(
+            (c.pcie_gen, c.pcie_width),
+            (Some(4), Some(16)),
+            "the lowest under load"
+        );
     }
 
     #[test]

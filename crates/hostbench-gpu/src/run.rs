@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use hostbench_core::model::{Metric, Record};
+use hostbench_core::model::{Metric, Peak, Record};
 use hostbench_core::reference::{self, Better};
 use hostbench_core::subsystem::ReferenceScope;
 use hostbench_core::{BenchError, Case, Runner, Sample};
@@ -260,10 +260,7 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
                         .param("block_bytes", b);
                     let made = s.transfer(dir, h, b);
                     run_timed(runner, cfg, &case, &info, made, 1.0, |rec| {
-                        rec.extra.insert(
-                            "peak_note".into(),
-                            json!("no link limit: the backend does not report the bus (PCIe generation x lanes)"),
-                        );
+                        link_limit(rec);
                         small_block_note(rec, b);
                     })?;
                 }
@@ -274,6 +271,45 @@ fn run_device(runner: &mut Runner, cfg: &GpuConfig, s: &mut dyn Session) -> Resu
         run_launch(runner, cfg, s, &info)?;
     }
     Ok(())
+}
+
+/// A transfer's limit: the PCIe link's one-direction payload rate at the highest generation and
+/// width this GPU can train to in this slot (NVML), so a downtrained link reads as a link below
+/// its maximum, with a warning naming both, rather than as a slow copy. Where the backend reports
+/// no link (OpenCL, no NVML) the record says there is no limit and why.
+fn link_limit(rec: &mut Record) {
+    let g = rec.conditions.as_ref().and_then(|c| c.gpu.as_ref());
+    let max = g.and_then(|g| g.pcie_max_gen.zip(g.pcie_max_width));
+    let Some((gen, width)) = max else {
+        rec.extra.insert(
+            "peak_note".into(),
+            json!("no link limit: the backend does not report the bus (PCIe generation x lanes)"),
+        );
+        return;
+    };
+    let under_load = g.and_then(|g| g.pcie_gen.zip(g.pcie_width));
+    if let Some(bps) = hostbench_core::health::link_peak_bps(gen, width) {
+        rec.set_peak(Some(Peak {
+            value: bps,
+            basis: format!(
+                "PCIe Gen{gen} x{width} (NVML's maximum for this GPU in this slot), one direction \
+                 after line encoding, before packet overhead"
+            ),
+        }));
+    }
+    if let Some((cur_gen, cur_width)) = under_load {
+        rec.extra.insert(
+            "pcie_link".into(),
+            json!(format!("Gen{cur_gen} x{cur_width}")),
+        );
+        if cur_gen < gen || cur_width < width {
+            rec.warnings.push(format!(
+                "the PCIe link ran at Gen{cur_gen} x{cur_width} under load, below the Gen{gen} \
+                 x{width} this GPU and slot allow: a downtrained link (reseat the card, check \
+                 the slot or riser), not a slow copy"
+            ));
+        }
+    }
 }
 
 /// Why the copy kernel and the driver's copy may differ beyond the parity band.
@@ -387,6 +423,9 @@ impl Watch {
             Ok(t) => {
                 let mut g = t.conditions();
                 g.sm_clock_max_hz = info.clock_hz;
+                if rec.metric == Metric::Throughput {
+                    g.work_per_joule = g.power_avg_w.filter(|w| *w > 0.0).map(|w| rec.value / w);
+                }
                 c.gpu = Some(g);
             }
             Err(why) => {

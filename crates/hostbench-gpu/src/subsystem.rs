@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hostbench_core::model::Host;
+use hostbench_core::model::{HealthReading, Host};
 use hostbench_core::subsystem::{Applicable, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
@@ -114,6 +114,10 @@ impl Subsystem for Gpu {
 
     fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
         crate::run_available(runner, &run_config(ctx))
+    }
+
+    fn health(&self) -> Vec<(&'static str, Result<Vec<HealthReading>, String>)> {
+        vec![("health.gpu", crate::health::read())]
     }
 
     fn reference_tools(&self) -> &'static [ReferenceTool] {

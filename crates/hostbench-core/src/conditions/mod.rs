@@ -185,6 +185,21 @@ pub struct GpuConditions {
     /// `sw_thermal`, `hw_thermal`, `hw_power_brake`…).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub clock_reasons: Vec<String>,
+    /// The record's work per joule of the GPU's energy (FLOP/J = FLOP/s per W): its value over
+    /// `power_avg_w`. Throughput records only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_per_joule: Option<f64>,
+    /// The PCIe link during the samples: the lowest generation and width read after any sample
+    /// (a link drops its speed at rest, so only readings under load count), and the maximum NVML
+    /// gives for this GPU in this slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_gen: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_max_width: Option<u32>,
 }
 
 /// Where the readers look, and what was found there once.

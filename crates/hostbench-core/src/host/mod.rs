@@ -155,6 +155,7 @@ fn collect(root: &Path, source: Source) -> Host {
         thp: read_trimmed(root, "sys/kernel/mm/transparent_hugepage/enabled")
             .and_then(|s| selected_mode(&s)),
         kernel_cmdline: read_trimmed(root, "proc/cmdline").filter(|s| !s.is_empty()),
+        health: None,
     }
 }
 

@@ -154,6 +154,26 @@ fn render_runs(runs: &[(Option<&str>, &RunResult)]) -> String {
                     p.value * factor,
                 );
             }
+            // Work per joule (= the rate per watt): the GPU's own energy (NVML) where the record
+            // has it, else the CPU package's (RAPL).
+            let per_joule = r.conditions.as_ref().and_then(|c| {
+                c.gpu
+                    .as_ref()
+                    .and_then(|g| g.work_per_joule)
+                    .or(c.work_per_joule)
+            });
+            if let Some(j) = per_joule {
+                let per = suffix.strip_suffix("_per_second").unwrap_or(suffix);
+                add(
+                    format!("hostbench_{}_{per}_per_joule", snake(&r.benchmark)),
+                    format!(
+                        "{} work per joule of measured energy (= the rate per watt)",
+                        r.benchmark
+                    ),
+                    l.clone(),
+                    j * factor,
+                );
+            }
             if let Some(e) = r.efficiency {
                 add(
                     format!("hostbench_{}_efficiency_ratio", snake(&r.benchmark)),
@@ -173,6 +193,11 @@ fn render_runs(runs: &[(Option<&str>, &RunResult)]) -> String {
                 );
             }
         }
+        for &(label, run) in runs {
+            if let Some(h) = &run.host.health {
+                health_families(run, label, h, &mut add);
+            }
+        }
         let mut out = String::new();
         for (name, f) in &families {
             let _ = writeln!(out, "# HELP {name} {}", f.help.replace('\n', " "));
@@ -185,10 +210,130 @@ fn render_runs(runs: &[(Option<&str>, &RunResult)]) -> String {
     }
 }
 
+/// The hardware counters (`host.health`): one family per source and counter,
+/// `hostbench_health_<source>_<counter>{host,device}`, plus the findings per severity
+/// (`hostbench_health_findings{severity}`) and each unreadable source as
+/// `hostbench_health_source_readable{source} 0`, so an alert can tell "no errors" from "not read".
+fn health_families(
+    run: &RunResult,
+    label: Option<&str>,
+    h: &hostbench_core::model::Health,
+    add: &mut impl FnMut(String, String, String, f64),
+) {
+    let base = |extra: &[(&str, &str)]| {
+        let mut pairs = vec![format!("host=\"{}\"", escape(&run.host.hostname))];
+        if let Some(l) = label {
+            pairs.push(format!("run=\"{}\"", escape(l)));
+        }
+        for (k, v) in extra {
+            pairs.push(format!("{k}=\"{}\"", escape(v)));
+        }
+        format!("{{{}}}", pairs.join(","))
+    };
+    for (id, device, key, v) in hostbench_core::health::numeric_values(h) {
+        add(
+            format!("hostbench_{}_{}", snake(id), snake(key)),
+            format!("{id} {key}, as read when the run started"),
+            base(&[("device", device)]),
+            v,
+        );
+    }
+    for (sev, n) in hostbench_core::health::tally(h) {
+        add(
+            "hostbench_health_findings".into(),
+            "hardware findings by severity (fail, warn, info)".into(),
+            base(&[("severity", sev.name())]),
+            n as f64,
+        );
+    }
+    let mut sources: Vec<&str> = h.readings.iter().map(|r| r.id.as_str()).collect();
+    sources.dedup();
+    for (id, readable) in sources
+        .into_iter()
+        .map(|s| (s, 1.0))
+        .chain(h.unavailable.keys().map(|s| (s.as_str(), 0.0)))
+    {
+        add(
+            "hostbench_health_source_readable".into(),
+            "1 where the counter source was read, 0 where it could not be (the reason is in run.json)".into(),
+            base(&[("source", id)]),
+            readable,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testdata::synthetic_run;
+
+    #[test]
+    fn health_counters_are_families_and_an_unread_source_reads_zero() {
+        let mut run = synthetic_run();
+        let mut r = hostbench_core::model::HealthReading {
+            id: "health.edac".into(),
+            device: "mc0".into(),
+            label: None,
+            values: Default::default(),
+            findings: vec![hostbench_core::model::HealthFinding {
+                severity: hostbench_core::model::Severity::Fail,
+                text: "2 uncorrectable memory error(s) on mc0".into(),
+            }],
+        };
+        r.values.insert("uncorrectable_errors".into(), 2.into());
+        r.values.insert("mc_name".into(), "IMC#0".into());
+        let mut h = hostbench_core::model::Health {
+            readings: vec![r],
+            ..Default::default()
+        };
+        h.unavailable
+            .insert("health.gpu".into(), "NVML not found".into());
+        run.host.health = Some(h);
+        let text = OpenMetricsExporter.render(&run).expect("render");
+        assert!(
+            text.contains(
+                "hostbench_health_edac_uncorrectable_errors{host=\"testhost\",device=\"mc0\"} 2\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("mc_name"), "strings are not samples");
+        assert!(text.contains("hostbench_health_findings{host=\"testhost\",severity=\"fail\"} 1\n"));
+        assert!(text.contains(
+            "hostbench_health_source_readable{host=\"testhost\",source=\"health.edac\"} 1\n"
+        ));
+        assert!(text.contains(
+            "hostbench_health_source_readable{host=\"testhost\",source=\"health.gpu\"} 0\n"
+        ));
+    }
+
+    #[test]
+    fn work_per_joule_is_exported_beside_the_rate_from_the_gpus_energy_first() {
+        let mut run = synthetic_run();
+        let r = &mut run.records[0];
+        let c = r.conditions.get_or_insert_with(Default::default);
+        c.work_per_joule = Some(1e9);
+        let name = format!("hostbench_{}_", snake(&r.benchmark));
+        let text = OpenMetricsExporter.render(&run).expect("render");
+        let line = |t: &str| {
+            t.lines()
+                .find(|l| l.starts_with(&name) && l.contains("_per_joule{"))
+                .map(str::to_string)
+        };
+        assert!(
+            line(&text).expect("per joule").ends_with(" 1000000000"),
+            "{text}"
+        );
+        let c = run.records[0].conditions.as_mut().expect("conditions");
+        c.gpu = Some(hostbench_core::conditions::GpuConditions {
+            work_per_joule: Some(5e10),
+            ..Default::default()
+        });
+        let text = OpenMetricsExporter.render(&run).expect("render");
+        assert!(
+            line(&text).expect("per joule").ends_with(" 50000000000"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn families_are_named_by_benchmark_and_base_unit() {

@@ -2,6 +2,8 @@
 
 use std::fmt::Write as _;
 
+use hostbench_core::health::HealthExt;
+use hostbench_core::model::{Health, Severity};
 use hostbench_core::spec::Spec;
 use hostbench_core::units::{format_bytes_iec, format_value};
 use serde_json::json;
@@ -98,6 +100,9 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
         "Memory      {} total",
         format_bytes_iec(host.memory.total_bytes)
     )?;
+    if let Some(h) = &host.health {
+        write_health(&mut o, h)?;
+    }
     writeln!(
         o,
         "\nTheoretical peaks (all cores; the widest general ISA, then each dot-product or matrix unit; GFLOP/s = 10^9 FLOP/s):"
@@ -121,4 +126,54 @@ pub fn run(args: &InfoArgs) -> anyhow::Result<Exit> {
     }
     out!("{o}");
     Ok(Exit::Ok)
+}
+
+/// The hardware counters in a few lines: what was read, each finding above `info`, and each
+/// source that could not be read with why (so "no errors" is never said of a counter not read).
+fn write_health(o: &mut String, h: &Health) -> std::fmt::Result {
+    // Each source read, with its count of devices, in the order read.
+    let mut read: Vec<(&str, usize)> = Vec::new();
+    for r in &h.readings {
+        let id = r.id.trim_start_matches("health.");
+        match read.iter_mut().find(|(s, _)| *s == id) {
+            Some((_, n)) => *n += 1,
+            None => read.push((id, 1)),
+        }
+    }
+    let read: Vec<String> = read.iter().map(|(id, n)| format!("{id} ({n})")).collect();
+    let worst = match h.worst() {
+        Some(Severity::Fail) => "FAULTS FOUND",
+        Some(Severity::Warn) => "worth a look",
+        _ if h.readings.is_empty() => "nothing readable",
+        _ => "no fault found",
+    };
+    writeln!(
+        o,
+        "Health      {worst}; read: {}",
+        if read.is_empty() {
+            "nothing".into()
+        } else {
+            read.join(", ")
+        }
+    )?;
+    if let Some(root) = &h.root {
+        writeln!(
+            o,
+            "            (read from the fixture tree {root}, not this host)"
+        )?;
+    }
+    for r in &h.readings {
+        for f in r.findings.iter().filter(|f| f.severity > Severity::Info) {
+            writeln!(o, "  {:<5} {}", f.severity.name(), f.text)?;
+        }
+    }
+    for (id, why) in &h.unavailable {
+        writeln!(
+            o,
+            "  {:<5} {}: {why}",
+            "n/a",
+            id.trim_start_matches("health.")
+        )?;
+    }
+    Ok(())
 }

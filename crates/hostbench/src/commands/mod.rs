@@ -19,12 +19,14 @@ use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Context;
-use hostbench_core::model::{Host, RunResult};
+use hostbench_core::health::{self, HealthExt};
+use hostbench_core::model::{Health, Host, RunResult};
 use hostbench_core::runner::write_json_atomic;
 use hostbench_core::spec::Spec;
 use hostbench_core::{clock, host};
 
 use crate::cli::{Cli, Command};
+use crate::registry::SUBSYSTEMS;
 use crate::settings::{Common, JsonTarget};
 use crate::Exit;
 use hostbench_report::{Exporter, JsonExporter, OpenMetricsExporter, TerminalExporter};
@@ -54,6 +56,18 @@ pub fn host_inventory(spec: &Spec) -> Host {
     let mut h = host::inventory();
     spec.apply(&mut h);
     h.cpu.measured_hz = clock::measure_hz(Duration::from_millis(40));
+    h.health = Some(health_counters());
+    h
+}
+
+/// The hardware error and link counters: the kernel's (core) and each subsystem's own (NVML).
+pub fn health_counters() -> Health {
+    let mut h = health::read();
+    for s in SUBSYSTEMS {
+        for (id, part) in s.health() {
+            h.add(id, part);
+        }
+    }
     h
 }
 

@@ -84,6 +84,10 @@ pub struct DiskSpec {
     pub write_bps: Option<f64>,
     pub read_iops: Option<f64>,
     pub write_iops: Option<f64>,
+    /// The device's or its controller's cache in bytes (a datasheet's DRAM buffer, a RAID
+    /// controller's write-back cache), which sysfs does not report: the disk benchmark's working
+    /// file must be at least twice it for a figure of the device rather than of the cache.
+    pub cache_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

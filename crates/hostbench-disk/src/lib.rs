@@ -11,7 +11,13 @@
 //! Cache honesty: O_DIRECT where the filesystem supports it, with the alignment it reports; where
 //! it does not, buffered I/O with the file's pages evicted (fdatasync + POSIX_FADV_DONTNEED)
 //! before every sample, labelled `buffered-evicted`. tmpfs, overlay and ZFS are labelled, because
-//! there even "direct" I/O measures memory or a cache, not the device.
+//! there even "direct" I/O measures memory or a cache, not the device; so are a loop device
+//! without direct I/O and what is stacked on one (the target resolver follows loop, dm and md
+//! devices down to the disk, whose limits then apply).
+//!
+//! The working file is never silently smaller than a cache: by default at least `MIN_FILE_BYTES`
+//! (more with a cache in the spec file), refused in one line where the free space cannot hold
+//! that; a smaller `--size` asked for explicitly runs with every record marked (`size_file`).
 
 pub mod engine;
 pub mod reference;
@@ -78,7 +84,9 @@ pub struct DiskConfig {
     pub cases: Vec<CaseSpec>,
     pub engines: EngineChoice,
     pub direct: DirectChoice,
-    /// Size of the data file; `None`: 1 GiB, at most a tenth of the free space.
+    /// Size of the data file, honoured below the floor (`MIN_FILE_BYTES`) with every record
+    /// marked; `None`: 1 GiB, at most a tenth of the free space but never below the floor (the
+    /// run is refused where the free space cannot hold that; see `size_file`).
     pub file_bytes: Option<u64>,
     /// Amount-based samples: bytes per sample over all threads; `None`: time-based.
     pub io_bytes: Option<u64>,
@@ -101,6 +109,9 @@ pub struct DiskConfig {
     /// Which cases run fio beside them with the same parameters, on the same file (the
     /// headline: the first case on its first engine).
     pub reference: hostbench_core::subsystem::ReferenceScope,
+    /// Where the free space cannot hold a working file at the floor: skip every case with the
+    /// reason (`run`, whose other subsystems go on) rather than fail as bad input (`disk`, exit 2).
+    pub refusal_skips: bool,
 }
 
 /// Most threads and queue depth a case may ask for.
@@ -195,6 +206,7 @@ impl Default for DiskConfig {
             pages: Pages::Huge,
             seed: 0xD15C,
             reference: hostbench_core::subsystem::ReferenceScope::Off,
+            refusal_skips: false,
         }
     }
 }
@@ -246,9 +258,14 @@ impl DiskConfig {
 struct Setup {
     file: PathBuf,
     file_bytes: u64,
+    /// How `file_bytes` was chosen (`extra.sizing`), and the note when it is below the floor or
+    /// smaller than asked.
+    sizing: Sizing,
     dio: DirectIo,
     fs: target::FsInfo,
     device: Option<target::DeviceInfo>,
+    /// The overlay's upper directory, where `dir` is on an overlay this namespace can see.
+    overlay: Option<target::OverlayUpper>,
     /// How the data file was written.
     layout: Layout,
 }
@@ -554,6 +571,196 @@ fn engines_for(choice: &EngineChoice) -> (Vec<EngineKind>, Option<String>) {
     }
 }
 
+/// The smallest working file a figure of the device can come from, without a cache size from the
+/// spec file: 256 MiB. It is larger than any CPU's caches (a 3 MiB file is read from the last
+/// level cache, not even from the page cache) and than the buffer of current hard disks (up to
+/// 256 MiB), so a sequential 1 MiB case cannot be served whole from one cache; SSDs keep their
+/// DRAM for the mapping table, not for data. A controller's larger cache (a RAID controller's
+/// 1-8 GiB write-back cache) is invisible in sysfs: the spec file's `disk.cache_bytes` raises the
+/// floor to twice it (see `size_floor`).
+pub const MIN_FILE_BYTES: u64 = 256 << 20;
+
+/// The floor for this run and why: twice the spec file's `disk.cache_bytes` where that is above
+/// `MIN_FILE_BYTES` (a file twice the cache has half of any uniform access miss it, and a
+/// sequential pass cannot stay in it), else the fixed minimum.
+fn size_floor(spec: &Spec) -> (u64, String) {
+    match spec.disk.cache_bytes {
+        Some(c) if c.saturating_mul(2) > MIN_FILE_BYTES => (
+            c.saturating_mul(2),
+            format!(
+                "twice the {} cache of the spec file's disk.cache_bytes",
+                format_bytes_iec(c)
+            ),
+        ),
+        _ => (
+            MIN_FILE_BYTES,
+            "the fixed minimum, above the CPU's caches and a disk's buffer".to_string(),
+        ),
+    }
+}
+
+/// How the working file's size was chosen: `extra.sizing` of every record.
+#[derive(Debug, Clone)]
+struct Sizing {
+    /// What was asked: `--size`, or the default (1 GiB, or the floor where that is larger).
+    asked: u64,
+    explicit: bool,
+    /// Free space on the filesystem before the file was written.
+    free: u64,
+    used: u64,
+    floor: u64,
+    floor_basis: String,
+    /// A warning for every record: the file is below the floor (asked for explicitly) or smaller
+    /// than asked (free space).
+    note: Option<String>,
+}
+
+impl Sizing {
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "asked": self.asked,
+            "asked_by": if self.explicit { "--size" } else { "default" },
+            "free": self.free,
+            "used": self.used,
+            "limited_by": (self.used < self.asked).then_some("free_space"),
+            "floor": self.floor,
+            "floor_basis": self.floor_basis,
+            "below_floor": self.used < self.floor,
+        })
+    }
+}
+
+/// Choose the working file's size, or refuse.
+///
+/// By default it is 1 GiB (more where the floor is higher), kept to a tenth of the free space but
+/// never below the floor: a run with too little free space for the floor is refused with one
+/// line naming the free space and the remedies, rather than silently measuring a file that a
+/// cache holds (issue 55: 3 MiB on a nearly full filesystem read at 20 GB/s from a disk). Where
+/// the free space made it smaller than the default, every record says so.
+///
+/// A size asked for with `--size` is honoured even below the floor (the user asked, e.g. to
+/// measure the cache, and the tests run on small files), but every record is marked: a warning
+/// and `extra.sizing.below_floor`. It is only refused where it does not fit in the free space.
+fn size_file(
+    cfg: &DiskConfig,
+    dir: &Path,
+    fs: &target::FsInfo,
+    spec: &Spec,
+    min_bytes: u64,
+) -> Result<Sizing, BenchError> {
+    let (floor, floor_basis) = size_floor(spec);
+    if let Some(b) = cfg.file_bytes {
+        target::check_free_space(dir, b, "the data file (--size)")?;
+        let note = (b < floor).then(|| {
+            format!(
+                "working file {} (asked with --size) is below the {} floor ({floor_basis}): the \
+                 figures may be of a cache, not of the device",
+                format_bytes_iec(b),
+                format_bytes_iec(floor)
+            )
+        });
+        return Ok(Sizing {
+            asked: b,
+            explicit: true,
+            free: fs.free_bytes,
+            used: b,
+            floor,
+            floor_basis,
+            note,
+        });
+    }
+    const MIB: u64 = 1 << 20;
+    let asked = DEFAULT_FILE_BYTES.max(floor);
+    let tenth = (fs.free_bytes as f64 * DEFAULT_FREE_FRACTION) as u64 / MIB * MIB;
+    let usable = target::usable_bytes(fs);
+    let mut used = asked.min(tenth.max(floor)).max(min_bytes);
+    if used > usable {
+        // Not a tenth, but still the floor where the margin allows it.
+        used = floor.max(min_bytes);
+    }
+    if used > usable {
+        let need = if used > floor {
+            format!(
+                "{} (the widest case's threads x block)",
+                format_bytes_iec(used)
+            )
+        } else {
+            format!("{} ({floor_basis})", format_bytes_iec(floor))
+        };
+        return Err(BenchError::invalid(format!(
+            "refused: a figure of the device needs a working file of at least {need}, but only \
+             {} is free on {} ({} usable, keeping a 10 % / 1 GiB margin); free space there, \
+             test another filesystem with --dir, or ask for a smaller file with --size (its \
+             figures are then marked as possibly of a cache)",
+            format_bytes_iec(fs.free_bytes),
+            dir.display(),
+            format_bytes_iec(usable),
+        )));
+    }
+    let note = (used < asked).then(|| {
+        let why = if used > tenth {
+            "the floor, more than a tenth of"
+        } else {
+            "a tenth of"
+        };
+        format!(
+            "working file {}, not the {} default: {why} the {} free on {} (--size sets it)",
+            format_bytes_iec(used),
+            format_bytes_iec(asked),
+            format_bytes_iec(fs.free_bytes),
+            dir.display()
+        )
+    });
+    Ok(Sizing {
+        asked,
+        explicit: false,
+        free: fs.free_bytes,
+        used,
+        floor,
+        floor_basis,
+        note,
+    })
+}
+
+/// The three records' cases of one case on one engine, with the `direct` it would have (for a
+/// refusal before anything ran, what `--direct` asked).
+fn three_cases(c: &CaseSpec, kind: EngineKind, cfg: &DiskConfig) -> [Case; 3] {
+    let direct = cfg.direct != DirectChoice::Off;
+    let f = cfg.file_bytes.unwrap_or(0);
+    [
+        case_for(
+            "disk.throughput",
+            Metric::Throughput,
+            "B/s",
+            c,
+            kind,
+            direct,
+            f,
+            cfg,
+        ),
+        case_for(
+            "disk.iops",
+            Metric::Throughput,
+            "IO/s",
+            c,
+            kind,
+            direct,
+            f,
+            cfg,
+        ),
+        case_for(
+            "disk.latency",
+            Metric::Latency,
+            "s",
+            c,
+            kind,
+            direct,
+            f,
+            cfg,
+        ),
+    ]
+}
+
 /// Run every configured case through `runner`. Bad input is an error before anything is
 /// written; a failure inside a case (ENOSPC, EIO) skips that case and the others go on.
 pub fn run_disk(
@@ -567,26 +774,22 @@ pub fn run_disk(
     let fs = target::fs_info(&dir)?;
     let max_threads = cfg.cases.iter().map(|c| c.threads).max().unwrap_or(1) as u64;
     let max_block = cfg.cases.iter().map(|c| c.block).max().unwrap_or(4096);
-    let file_bytes = match cfg.file_bytes {
-        Some(b) => {
-            target::check_free_space(&dir, b, "the data file (--size)")?;
-            b
-        }
-        None => {
-            let cap = (fs.free_bytes as f64 * DEFAULT_FREE_FRACTION) as u64;
-            let b = DEFAULT_FILE_BYTES.min(cap) / (1 << 20) * (1 << 20);
-            if b < max_block * max_threads {
-                return Err(BenchError::invalid(format!(
-                    "only {} free on {}: a tenth of it cannot hold {} thread(s) x {} blocks",
-                    format_bytes_iec(fs.free_bytes),
-                    dir.display(),
-                    max_threads,
-                    format_bytes_iec(max_block)
-                )));
+    let sizing = match size_file(cfg, &dir, &fs, spec, max_block * max_threads) {
+        Ok(s) => s,
+        Err(e) if cfg.refusal_skips => {
+            // In `run`: the other subsystems go on, and the disk's cases say why they did not.
+            for c in &cfg.cases {
+                for k in engines_for(&cfg.engines).0 {
+                    for case in three_cases(c, k, cfg) {
+                        runner.skip_with(&case, "refused", &e.to_string())?;
+                    }
+                }
             }
-            b
+            return Ok(());
         }
+        Err(e) => return Err(e),
     };
+    let file_bytes = sizing.used;
     for c in &cfg.cases {
         if slice_bytes(file_bytes, c) < c.block {
             return Err(BenchError::invalid(format!(
@@ -597,6 +800,9 @@ pub fn run_disk(
             )));
         }
     }
+    let overlay = (fs.fs_type == "overlay")
+        .then(|| target::overlay_upper(&dir))
+        .flatten();
     let dio = target::direct_io(&dir);
     if cfg.direct == DirectChoice::On {
         for c in &cfg.cases {
@@ -622,8 +828,15 @@ pub fn run_disk(
     let mut setup = Setup {
         file: work.path().join("data"),
         file_bytes,
+        sizing,
         dio,
-        device: target::device_info(&dir),
+        // An overlay has no device of its own: the upper directory's is the one written.
+        device: target::device_info(&dir).or_else(|| {
+            overlay
+                .as_ref()
+                .and_then(|o| target::device_info(Path::new(&o.upperdir)))
+        }),
+        overlay,
         fs,
         layout: Layout::Buffered,
     };
@@ -812,6 +1025,8 @@ fn run_one(
     let mut derived: Vec<Record> = Vec::new();
     let device = setup.device.clone();
     let fs = setup.fs.clone();
+    let overlay = &setup.overlay;
+    let sizing = &setup.sizing;
     let layout = setup.layout;
     // The runner's warm-up samples come first. They bring the device, the scheduler and the
     // filesystem to a steady state (fio's ramp_time) and are never measured, so they run a
@@ -867,8 +1082,33 @@ fn run_one(
                     r.extra.insert("warmup_seconds".into(), json!(warmup_s));
                 }
                 r.extra.insert("fs_type".into(), json!(fs.fs_type));
+                r.extra.insert("sizing".into(), sizing.json());
+                if let Some(n) = &sizing.note {
+                    r.warnings.push(n.clone());
+                }
                 if let Some(d) = &device {
                     r.extra.insert("device".into(), json!(d));
+                    if d.stack.is_some() {
+                        r.extra.insert("device_chain".into(), json!(d.chain()));
+                    }
+                    // Through a loop device with direct I/O or a one-member dm/md stack, the
+                    // device below bounds the figure: its rotational flag and link, not the
+                    // stacked device's (a loop device says rotational whatever it is on).
+                    let lim = d.limits();
+                    if lim.name != d.name {
+                        r.extra.insert(
+                            "limits_device".into(),
+                            json!({
+                                "name": lim.name,
+                                "model": lim.model,
+                                "rotational": lim.rotational,
+                                "interface": lim.interface,
+                            }),
+                        );
+                    }
+                    if let Some(n) = d.memory_note() {
+                        r.warnings.push(n);
+                    }
                 }
                 r.extra.insert("verify".into(), json!(cfg.verify));
                 r.extra.insert("sync_writes".into(), json!(cfg.sync_writes));
@@ -882,8 +1122,16 @@ fn run_one(
                     Some(b) => r.extra.insert("io_bytes_per_sample".into(), json!(b)),
                     None => r.extra.insert("sample_seconds".into(), json!(cfg.duration.as_secs_f64())),
                 };
-                if let Some(n) = fs.caching_note() {
-                    r.warnings.push(n.to_string());
+                match &overlay {
+                    Some(o) => {
+                        r.extra.insert("overlay_upper".into(), json!(o));
+                        r.warnings.push(o.note());
+                    }
+                    None => {
+                        if let Some(n) = fs.caching_note() {
+                            r.warnings.push(n.to_string());
+                        }
+                    }
                 }
                 if let Some(n) = &direct_note {
                     r.warnings.push(n.clone());
@@ -1289,6 +1537,133 @@ mod tests {
                     .contains(&format!("offset {}", 65536 + 2 * workload::UNIT)),
                 "{e}"
             );
+        }
+    }
+
+    fn fs_with(free_mib: u64, total_mib: u64) -> target::FsInfo {
+        target::FsInfo {
+            fs_type: "ext4".into(),
+            magic: 0xEF53,
+            free_bytes: free_mib << 20,
+            total_bytes: total_mib << 20,
+        }
+    }
+
+    /// Issue 55 (1): a nearly full filesystem (a 48 MiB ext4 with 37 MiB free) once got a 3 MiB
+    /// file, silently, and figures of a cache. The default size never goes below the floor: where
+    /// the free space cannot hold it, the run is refused in one line naming the free space and
+    /// the remedies.
+    #[test]
+    fn a_default_file_below_the_floor_is_refused_naming_free_space_and_remedies() {
+        let cfg = DiskConfig::default();
+        let spec = Spec::default();
+        let d = Path::new("/mnt/small");
+        let e = size_file(&cfg, d, &fs_with(37, 48), &spec, 1 << 20).unwrap_err();
+        assert!(matches!(e, BenchError::InvalidInput(_)), "{e}");
+        let m = e.to_string();
+        assert!(!m.contains('\n'), "{m}");
+        for part in [
+            "refused: ",
+            "at least 256 MiB",
+            "37.0 MiB is free on /mnt/small",
+            "--dir",
+            "--size",
+        ] {
+            assert!(m.contains(part), "{part:?} not in {m}");
+        }
+        // 1.5 GiB free of 100 GiB: a tenth (153 MiB) is below the floor, the floor fits beside
+        // the 1 GiB margin, so the file is the floor, and said to be smaller than the default.
+        let s = size_file(&cfg, d, &fs_with(1536, 102_400), &spec, 1 << 20).unwrap();
+        assert_eq!(s.used, MIN_FILE_BYTES);
+        let note = s.note.clone().unwrap();
+        assert!(
+            note.starts_with(
+                "working file 256 MiB, not the 1.00 GiB default: the floor, more than a tenth of \
+                 the 1.50 GiB free on /mnt/small"
+            ),
+            "{note}"
+        );
+        let j = s.json();
+        assert_eq!(j["limited_by"], "free_space");
+        assert_eq!(j["asked_by"], "default");
+        assert_eq!(j["free"], 1536u64 << 20);
+        assert_eq!(j["below_floor"], false);
+        // 5 GiB free of 100 GiB: a tenth, 512 MiB.
+        let s = size_file(&cfg, d, &fs_with(5120, 102_400), &spec, 1 << 20).unwrap();
+        assert_eq!(s.used, 512 << 20);
+        let note = s.note.unwrap();
+        assert!(
+            note.contains("default: a tenth of the 5.00 GiB free"),
+            "{note}"
+        );
+        // Plenty of space: the default, nothing to say.
+        let s = size_file(&cfg, d, &fs_with(102_400, 204_800), &spec, 1 << 20).unwrap();
+        assert_eq!((s.used, s.note.is_none()), (DEFAULT_FILE_BYTES, true));
+        assert_eq!(s.json()["limited_by"], serde_json::Value::Null);
+        // The widest case's threads x block can raise it above the floor.
+        let e = size_file(&cfg, d, &fs_with(1536, 102_400), &spec, 600 << 20).unwrap_err();
+        assert!(
+            e.to_string().contains("the widest case's threads x block"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_cache_in_the_spec_file_raises_the_floor_to_twice_it() {
+        let mut spec = Spec::default();
+        spec.disk.cache_bytes = Some(1 << 30);
+        let cfg = DiskConfig::default();
+        let d = Path::new("/d");
+        let s = size_file(&cfg, d, &fs_with(102_400, 204_800), &spec, 1 << 20).unwrap();
+        assert_eq!((s.floor, s.used, s.asked), (2 << 30, 2 << 30, 2 << 30));
+        assert!(
+            s.floor_basis.contains("disk.cache_bytes"),
+            "{}",
+            s.floor_basis
+        );
+        let e = size_file(&cfg, d, &fs_with(2048, 204_800), &spec, 1 << 20).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("at least 2.00 GiB (twice the 1.00 GiB cache"),
+            "{e}"
+        );
+        // A cache below half the fixed minimum leaves the minimum.
+        spec.disk.cache_bytes = Some(64 << 20);
+        assert_eq!(size_floor(&spec).0, MIN_FILE_BYTES);
+    }
+
+    /// A small file asked for with --size runs (the user asked; the tests rely on it), marked.
+    #[test]
+    fn an_explicit_small_file_is_honoured_and_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = target::fs_info(dir.path()).unwrap();
+        let cfg = DiskConfig {
+            file_bytes: Some(8 << 20),
+            ..DiskConfig::default()
+        };
+        let s = size_file(&cfg, dir.path(), &fs, &Spec::default(), 1 << 20).unwrap();
+        assert_eq!(s.used, 8 << 20);
+        let note = s.note.clone().unwrap();
+        assert!(
+            note.starts_with(
+                "working file 8.00 MiB (asked with --size) is below the 256 MiB floor"
+            ),
+            "{note}"
+        );
+        let j = s.json();
+        assert_eq!(
+            (j["asked_by"].as_str(), j["below_floor"].as_bool()),
+            (Some("--size"), Some(true))
+        );
+        assert_eq!(j["limited_by"], serde_json::Value::Null);
+        // Above the floor: no mark.
+        let cfg = DiskConfig {
+            file_bytes: Some(MIN_FILE_BYTES),
+            ..cfg
+        };
+        if fs.free_bytes > 4 * MIN_FILE_BYTES {
+            let s = size_file(&cfg, dir.path(), &fs, &Spec::default(), 1 << 20).unwrap();
+            assert!(s.note.is_none());
         }
     }
 

@@ -255,6 +255,7 @@ mod tests {
             pages: Pages::Huge,
             seed: 1,
             reference: hostbench_core::subsystem::ReferenceScope::All,
+            refusal_skips: false,
         };
         let a = fio_args(
             &c,

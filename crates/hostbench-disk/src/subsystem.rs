@@ -1,6 +1,7 @@
 //! The disk subsystem for `hostbench run`, in the run's scratch directory: the fio presets
 //! (standard), two of them (quick), every op with both engines (full), or the classic matrix.
-//! The data file stays within a tenth of the free space.
+//! The data file stays within a tenth of the free space, never below the floor of `size_file`:
+//! where the scratch directory cannot hold that, the disk's cases are skipped as refused.
 
 use std::path::Path;
 use std::time::Duration;
@@ -54,6 +55,8 @@ fn run_config(ctx: &RunContext<'_>) -> DiskConfig {
     }
     cfg.io_bytes = cfg.io_bytes.map(|b| ((b as f64 * ctx.scale) as u64).max(1));
     cfg.reference = ctx.reference;
+    // Too little free space for an honest file skips the disk, not the whole run.
+    cfg.refusal_skips = true;
     cfg
 }
 

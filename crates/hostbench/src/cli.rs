@@ -358,8 +358,10 @@ pub struct DiskArgs {
     /// O_DIRECT: auto (where supported and aligned), on (or refuse), off (buffered, evicted).
     #[arg(long, value_enum, default_value = "auto")]
     pub direct: DirectArg,
-    /// Data file size (the classic 10GB file). Default 1 GiB, at most a tenth of the free space.
-    #[arg(long, value_name = "SIZE")]
+    /// Data file size (the classic 10GB file). Default 1 GiB, at most a tenth of the free space
+    /// but never below 256 MiB (refused where there is not that much); a smaller size asked for
+    /// here runs, its records marked as possibly of a cache.
+    #[arg(long, visible_alias = "file-size", value_name = "SIZE")]
     pub size: Option<String>,
     /// Amount-based samples: bytes transferred per sample over all threads (default: time-based,
     /// --duration per sample, 2 s).

@@ -232,17 +232,22 @@ fn a_full_filesystem_is_refused_and_nothing_is_left() {
         "free",
     );
     assert!(leftovers(fs.path()).is_empty());
-    // The default file size adapts to a tenth of the free space instead of failing.
+    // The default file size never shrinks below the floor to fit (issue 55): refused, one line.
+    assert_usage_error(
+        &["disk", "--dir", fs.path().to_str().expect("utf-8 path")],
+        "free on",
+    );
+    assert!(leftovers(fs.path()).is_empty());
+    // A small file asked for explicitly runs, marked.
     let out = run_ok(
-        "disk --op read --block 64k --iodepth 1 --duration 30ms --repeat 1 --warmup 0 --json - \
-         --dir",
+        "disk --op read --block 64k --iodepth 1 --size 1MiB --duration 30ms --repeat 1 \
+         --warmup 0 --json - --dir",
         &[fs.path().as_os_str()],
     );
     let doc = json_of(&out);
-    let file = doc["records"][0]["params"]["file_bytes"]
-        .as_u64()
-        .expect("file_bytes");
-    assert!(file <= 16 << 20, "{file}");
+    let r = &doc["records"][0];
+    assert_eq!(r["params"]["file_bytes"], 1 << 20);
+    assert_eq!(r["extra"]["sizing"]["below_floor"], true, "{r}");
     assert!(leftovers(fs.path()).is_empty());
 }
 
@@ -740,4 +745,347 @@ fn reference_runs_fio_beside_each_case_on_the_same_file() {
         });
         assert!(warned, "{r}");
     }
+}
+
+/// Issue 55 (1): on a nearly full filesystem (a 48 MiB ext4 on a loop device, about 37 MiB
+/// free) the default working file once shrank to 3 MiB, silently, and read at 20 GB/s from a
+/// rotational device. Now the run is refused in one line naming the free space and the remedies;
+/// the same small file asked for with --size runs, every record marked, with its sizing.
+#[test]
+fn a_nearly_full_filesystem_refuses_the_default_file_and_marks_an_asked_small_one() {
+    let Some(disk) = LoopExt4::mount(48) else {
+        return;
+    };
+    let mnt = disk.mnt.path().to_str().expect("utf-8 path");
+    let json = disk._tmp.path().join("out.json");
+    let out = hostbench()
+        .args(["disk", "--dir", mnt, "--repeat", "1", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    for part in ["256 MiB", "is free on", mnt, "--dir", "--size"] {
+        assert!(err.contains(part), "{part:?} not in {err}");
+    }
+    assert!(!json.exists(), "nothing measured, nothing written");
+    assert!(leftovers(disk.mnt.path()).is_empty());
+    // In `run` the same refusal skips the disk's cases with the reason, and the run goes on.
+    let out_dir = disk._tmp.path().join("run");
+    let out = hostbench()
+        .args(
+            "run --only disk --profile quick --repeat 1 --warmup 0 --quiet --no-history \
+             --no-reference --disk-dir"
+                .split_whitespace(),
+        )
+        .arg(disk.mnt.path())
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .expect("run");
+    // Nothing else was asked for, so nothing was measured at all: a runtime failure (exit 1).
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run_json = std::fs::read_dir(&out_dir)
+        .expect("out dir")
+        .flatten()
+        .map(|e| e.path().join("run.json"))
+        .find(|p| p.exists())
+        .expect("run.json");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_json).expect("read")).expect("JSON");
+    let skipped = doc["skipped"].as_array().expect("skipped");
+    assert_eq!(skipped.len(), 6, "{skipped:?}");
+    for s in skipped {
+        assert_eq!(s["kind"], "refused", "{s}");
+        assert!(s["reason"].to_string().contains("is free on"), "{s}");
+    }
+    assert!(leftovers(disk.mnt.path()).is_empty());
+
+    let out = run_ok(
+        "disk --op read,randread --block 1MiB,4k --iodepth 1 --file-size 4MiB --duration 40ms \
+         --repeat 1 --warmup 0 --json - --dir",
+        &[disk.mnt.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let records = doc["records"].as_array().expect("records");
+    assert_eq!(records.len(), 12, "{}", doc["skipped"]);
+    for r in records {
+        let sizing = &r["extra"]["sizing"];
+        assert_eq!(sizing["asked_by"], "--size", "{r}");
+        assert_eq!(sizing["used"], 4 << 20);
+        assert_eq!(sizing["below_floor"], true);
+        assert!(
+            sizing["free"].as_u64().expect("free") < 48 << 20,
+            "{sizing}"
+        );
+        assert!(
+            r["warnings"]
+                .to_string()
+                .contains("working file 4.00 MiB (asked with --size) is below the 256 MiB floor"),
+            "{r}"
+        );
+    }
+    assert!(leftovers(disk.mnt.path()).is_empty());
+}
+
+/// An ext4 on a loop device set up with `losetup --direct-io=on|off` (not `mount -o loop`, which
+/// chooses for itself), its image under the target directory (not /tmp, which may be tmpfs);
+/// unmounted and detached on drop. `None` when not root or the tools are missing, which CI must
+/// not be.
+struct LoopDio {
+    dev: String,
+    img: PathBuf,
+    mnt: tempfile::TempDir,
+    _tmp: tempfile::TempDir,
+}
+
+impl LoopDio {
+    fn set_up(direct_io: bool) -> Option<Self> {
+        let tools = ["mkfs.ext4", "losetup"];
+        let have = |t: &str| {
+            StdCommand::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let can = Path::new("/dev/loop-control").exists()
+            && common::is_root()
+            && tools.iter().all(|t| have(t));
+        if !can {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root with loop devices, e2fsprogs and mount: a loop device must work"
+            );
+            eprintln!("skipped: needs root, /dev/loop-control, losetup and mkfs.ext4");
+            return None;
+        }
+        let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        let img = tmp.path().join("disk.img");
+        std::fs::File::create(&img)
+            .and_then(|f| f.set_len(64 << 20))
+            .expect("image");
+        let out = StdCommand::new("losetup")
+            .args([
+                "--find",
+                "--show",
+                if direct_io {
+                    "--direct-io=on"
+                } else {
+                    "--direct-io=off"
+                },
+            ])
+            .arg(&img)
+            .output()
+            .expect("losetup");
+        assert!(
+            out.status.success(),
+            "losetup: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mnt = tempfile::tempdir().expect("tempdir");
+        // From here on, Drop detaches the device whatever fails.
+        let me = Self {
+            dev,
+            img,
+            mnt,
+            _tmp: tmp,
+        };
+        let ok = StdCommand::new("mkfs.ext4")
+            .args(["-q", "-F", &me.dev])
+            .status()
+            .expect("mkfs.ext4")
+            .success();
+        assert!(ok, "mkfs.ext4 {} failed", me.dev);
+        let ok = StdCommand::new("mount")
+            .arg(&me.dev)
+            .arg(me.mnt.path())
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "mount {} failed", me.dev);
+        Some(me)
+    }
+
+    fn name(&self) -> &str {
+        self.dev.trim_start_matches("/dev/")
+    }
+
+    fn sys(&self, file: &str) -> String {
+        std::fs::read_to_string(Path::new("/sys/block").join(self.name()).join(file))
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for LoopDio {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("umount").arg(self.mnt.path()).status();
+        let _ = StdCommand::new("losetup").args(["-d", &self.dev]).status();
+    }
+}
+
+/// The whole disk holding `path` (a partition resolved to its disk), from sysfs; None for a
+/// filesystem without a block device.
+fn disk_of(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (dev >> 8 & 0xfff, (dev & 0xff) | (dev >> 12 & 0xfff00));
+    let dir = Path::new("/sys/dev/block")
+        .join(format!("{major}:{minor}"))
+        .canonicalize()
+        .ok()?;
+    let dir = if dir.join("partition").exists() {
+        dir.parent()?.to_path_buf()
+    } else {
+        dir
+    };
+    Some(dir.file_name()?.to_string_lossy().into_owned())
+}
+
+/// Issue 55 (2): O_DIRECT through a loop device without direct I/O reaches its backing file
+/// through the host's page cache: the figures are of memory, labelled as tmpfs's are, with the
+/// backing file named. With direct I/O the device holding the file bounds the figure: its
+/// rotational flag and its link, not the loop device's.
+#[test]
+fn a_loop_device_is_followed_to_its_backing_file_with_and_without_direct_io() {
+    for direct_io in [false, true] {
+        let Some(l) = LoopDio::set_up(direct_io) else {
+            return;
+        };
+        assert_eq!(
+            l.sys("loop/dio"),
+            if direct_io { "1" } else { "0" },
+            "losetup --direct-io={direct_io} on {}",
+            l.dev
+        );
+        let out = run_ok(
+            "disk --op randread --iodepth 1 --size 4MiB --duration 40ms --repeat 1 --warmup 0 \
+             --json - --dir",
+            &[l.mnt.path().as_os_str()],
+        );
+        let doc = json_of(&out);
+        let records = doc["records"].as_array().expect("records");
+        assert_eq!(records.len(), 3, "{}", doc["skipped"]);
+        let img = l.img.to_str().expect("utf-8 path");
+        let below = disk_of(&l.img);
+        for r in records {
+            let dev = &r["extra"]["device"];
+            assert_eq!(dev["name"], l.name(), "{r}");
+            assert_eq!(dev["stack"]["kind"], "loop");
+            assert_eq!(dev["stack"]["backing_file"], img);
+            assert_eq!(dev["stack"]["direct_io"], direct_io);
+            let chain = r["extra"]["device_chain"].as_str().expect("device_chain");
+            let on_off = if direct_io { "on" } else { "off" };
+            assert!(
+                chain.starts_with(&format!("{} (file {img}, direct I/O {on_off})", l.name())),
+                "{chain}"
+            );
+            let warnings = r["warnings"].to_string();
+            let memory = format!("memory, not storage: {}", l.name());
+            if !direct_io {
+                assert!(
+                    warnings.contains(&format!("{memory} reaches its backing file {img}")),
+                    "{warnings}"
+                );
+                assert!(r["extra"].get("limits_device").is_none(), "{r}");
+                assert!(r["peak"].is_null(), "{r}");
+                continue;
+            }
+            assert!(!warnings.contains(&memory), "{warnings}");
+            match &below {
+                Some(disk) => {
+                    assert_eq!(dev["stack"]["below"][0]["name"], disk.as_str(), "{r}");
+                    let lim = &r["extra"]["limits_device"];
+                    assert_eq!(lim["name"], disk.as_str(), "{r}");
+                    let rot = std::fs::read_to_string(
+                        Path::new("/sys/block").join(disk).join("queue/rotational"),
+                    )
+                    .expect("rotational");
+                    assert_eq!(lim["rotational"], rot.trim() != "0", "{r}");
+                    assert!(chain.ends_with(&format!("→ {disk}")), "{chain}");
+                }
+                // The image's filesystem has no block device (overlay, btrfs): nothing below.
+                None => assert!(r["extra"].get("limits_device").is_none(), "{r}"),
+            }
+        }
+    }
+}
+
+/// An overlay whose upper directory is on a fresh tmpfs, unmounted (overlay, then tmpfs) on drop.
+struct OverlayOnTmpfs {
+    mnt: tempfile::TempDir,
+    _lower: tempfile::TempDir,
+    upper: Tmpfs,
+}
+
+impl OverlayOnTmpfs {
+    fn mount() -> Option<Self> {
+        let upper = Tmpfs::mount("64m", "")?;
+        for d in ["upper", "work"] {
+            std::fs::create_dir(upper.path().join(d)).expect("mkdir");
+        }
+        let lower = tempfile::tempdir().expect("tempdir");
+        let mnt = tempfile::tempdir().expect("tempdir");
+        let opts = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            lower.path().display(),
+            upper.path().join("upper").display(),
+            upper.path().join("work").display()
+        );
+        let me = Self {
+            mnt,
+            _lower: lower,
+            upper,
+        };
+        let ok = StdCommand::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .arg(me.mnt.path())
+            .status()
+            .expect("mount")
+            .success();
+        assert!(ok, "mount -t overlay failed");
+        Some(me)
+    }
+}
+
+impl Drop for OverlayOnTmpfs {
+    fn drop(&mut self) {
+        let _ = StdCommand::new("umount").arg(self.mnt.path()).status();
+    }
+}
+
+/// Issue 55 (2): an overlay over tmpfs is memory, as tmpfs is, and says which directory.
+#[test]
+fn an_overlay_over_tmpfs_is_labelled_memory_not_storage() {
+    let Some(o) = OverlayOnTmpfs::mount() else {
+        return;
+    };
+    let out = run_ok(
+        "disk --op randread --iodepth 1 --size 4MiB --duration 40ms --repeat 1 --warmup 0 \
+         --json - --dir",
+        &[o.mnt.path().as_os_str()],
+    );
+    let doc = json_of(&out);
+    let r = &doc["records"][0];
+    assert_eq!(r["extra"]["fs_type"], "overlay", "{r}");
+    let upper = o.upper.path().join("upper");
+    let upper = upper.to_str().expect("utf-8 path");
+    assert_eq!(r["extra"]["overlay_upper"]["upperdir"], upper, "{r}");
+    assert_eq!(r["extra"]["overlay_upper"]["fs_type"], "tmpfs", "{r}");
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!(
+            "memory, not storage: an overlay whose upper directory {upper} is on tmpfs"
+        )),
+        "{warnings}"
+    );
+    assert!(leftovers(o.mnt.path()).is_empty());
 }

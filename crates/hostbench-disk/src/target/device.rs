@@ -4,6 +4,13 @@
 //! Why this is its own module: a result means more next to the interface limit (`disk_peak`), and
 //! finding that limit is a walk through sysfs that differs per bus. The `_from` functions take the
 //! sysfs root as a parameter so tests can use a fixture tree.
+//!
+//! Stacked devices are followed down (`Stack`): a loop device to the device holding its backing
+//! file (`loop/backing_file`, `loop/dio`), device-mapper and md to their members (`slaves/`). A
+//! loop device without direct I/O reads and writes its backing file through the host's page
+//! cache, so O_DIRECT on it measures memory, as on tmpfs (`DeviceInfo::memory_note`); with direct
+//! I/O, or under a dm or md device with one member, the device below is the one whose limits
+//! apply (`DeviceInfo::limits`).
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +36,135 @@ pub struct DeviceInfo {
     /// The link's payload rate in bytes/s after line encoding; None where there is no wire limit
     /// (virtio) or it could not be read.
     pub interface_bps: Option<f64>,
+    /// What a stacked device (loop, dm, md) is built on, resolved down to disks; None for a disk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stack: Option<Stack>,
+}
+
+/// What a loop, device-mapper or md device is built on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stack {
+    /// "loop", "dm" or "md".
+    pub kind: String,
+    /// dm: the mapping's name (`dm/name`, e.g. vg0-data); md: its RAID level (`md/level`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// loop: the file it reads and writes (`loop/backing_file`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backing_file: Option<String>,
+    /// loop: whether it reaches that file with direct I/O (`loop/dio`); without, every I/O goes
+    /// through the host's page cache. None where the kernel does not say (before 4.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direct_io: Option<bool>,
+    /// loop: the filesystem holding the backing file (tmpfs makes it memory whatever `dio` is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backing_fs: Option<String>,
+    /// The devices below: a loop device's, the one holding its backing file (none where that
+    /// filesystem has no block device); dm's and md's, their members.
+    pub below: Vec<DeviceInfo>,
+}
+
+/// How deep a stack is followed: dm over md over loop over a partition is four; a cycle (which
+/// sysfs should never show) stops here rather than recursing forever.
+const MAX_STACK_DEPTH: u32 = 8;
+
+/// The device number and filesystem name of a loop device's backing file (a parameter so the
+/// fixture tests need not have a real file on a real device).
+type BackingStat<'a> = &'a dyn Fn(&Path) -> (Option<(u32, u32)>, Option<String>);
+
+fn backing_stat(path: &Path) -> (Option<(u32, u32)>, Option<String>) {
+    (
+        dev_of(path),
+        super::fs::fs_info(path).ok().map(|f| f.fs_type),
+    )
+}
+
+impl DeviceInfo {
+    /// The device whose limits (interface peak, rotational flag) bound a figure measured here:
+    /// below a loop device with direct I/O, the device holding its backing file; below a dm or md
+    /// device with one member, that member; otherwise this device. A memory-backed stack has no
+    /// device limit, so it stays here (whose interface is unknown, hence no peak).
+    pub fn limits(&self) -> &DeviceInfo {
+        let Some(s) = &self.stack else {
+            return self;
+        };
+        let through = s.kind != "loop" || s.direct_io == Some(true);
+        match s.below.as_slice() {
+            [one] if through && self.memory_note().is_none() => one.limits(),
+            _ => self,
+        }
+    }
+
+    /// Why I/O to this device measures memory rather than storage, naming the layer: a RAM disk,
+    /// a loop device that reaches its backing file without direct I/O (through the host's page
+    /// cache) or whose backing file is on tmpfs, or any device stacked on one of those.
+    pub fn memory_note(&self) -> Option<String> {
+        if self.name.starts_with("zram") || self.name.starts_with("ram") {
+            return Some(format!("memory, not storage: {} is a RAM disk", self.name));
+        }
+        let s = self.stack.as_ref()?;
+        if s.kind == "loop" {
+            let file = s.backing_file.as_deref().unwrap_or("(unknown)");
+            if let Some(fs @ ("tmpfs" | "ramfs")) = s.backing_fs.as_deref() {
+                return Some(format!(
+                    "memory, not storage: {} is backed by {file}, a file on {fs}",
+                    self.name
+                ));
+            }
+            if s.direct_io != Some(true) {
+                return Some(format!(
+                    "memory, not storage: {} reaches its backing file {file} through the host's \
+                     page cache (loop direct I/O off: set it up with losetup --direct-io=on to \
+                     measure the device below)",
+                    self.name
+                ));
+            }
+        }
+        s.below
+            .iter()
+            .find_map(DeviceInfo::memory_note)
+            .map(|n| format!("{n} ({} is stacked on it)", self.name))
+    }
+
+    /// The stack from this device down, for the record: "dm-0 (vg0-data) → loop0 (file
+    /// /srv/disk.img, direct I/O off) → vda"; just the name for a disk.
+    pub fn chain(&self) -> String {
+        let mut out = self.name.clone();
+        let Some(s) = &self.stack else {
+            return out;
+        };
+        let mut what: Vec<String> = Vec::new();
+        what.extend(s.label.clone());
+        if let Some(f) = &s.backing_file {
+            what.push(format!("file {f}"));
+        }
+        if s.kind == "loop" {
+            what.push(
+                match s.direct_io {
+                    Some(true) => "direct I/O on",
+                    Some(false) => "direct I/O off",
+                    None => "direct I/O unknown",
+                }
+                .to_string(),
+            );
+        }
+        if !what.is_empty() {
+            out.push_str(&format!(" ({})", what.join(", ")));
+        }
+        match s.below.as_slice() {
+            [] => {
+                if let Some(fs) = &s.backing_fs {
+                    out.push_str(&format!(" → {fs}"));
+                }
+            }
+            [one] => out.push_str(&format!(" → {}", one.chain())),
+            many => {
+                let each: Vec<String> = many.iter().map(DeviceInfo::chain).collect();
+                out.push_str(&format!(" → [{}]", each.join(", ")));
+            }
+        }
+        out
+    }
 }
 
 /// PCIe per-lane payload rate after encoding (8b/10b for gen 1–2, 128b/130b for 3–5, FLIT for 6),
@@ -83,7 +219,23 @@ pub(super) fn logical_block_from(sys_root: &Path, major: u32, minor: u32) -> Opt
 
 /// `device_info` against a sysfs tree rooted at `sys_root` (normally `/sys`).
 pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<DeviceInfo> {
+    device_info_with(sys_root, major, minor, &backing_stat)
+}
+
+fn device_info_with(
+    sys_root: &Path,
+    major: u32,
+    minor: u32,
+    stat: BackingStat<'_>,
+) -> Option<DeviceInfo> {
     let disk = disk_dir(sys_root, major, minor)?;
+    info_at(sys_root, &disk, stat, MAX_STACK_DEPTH)
+}
+
+/// A whole disk's sysfs directory (not a partition's) → its `DeviceInfo`, stacks followed down
+/// to `depth` more levels.
+fn info_at(sys_root: &Path, disk: &Path, stat: BackingStat<'_>, depth: u32) -> Option<DeviceInfo> {
+    let disk = disk.to_path_buf();
     let name = disk.file_name()?.to_string_lossy().into_owned();
     let queue = disk.join("queue");
     let mut info = DeviceInfo {
@@ -93,12 +245,17 @@ pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<Devic
         physical_block: read_num(&queue.join("physical_block_size")),
         interface: None,
         interface_bps: None,
+        stack: None,
         name,
     };
     let stacked = ["dm-", "md", "loop", "zram", "nbd", "ram", "drbd", "rbd"];
     if stacked.iter().any(|p| info.name.starts_with(p)) {
-        // Stacked or virtual: the limit is that of the devices below (or of memory); guessing one
-        // would be worse than saying nothing.
+        // Stacked or virtual: the limit is that of the devices below (or of memory), found by
+        // following the stack; guessing one for the stacked device itself would be worse than
+        // saying nothing.
+        if depth > 0 {
+            info.stack = stack_of(sys_root, &disk, &info.name, stat, depth - 1);
+        }
         return Some(info);
     }
     let components: Vec<String> = disk
@@ -138,6 +295,72 @@ pub fn device_info_from(sys_root: &Path, major: u32, minor: u32) -> Option<Devic
         }
     }
     Some(info)
+}
+
+/// What a loop, dm or md device at `disk` is built on; None for other devices and for a loop
+/// device with nothing bound.
+fn stack_of(
+    sys_root: &Path,
+    disk: &Path,
+    name: &str,
+    stat: BackingStat<'_>,
+    depth: u32,
+) -> Option<Stack> {
+    if name.starts_with("loop") {
+        let file = read_trim(&disk.join("loop/backing_file"))?;
+        // A backing file unlinked after setup is still the loop device's; sysfs says so.
+        let file = file.strip_suffix(" (deleted)").unwrap_or(&file).to_string();
+        let direct_io = read_trim(&disk.join("loop/dio")).map(|s| s != "0");
+        let (dev, backing_fs) = stat(Path::new(&file));
+        let below = dev
+            .and_then(|(major, minor)| disk_dir(sys_root, major, minor))
+            .and_then(|d| info_at(sys_root, &d, stat, depth))
+            .into_iter()
+            .collect();
+        return Some(Stack {
+            kind: "loop".to_string(),
+            label: None,
+            backing_file: Some(file),
+            direct_io,
+            backing_fs,
+            below,
+        });
+    }
+    let (kind, label) = if name.starts_with("dm-") {
+        ("dm", read_trim(&disk.join("dm/name")))
+    } else if name.starts_with("md") {
+        ("md", read_trim(&disk.join("md/level")))
+    } else {
+        return None;
+    };
+    // Each member is a link to its sysfs directory, a partition's inside its disk's.
+    let mut members: Vec<PathBuf> = std::fs::read_dir(disk.join("slaves"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.path().canonicalize().ok())
+        .filter_map(|p| {
+            if p.join("partition").exists() {
+                p.parent().map(Path::to_path_buf)
+            } else {
+                Some(p)
+            }
+        })
+        .collect();
+    members.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+    members.dedup();
+    let below = members
+        .iter()
+        .filter_map(|m| info_at(sys_root, m, stat, depth))
+        .collect();
+    Some(Stack {
+        kind: kind.to_string(),
+        label,
+        backing_file: None,
+        direct_io: None,
+        backing_fs: None,
+        below,
+    })
 }
 
 /// The SAS link of a disk behind a SAS transport (an `end_device-*` in its sysfs path): the
@@ -264,11 +487,18 @@ pub fn disk_peak(dev: Option<&DeviceInfo>, spec: &Spec, write: bool, iops: bool)
     if iops {
         return None;
     }
-    let dev = dev?;
+    let top = dev?;
+    let dev = top.limits();
     let (iface, bps) = (dev.interface.as_deref()?, dev.interface_bps?);
+    let basis = interface_basis(iface, bps);
     Some(Peak {
         value: bps,
-        basis: interface_basis(iface, bps),
+        // Through a stack, the path to the device whose link it is.
+        basis: if dev.name == top.name {
+            basis
+        } else {
+            format!("{}: {basis}", top.chain())
+        },
     })
 }
 
@@ -424,6 +654,203 @@ mod tests {
             "../../devices/virtual/block/dm-0",
             &root.join("dev/block/252:0"),
         );
+    }
+
+    /// A loop device `loopN` at 7:N backed by `file`, `dio` "0" or "1" (None: no `dio` file).
+    fn loop_fixture(root: &Path, n: u32, file: &str, dio: Option<&str>) {
+        let dev = root.join(format!("devices/virtual/block/loop{n}"));
+        // The loop driver says rotational unless told otherwise, whatever the file is on.
+        queue(&dev, "1", "512", "512");
+        write(&dev.join("loop/backing_file"), file);
+        if let Some(d) = dio {
+            write(&dev.join("loop/dio"), d);
+        }
+        link(
+            &format!("../../devices/virtual/block/loop{n}"),
+            &root.join(format!("dev/block/7:{n}")),
+        );
+    }
+
+    /// A dm or md device at `MAJ:MIN` named `name` whose members are the sysfs paths `members`
+    /// (relative to the root, as `slaves/` links point).
+    fn stacked_fixture(root: &Path, name: &str, dev: &str, label: (&str, &str), members: &[&str]) {
+        let dir = root.join("devices/virtual/block").join(name);
+        queue(&dir, "0", "4096", "4096");
+        write(&dir.join(label.0), label.1);
+        for m in members {
+            let member = Path::new(m)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            link(
+                &format!("../../../../../{m}"),
+                &dir.join("slaves").join(member),
+            );
+        }
+        link(
+            &format!("../../devices/virtual/block/{name}"),
+            &root.join("dev/block").join(dev),
+        );
+    }
+
+    /// The backing files of the stack fixtures: two on the NVMe drive's partition (259:1), one
+    /// on the virtio disk (254:0), one on tmpfs (no block device).
+    fn stat_fixture(path: &Path) -> (Option<(u32, u32)>, Option<String>) {
+        match path.to_str() {
+            Some("/srv/disk.img" | "/srv/fast.img") => (Some((259, 1)), Some("ext4".into())),
+            Some("/var/vd.img") => (Some((254, 0)), Some("ext4".into())),
+            Some("/dev/shm/ram.img") => (None, Some("tmpfs".into())),
+            _ => (None, None),
+        }
+    }
+
+    fn stacks(root: &Path) {
+        nvme_fixture(root);
+        sata_fixture(root);
+        virtio_fixture(root);
+        loop_fixture(root, 0, "/srv/disk.img", Some("0"));
+        loop_fixture(root, 1, "/srv/fast.img", Some("1"));
+        loop_fixture(root, 2, "/dev/shm/ram.img (deleted)", Some("1"));
+        loop_fixture(root, 3, "/var/vd.img", None);
+        stacked_fixture(
+            root,
+            "dm-1",
+            "252:1",
+            ("dm/name", "vg0-data"),
+            &["devices/virtual/block/loop0"],
+        );
+        stacked_fixture(
+            root,
+            "dm-2",
+            "252:2",
+            ("dm/name", "vg0-fast"),
+            &["devices/pci0000:00/0000:00:01.1/0000:01:00.0/nvme/nvme0/nvme0n1/nvme0n1p1"],
+        );
+        stacked_fixture(
+            root,
+            "md0",
+            "9:0",
+            ("md/level", "raid1"),
+            &[
+                "devices/pci0000:00/0000:00:1f.2/ata3/host2/target2:0:0/2:0:0:0/block/sda/sda2",
+                "devices/pci0000:00/0000:00:02.0/virtio1/block/vda",
+            ],
+        );
+    }
+
+    fn stacked(root: &Path, major: u32, minor: u32) -> DeviceInfo {
+        device_info_with(root, major, minor, &stat_fixture).unwrap()
+    }
+
+    /// Issue 55 (2): O_DIRECT through a loop device without direct I/O reaches its backing file
+    /// through the page cache: memory, labelled as tmpfs is, with the file named and no peak.
+    #[test]
+    fn a_loop_device_without_direct_io_is_memory_with_its_backing_file_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        stacks(tmp.path());
+        let l = stacked(tmp.path(), 7, 0);
+        assert_eq!(l.name, "loop0");
+        let s = l.stack.as_ref().unwrap();
+        assert_eq!(
+            (s.kind.as_str(), s.direct_io, s.backing_file.as_deref()),
+            ("loop", Some(false), Some("/srv/disk.img"))
+        );
+        assert_eq!(s.below.len(), 1);
+        assert_eq!(s.below[0].name, "nvme0n1");
+        let note = l.memory_note().unwrap();
+        assert!(note.starts_with("memory, not storage: loop0 "), "{note}");
+        assert!(
+            note.contains("/srv/disk.img") && note.contains("--direct-io=on"),
+            "{note}"
+        );
+        // The device below does not bound a figure of memory.
+        assert_eq!(l.limits().name, "loop0");
+        assert_eq!(disk_peak(Some(&l), &Spec::default(), false, false), None);
+        assert_eq!(
+            l.chain(),
+            "loop0 (file /srv/disk.img, direct I/O off) → nvme0n1"
+        );
+        // A kernel without loop/dio (before 4.4) cannot say: not taken for direct.
+        let old = stacked(tmp.path(), 7, 3);
+        assert!(old.memory_note().is_some());
+        assert!(
+            old.chain().contains("direct I/O unknown"),
+            "{}",
+            old.chain()
+        );
+        assert_eq!(old.stack.unwrap().below[0].name, "vda");
+    }
+
+    #[test]
+    fn a_loop_device_with_direct_io_takes_the_limits_of_the_device_below() {
+        let tmp = tempfile::tempdir().unwrap();
+        stacks(tmp.path());
+        let l = stacked(tmp.path(), 7, 1);
+        assert_eq!(l.memory_note(), None);
+        assert_eq!(l.rotational, Some(true));
+        let lim = l.limits();
+        assert_eq!(lim.name, "nvme0n1");
+        assert_eq!(lim.rotational, Some(false));
+        let p = disk_peak(Some(&l), &Spec::default(), false, false).unwrap();
+        assert!((p.value - 4.0 * 1.969e9).abs() < 1.0);
+        assert_eq!(
+            p.basis,
+            "loop1 (file /srv/fast.img, direct I/O on) → nvme0n1: PCIe 4.0 x4 link: 4 lanes x \
+             1.969 GB/s (interface limit, not the device's)"
+        );
+        // A backing file on tmpfs is memory whatever `dio` says; the " (deleted)" sysfs adds
+        // to an unlinked file is not part of its name.
+        let r = stacked(tmp.path(), 7, 2);
+        let note = r.memory_note().unwrap();
+        assert!(note.contains("/dev/shm/ram.img, a file on tmpfs"), "{note}");
+        assert_eq!(r.limits().name, "loop2");
+        assert_eq!(
+            r.chain(),
+            "loop2 (file /dev/shm/ram.img, direct I/O on) → tmpfs"
+        );
+    }
+
+    #[test]
+    fn dm_and_md_stacks_are_followed_to_their_members() {
+        let tmp = tempfile::tempdir().unwrap();
+        stacks(tmp.path());
+        // dm over a loop device without direct I/O: memory, said through the stack.
+        let dm = stacked(tmp.path(), 252, 1);
+        let note = dm.memory_note().unwrap();
+        assert!(
+            note.contains("loop0 reaches its backing file /srv/disk.img")
+                && note.ends_with("(dm-1 is stacked on it)"),
+            "{note}"
+        );
+        assert_eq!(
+            dm.chain(),
+            "dm-1 (vg0-data) → loop0 (file /srv/disk.img, direct I/O off) → nvme0n1"
+        );
+        assert_eq!(disk_peak(Some(&dm), &Spec::default(), false, false), None);
+        // dm over one partition: the disk's limits apply.
+        let dm = stacked(tmp.path(), 252, 2);
+        assert_eq!(dm.memory_note(), None);
+        assert_eq!(dm.limits().name, "nvme0n1");
+        assert_eq!(dm.chain(), "dm-2 (vg0-fast) → nvme0n1");
+        let p = disk_peak(Some(&dm), &Spec::default(), true, false).unwrap();
+        assert!(p
+            .basis
+            .starts_with("dm-2 (vg0-fast) → nvme0n1: PCIe 4.0 x4 link"));
+        // md over two members: no single device's limit is the array's.
+        let md = stacked(tmp.path(), 9, 0);
+        assert_eq!(md.chain(), "md0 (raid1) → [sda, vda]");
+        assert_eq!(md.limits().name, "md0");
+        assert_eq!(md.memory_note(), None);
+        assert_eq!(disk_peak(Some(&md), &Spec::default(), false, false), None);
+        // A disk has no stack, and its JSON no `stack` key (the field is additive).
+        let sda = stacked(tmp.path(), 8, 2);
+        assert_eq!(sda.stack, None);
+        assert_eq!(sda.chain(), "sda");
+        assert!(serde_json::to_value(&sda).unwrap().get("stack").is_none());
+        let json = serde_json::to_value(stacked(tmp.path(), 7, 0)).unwrap();
+        assert_eq!(json["stack"]["direct_io"], false);
+        assert_eq!(json["stack"]["below"][0]["name"], "nvme0n1");
     }
 
     #[test]

@@ -88,6 +88,103 @@ impl FsInfo {
     }
 }
 
+/// An overlay's upper directory, where every write and every copied-up file goes, and the
+/// filesystem it is on; found only where this mount namespace can see it (not from inside a
+/// container whose overlay the host set up, the usual case, which keeps the generic note).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverlayUpper {
+    pub upperdir: String,
+    pub fs_type: String,
+}
+
+impl OverlayUpper {
+    /// The label for every record: memory where the upper directory is on tmpfs or ramfs (an
+    /// overlay over tmpfs measures memory, as tmpfs does), else which filesystem took the I/O.
+    pub fn note(&self) -> String {
+        match self.fs_type.as_str() {
+            "tmpfs" | "ramfs" => format!(
+                "memory, not storage: an overlay whose upper directory {} is on {}",
+                self.upperdir, self.fs_type
+            ),
+            fs => format!(
+                "overlay: I/O goes to its upper directory {}, on {fs}",
+                self.upperdir
+            ),
+        }
+    }
+}
+
+/// The upper directory of the overlay mounted at `dir` or above it, from
+/// `/proc/self/mountinfo`; None where `dir` is not on an overlay or the upper directory cannot be
+/// read from here.
+pub fn overlay_upper(dir: &Path) -> Option<OverlayUpper> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let upperdir = overlay_upperdir(&text, &dir.canonicalize().ok()?)?;
+    let fs = fs_info(Path::new(&upperdir)).ok()?;
+    Some(OverlayUpper {
+        upperdir,
+        fs_type: fs.fs_type,
+    })
+}
+
+/// `upperdir=` of the mount holding `dir` (the deepest mount point above it, the last mounted
+/// where several share one), if that mount is an overlay.
+fn overlay_upperdir(mountinfo: &str, dir: &Path) -> Option<String> {
+    let mut best: Option<(usize, Option<String>)> = None;
+    for line in mountinfo.lines() {
+        // "36 35 98:0 /root /mnt/point rw,noatime shared:1 - overlay overlay rw,upperdir=/u,…"
+        let Some((pre, post)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(point) = pre.split(' ').nth(4).map(unescape_mount) else {
+            continue;
+        };
+        let point = Path::new(&point);
+        if !dir.starts_with(point) {
+            continue;
+        }
+        let mut post = post.split(' ');
+        let fs_type = post.next().unwrap_or("");
+        let options = post.nth(1).unwrap_or("");
+        let upper = (fs_type == "overlay")
+            .then(|| {
+                options
+                    .split(',')
+                    .find_map(|o| o.strip_prefix("upperdir="))
+                    .map(unescape_mount)
+            })
+            .flatten();
+        let depth = point.components().count();
+        if best.as_ref().is_none_or(|(d, _)| depth >= *d) {
+            best = Some((depth, upper));
+        }
+    }
+    best?.1
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo` octal.
+fn unescape_mount(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match (b[i], octal) {
+            (b'\\', Some(d)) => {
+                out.push(d.iter().fold(0u8, |v, c| v.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            (c, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// Name the filesystem under `path` and how much space it has.
 pub fn fs_info(path: &Path) -> Result<FsInfo, BenchError> {
     let vfs = statvfs(path).map_err(|e| BenchError::io(path, e))?;
@@ -154,9 +251,14 @@ pub fn check_free_space(dir: &Path, needed: u64, what: &str) -> Result<(), Bench
     check_free_space_in(&fs, dir, needed, what)
 }
 
-fn check_free_space_in(fs: &FsInfo, dir: &Path, needed: u64, what: &str) -> Result<(), BenchError> {
+/// The bytes a run may write on `fs`: its free space less the margin of `check_free_space`.
+pub fn usable_bytes(fs: &FsInfo) -> u64 {
     let margin = (fs.total_bytes / 10).min(GIB);
-    let usable = fs.free_bytes.saturating_sub(margin);
+    fs.free_bytes.saturating_sub(margin)
+}
+
+fn check_free_space_in(fs: &FsInfo, dir: &Path, needed: u64, what: &str) -> Result<(), BenchError> {
+    let usable = usable_bytes(fs);
     if needed > usable {
         return Err(BenchError::invalid(format!(
             "{what} needs {} but only {} is free on {} (keeping a 10 % / 1 GiB margin, {} usable)",
@@ -206,6 +308,39 @@ mod tests {
         assert!(mk("zfs").caching_note().unwrap().contains("ARC"));
         assert_eq!(mk("ext4").caching_note(), None);
         assert_eq!(mk("xfs").caching_note(), None);
+    }
+
+    #[test]
+    fn an_overlay_is_followed_to_its_upper_directory() {
+        let info = "\
+22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+40 22 0:35 / /run/t rw shared:5 - tmpfs tmpfs rw,size=65536k
+41 22 0:36 / /srv/my\\040root rw shared:6 - overlay overlay \
+rw,lowerdir=/srv/lower,upperdir=/run/t/up\\040per,workdir=/run/t/work
+42 41 254:0 /data /srv/my\\040root/data rw shared:7 - ext4 /dev/vda rw
+";
+        let up = |d: &str| overlay_upperdir(info, Path::new(d));
+        assert_eq!(up("/srv/my root/x").as_deref(), Some("/run/t/up per"));
+        assert_eq!(up("/srv/my root").as_deref(), Some("/run/t/up per"));
+        // A mount inside the overlay, or no overlay at all.
+        assert_eq!(up("/srv/my root/data/y"), None);
+        assert_eq!(up("/srv/my rootx"), None);
+        assert_eq!(up("/home"), None);
+        let o = OverlayUpper {
+            upperdir: "/run/t/up per".into(),
+            fs_type: "tmpfs".into(),
+        };
+        assert_eq!(
+            o.note(),
+            "memory, not storage: an overlay whose upper directory /run/t/up per is on tmpfs"
+        );
+        let o = OverlayUpper {
+            fs_type: "ext4".into(),
+            ..o
+        };
+        assert!(o
+            .note()
+            .starts_with("overlay: I/O goes to its upper directory"));
     }
 
     #[test]

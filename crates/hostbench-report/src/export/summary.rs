@@ -395,6 +395,23 @@ pub fn first_cause(r: &Record) -> Option<String> {
     })
 }
 
+/// A disk record's working file where it is below the size floor or smaller than asked (issue
+/// 55: a 3 MiB file on a nearly full disk read at 20 GB/s), said under its headline: such a
+/// figure may be a cache's, not the device's.
+fn working_file(r: &Record) -> Option<String> {
+    let s = r.extra.get("sizing")?;
+    let size = crate::units::bytes(s.get("used")?.as_f64()?);
+    if s.get("below_floor").and_then(|v| v.as_bool()) == Some(true) {
+        let floor = s.get("floor").and_then(|v| v.as_f64()).unwrap_or(0.0);
+        return Some(format!(
+            "working file {size}, below the {} floor: may be a cache's figure",
+            crate::units::bytes(floor)
+        ));
+    }
+    (s.get("limited_by").and_then(|v| v.as_str()) == Some("free_space"))
+        .then(|| format!("working file {size}, limited by free space"))
+}
+
 fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     let mut out = String::new();
     let c = &run.host.cpu;
@@ -427,7 +444,10 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     let mut causes: Vec<Option<String>> = vec![None];
     for h in all_headlines(run) {
         let r = h.record;
-        causes.push(first_cause(r));
+        causes.push(match (working_file(r), first_cause(r)) {
+            (Some(w), Some(c)) => Some(format!("{w}; {c}")),
+            (w, c) => w.or(c),
+        });
         let peak = match (r.efficiency, r.scaling_efficiency()) {
             (Some(e), _) if r.efficiency_effective.is_some() => format!(
                 "{:.1} % ({:.1} % of effective)",
@@ -644,6 +664,29 @@ mod tests {
         assert!(first_cause(&disk).unwrap().starts_with("CV "));
         disk.diagnosis.pop();
         assert!(first_cause(&disk).unwrap().starts_with("kernel_io (5 %): "));
+    }
+
+    #[test]
+    fn a_small_working_file_is_said_under_its_headline() {
+        let mut run = synthetic_run();
+        let mut r = crate::testdata::record(
+            "disk.throughput",
+            Metric::Throughput,
+            "B/s",
+            serde_json::json!({"op": "read", "block_bytes": 1u64 << 20, "threads": 1}),
+            &[20.3e9],
+        );
+        r.extra.insert(
+            "sizing".into(),
+            serde_json::json!({"used": 4u64 << 20, "floor": 256u64 << 20, "below_floor": true,
+                               "limited_by": null}),
+        );
+        run.records = vec![r];
+        let text = render(&run).unwrap();
+        assert!(
+            text.contains("↳ working file 4 MiB, below the 256 MiB floor"),
+            "{text}"
+        );
     }
 
     #[test]

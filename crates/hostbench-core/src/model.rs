@@ -333,6 +333,20 @@ pub struct Record {
     /// more threads than the host delivers independent FMA throughput for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency_effective: Option<f64>,
+    /// Set when the case ended before all its measured samples (its network peer went away):
+    /// `samples` holds the ones that finished, and this says why the rest are missing. Such a
+    /// record is kept, not trusted as complete: the run's exit code counts it as a failed case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<Incomplete>,
+}
+
+/// Why a record holds fewer samples than its case asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Incomplete {
+    /// The error that ended the case, as the failed sample reported it.
+    pub error: String,
+    /// Measured samples the case asked for (`samples` has the ones that finished).
+    pub samples_planned: usize,
 }
 
 impl Record {

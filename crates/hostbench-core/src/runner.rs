@@ -5,7 +5,9 @@
 //! samples that are thrown away, `repeat` measured samples, statistics, the "noisy" warning, a
 //! progress bar on stderr (only when stderr is a terminal), the time budget, and an atomic
 //! rewrite of the partial result file after every case, so Ctrl-C or a crash keeps what was
-//! already measured. Failures of one case become `skipped` entries and the run goes on.
+//! already measured. Failures of one case become `skipped` entries and the run goes on; a case
+//! that something outside the host can cut short (`run_case_keeping`: a network server that
+//! dies) keeps the samples it finished as a record marked `incomplete`, saved the same way.
 //!
 //! Progress is one bar for everything the runner does. A whole run (`hostbench run`) announces
 //! its phases (subsystems) up front with estimated case counts and sample lengths, so the bar's
@@ -406,7 +408,19 @@ impl Runner {
     pub fn measure(
         &mut self,
         case: &Case,
+        sample: impl FnMut() -> Result<Sample, BenchError>,
+    ) -> Result<Record, BenchError> {
+        self.measure_or_keep(case, sample, false)
+    }
+
+    /// [`Runner::measure`]; with `keep`, a measured sample that fails at run time (not bad
+    /// input, not a failed validation) after others finished ends the case with a record of
+    /// the finished ones, marked incomplete with the error.
+    fn measure_or_keep(
+        &mut self,
+        case: &Case,
         mut sample: impl FnMut() -> Result<Sample, BenchError>,
+        keep: bool,
     ) -> Result<Record, BenchError> {
         self.bar.set_message(self.case_message(case));
         for _ in 0..self.config.warmup {
@@ -420,9 +434,19 @@ impl Runner {
             .begin()
             .does_io(crate::conditions::does_io(&case.benchmark));
         let mut clocks = Vec::new();
+        let mut cut: Option<BenchError> = None;
         for _ in 0..self.config.repeat.max(1) {
             self.sample_starts();
-            let s = sample()?;
+            let s = match sample() {
+                Ok(s) => s,
+                Err(e @ (BenchError::Failed(_) | BenchError::Io { .. }))
+                    if keep && !values.is_empty() =>
+                {
+                    cut = Some(e);
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
             conditions.sample_done();
             if !s.value.is_finite() {
                 return Err(BenchError::Failed(format!(
@@ -444,6 +468,17 @@ impl Runner {
             self.tick();
         }
         let mut record = build_record(case, values, extras);
+        if let Some(e) = cut {
+            let planned = self.config.repeat.max(1);
+            record.warnings.push(format!(
+                "incomplete: {} of {planned} samples; the case ended with: {e}",
+                record.samples.len()
+            ));
+            record.incomplete = Some(crate::model::Incomplete {
+                error: e.to_string(),
+                samples_planned: planned,
+            });
+        }
         let clock = clocks.first().zip(clocks.last()).map(|(a, b)| (*a, *b));
         let rate = (record.metric == Metric::Throughput).then_some(record.value);
         let conditions = conditions.finish(clock, rate);
@@ -545,10 +580,34 @@ impl Runner {
         sample: impl FnMut() -> Result<Sample, BenchError>,
         finish: impl FnOnce(&mut Record),
     ) -> Result<(), BenchError> {
+        self.run_case_or_keep(case, sample, finish, false)
+    }
+
+    /// [`Runner::run_case`] for a case that something outside this host can cut short (a
+    /// network server that dies mid-case): when a measured sample fails at run time after
+    /// others finished, the finished ones are committed (and saved like any record) as a
+    /// record marked `incomplete` with the error, instead of the whole case becoming a skip.
+    /// `finish` sees the mark. With no measured sample finished, the case is skipped as usual.
+    pub fn run_case_keeping(
+        &mut self,
+        case: &Case,
+        sample: impl FnMut() -> Result<Sample, BenchError>,
+        finish: impl FnOnce(&mut Record),
+    ) -> Result<(), BenchError> {
+        self.run_case_or_keep(case, sample, finish, true)
+    }
+
+    fn run_case_or_keep(
+        &mut self,
+        case: &Case,
+        sample: impl FnMut() -> Result<Sample, BenchError>,
+        finish: impl FnOnce(&mut Record),
+        keep: bool,
+    ) -> Result<(), BenchError> {
         if self.over_budget() {
             return self.skip_with(case, "budget", "time budget exhausted before this case");
         }
-        match self.measure(case, sample) {
+        match self.measure_or_keep(case, sample, keep) {
             Ok(mut record) => {
                 finish(&mut record);
                 self.commit(record)
@@ -648,6 +707,7 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         conditions: None,
         diagnosis: Vec::new(),
         efficiency_effective: None,
+        incomplete: None,
     }
 }
 
@@ -894,6 +954,78 @@ mod tests {
         .unwrap();
         assert_eq!(r.bar.position(), 4 * w);
         assert_eq!(r.result().skipped.len(), 1);
+    }
+
+    #[test]
+    fn a_cut_case_keeps_its_finished_samples_marked_incomplete() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("partial.json");
+        let mut r = Runner::new(quiet(Some(path.clone())), Host::default());
+        let case = Case::new("test.cut", Metric::Throughput, "OP/s");
+        // Warm-up and one measured sample finish; the second fails.
+        let mut n = 0;
+        let mut seen = None;
+        r.run_case_keeping(
+            &case,
+            || {
+                n += 1;
+                match n {
+                    1..=2 => Ok(Sample::new(5.0)),
+                    _ => Err(BenchError::Failed("Connection reset by peer".into())),
+                }
+            },
+            |rec| seen = rec.incomplete.clone(),
+        )
+        .unwrap();
+        assert_eq!(n, 3, "no sample after the failed one");
+        let saved: RunResult = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(saved.skipped.is_empty());
+        let rec = &saved.records[0];
+        assert_eq!(rec.samples, vec![5.0]);
+        let mark = rec.incomplete.as_ref().expect("marked incomplete");
+        assert_eq!(mark.error, "Connection reset by peer");
+        assert_eq!(mark.samples_planned, 3);
+        assert_eq!(seen.as_ref(), Some(mark), "finish sees the mark");
+        assert!(rec
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("incomplete: 1 of 3")));
+
+        // Nothing measured yet (the warm-up failed), or bad input: a skip and an error as ever.
+        r.run_case_keeping(&case, || Err(BenchError::Failed("gone".into())), |_| {})
+            .unwrap();
+        assert_eq!(r.result().skipped.len(), 1);
+        let mut n = 0;
+        let bad = r.run_case_keeping(
+            &case,
+            || {
+                n += 1;
+                if n < 3 {
+                    Ok(Sample::new(1.0))
+                } else {
+                    Err(BenchError::invalid("nope"))
+                }
+            },
+            |_| {},
+        );
+        assert!(matches!(bad, Err(BenchError::InvalidInput(_))));
+        // Plain run_case still drops a case whose sample failed late.
+        let mut n = 0;
+        r.run_case(
+            &case,
+            || {
+                n += 1;
+                if n < 3 {
+                    Ok(Sample::new(1.0))
+                } else {
+                    Err(BenchError::Failed("broke".into()))
+                }
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.result().records.len(), 1);
+        assert_eq!(r.result().skipped.len(), 2);
     }
 
     #[test]

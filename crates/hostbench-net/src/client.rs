@@ -41,6 +41,10 @@ pub enum ClientError {
     /// handshake): worth retrying within the connect timeout.
     #[error("{0}")]
     Busy(String),
+    /// Nothing listens at the server's address (connection refused): at the first connect the
+    /// target is wrong; after a session broke, the server is gone (see `peer`).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl From<ProtoError> for ClientError {
@@ -212,8 +216,14 @@ impl Client {
         timeout: Duration,
     ) -> Result<Self, ClientError> {
         let peer = |m: String| ClientError::Peer(m);
-        let mut ctl = TcpStream::connect_timeout(&server, timeout)
-            .map_err(|e| peer(format!("cannot connect to {server}: {e}")))?;
+        let mut ctl = TcpStream::connect_timeout(&server, timeout).map_err(|e| {
+            let m = format!("cannot connect to {server}: {e}");
+            if e.kind() == io::ErrorKind::ConnectionRefused {
+                ClientError::Refused(m)
+            } else {
+                peer(m)
+            }
+        })?;
         ctl.set_nodelay(true)
             .map_err(|e| peer(format!("{server}: {e}")))?;
         let handshake = |e: ProtoError| peer(format!("{server}: handshake failed: {e}"));

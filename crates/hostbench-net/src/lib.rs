@@ -15,7 +15,9 @@
 //! Each data stream is one OS thread, pinned by default (stream i of client and server on the
 //! i-th CPU of the placement order, so on loopback a stream's two ends share a core and its
 //! cache). The control protocol (`wire`, `auth`) is authenticated by a pre-shared token with a
-//! fresh nonce per connection; see `server` for the admission and timeout rules.
+//! fresh nonce per connection; see `server` for the admission and timeout rules. A server that
+//! dies mid-run leaves the case it was serving with the samples that finished (a record marked
+//! incomplete), and once a reconnect is refused the client stops trying (`peer`).
 
 pub mod auth;
 pub mod client;
@@ -31,6 +33,7 @@ pub mod tcp;
 pub mod udp;
 pub mod wire;
 
+mod peer;
 mod transactions;
 mod under_load;
 
@@ -362,7 +365,9 @@ pub fn split_host_port(text: &str, default_port: u16) -> Result<(String, u16), B
 
 fn client_err(e: ClientError) -> BenchError {
     match e {
-        ClientError::Peer(m) | ClientError::Busy(m) => BenchError::invalid(m),
+        ClientError::Peer(m) | ClientError::Busy(m) | ClientError::Refused(m) => {
+            BenchError::invalid(m)
+        }
         ClientError::Validation(m) => BenchError::Validation(m),
         ClientError::Session(m) | ClientError::Test(m) => BenchError::Failed(m),
     }
@@ -382,6 +387,8 @@ struct Link {
     server_kernel: std::collections::BTreeMap<String, u64>,
     /// Where this client's data threads run for now, instead of `order` (see `Ctx::split`).
     placed: Option<Vec<usize>>,
+    /// Whether the server is still there (see `peer`).
+    watch: peer::Watch,
 }
 
 impl Link {
@@ -436,15 +443,30 @@ impl Link {
     }
 
     fn run(&mut self, spec: &TestSpec) -> Result<Outcome, BenchError> {
+        // A server known to be gone is not asked again: the case is not run, and says why.
+        if let Some(g) = self.watch.gone() {
+            return Err(BenchError::Failed(g.not_run()));
+        }
         let order = self.placed.clone().unwrap_or_else(|| self.order.clone());
         let r = self.connect().and_then(|c| {
             c.order = order;
             c.run(spec)
         });
-        if let Ok(o) = &r {
-            for (k, v) in &o.server_kernel {
-                *self.server_kernel.entry(k.clone()).or_insert(0) += v;
+        match &r {
+            Ok(o) => {
+                self.watch.test_ok();
+                for (k, v) in &o.server_kernel {
+                    *self.server_kernel.entry(k.clone()).or_insert(0) += v;
+                }
             }
+            Err(ClientError::Refused(_)) => {
+                if let Some(g) = self.watch.refused(self.addr) {
+                    return Err(BenchError::Failed(g.not_run()));
+                }
+            }
+            Err(e) => self
+                .watch
+                .test_failed(e, hostbench_core::model::now_rfc3339),
         }
         if let Err(e) = &r {
             if !matches!(e, ClientError::Validation(_)) {
@@ -456,7 +478,7 @@ impl Link {
         r.map_err(|e| match e {
             // A peer that vanished mid-run fails this case; only the first connect is an
             // input error.
-            ClientError::Peer(m) => BenchError::Failed(m),
+            ClientError::Peer(m) | ClientError::Refused(m) => BenchError::Failed(m),
             other => client_err(other),
         })
     }
@@ -501,6 +523,7 @@ pub fn run_net(
         connect_timeout: cfg.connect_timeout,
         server_kernel: Default::default(),
         placed: None,
+        watch: peer::Watch::default(),
     };
     // The first connection decides whether the target is usable at all.
     link.connect().map_err(client_err)?;
@@ -533,6 +556,18 @@ pub fn run_net(
     let result = run_cases(runner, &ctx, &mut link);
     if let Some(c) = link.client.take() {
         c.close();
+    }
+    if let Some(g) = link.watch.gone() {
+        // Every case after the departure was skipped at once with the same reason; one line
+        // says so, instead of one refusal per case.
+        let reason = g.not_run();
+        let cases = runner
+            .result()
+            .skipped
+            .iter()
+            .filter(|s| s.reason == reason)
+            .count();
+        runner.say(&g.line(cases));
     }
     result
 }
@@ -713,7 +748,7 @@ fn throughput_case(
     // The runner's first samples are warm-ups, never measured.
     let mut warmups = runner.config().warmup;
     let warmup_trials = std::cell::Cell::new(0usize);
-    runner.run_case(
+    runner.run_case_keeping(
         &case,
         || {
             if let Some(max_loss) = max_loss {
@@ -764,8 +799,12 @@ fn throughput_case(
             let server = link.borrow_mut().take_server_kernel();
             let delta = kernel_extra(rec, &before, ctx.remote().then_some(server));
             // A search's failing trials drop datagrams on purpose, and unpaced UDP is warned
-            // about already: flag only what should have run clean.
-            if max_loss.is_none() && (proto == Proto::Tcp || rate.is_some()) {
+            // about already: flag only what should have run clean. A record cut short by its
+            // peer's death counts that death's resets and retransmits, not the path's.
+            if max_loss.is_none()
+                && (proto == Proto::Tcp || rate.is_some())
+                && rec.incomplete.is_none()
+            {
                 if let Some(w) = kernel::flag(&delta) {
                     rec.warnings.push(w);
                 }
@@ -797,7 +836,8 @@ fn throughput_case(
                     )),
                 );
             }
-            if with_reference {
+            // An incomplete record's peer went away: nothing to run a reference against.
+            if with_reference && rec.incomplete.is_none() {
                 let case = reference::Iperf3Case {
                     proto,
                     direction: dir,
@@ -1018,7 +1058,7 @@ fn latency_case(
     let hists: RefCell<Vec<LatencyHist>> = RefCell::new(Vec::new());
     link.borrow_mut().take_server_kernel();
     let before = kernel::Counters::read();
-    runner.run_case(
+    runner.run_case_keeping(
         &case,
         || {
             let o = link.borrow_mut().run(&test)?;
@@ -1051,7 +1091,7 @@ fn latency_case(
                     if proto == Proto::Tcp { " with TCP_NODELAY" } else { "" }
                 )),
             );
-            if with_reference {
+            if with_reference && rec.incomplete.is_none() {
                 let secs = cfg.duration.as_secs_f64().ceil() as u64;
                 if pairs == 1 {
                     attach(

@@ -162,7 +162,7 @@ pub(crate) fn case(
     let time_wait: RefCell<(Option<u64>, Option<u64>)> = RefCell::new((None, None));
     link.borrow_mut().take_server_kernel();
     let before = kernel::Counters::read();
-    runner.run_case(
+    runner.run_case_keeping(
         &case,
         || {
             let o = link.borrow_mut().run(&test)?;

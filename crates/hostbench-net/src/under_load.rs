@@ -240,7 +240,7 @@ pub(crate) fn case(
     let used: RefCell<Option<(f64, u32, Option<Capacity>)>> = RefCell::new(None);
     link.borrow_mut().take_server_kernel();
     let before = kernel::Counters::read();
-    let result = runner.run_case(
+    let result = runner.run_case_keeping(
         &case,
         || {
             let (bps, cap) = match load {
@@ -385,7 +385,7 @@ pub(crate) fn case(
                     format_value(uncorrected, "s")
                 ));
             }
-            if with_reference && bps > 0.0 {
+            if with_reference && bps > 0.0 && rec.incomplete.is_none() {
                 let mps = (bps / (block as f64 * 8.0)).round() as u64;
                 crate::attach(
                     rec,

@@ -33,6 +33,7 @@ pub fn record(bench: &str, metric: Metric, unit: &str, params: Value, samples: &
         conditions: None,
         diagnosis: Vec::new(),
         efficiency_effective: None,
+        incomplete: None,
     }
 }
 

@@ -72,8 +72,8 @@ pub fn health_counters() -> Health {
 }
 
 /// Print the full tables (stdout, or stderr when JSON goes to stdout) and write the JSON; decide
-/// the exit code: 3 when some cases were skipped while others ran, 1 when nothing could be
-/// measured.
+/// the exit code: 3 when some cases were skipped or cut short while others ran, 1 when no case
+/// could be measured in full.
 pub fn emit(run: &RunResult, common: &Common) -> anyhow::Result<Exit> {
     emit_as(run, common, &TerminalExporter)
 }
@@ -106,9 +106,13 @@ pub fn emit_as(run: &RunResult, common: &Common, view: &dyn Exporter) -> anyhow:
 }
 
 pub fn exit_for(run: &RunResult) -> Exit {
-    match (run.records.is_empty(), run.skipped.is_empty()) {
-        (_, true) => Exit::Ok,
-        (false, false) => Exit::Partial,
-        (true, false) => Exit::Failure,
+    // A record cut short (its finished samples kept, marked incomplete) is a failed case, not a
+    // completed one: a run whose only records are such is a failure.
+    let completed = run.records.iter().any(|r| r.incomplete.is_none());
+    let failed = !run.skipped.is_empty() || run.records.iter().any(|r| r.incomplete.is_some());
+    match (completed, failed) {
+        (_, false) => Exit::Ok,
+        (true, true) => Exit::Partial,
+        (false, true) => Exit::Failure,
     }
 }

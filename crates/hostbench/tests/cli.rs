@@ -375,6 +375,10 @@ fn standard_linpack_is_sized_to_the_host_and_passes() {
         (of - value / flops).abs() < 1e-9 * of,
         "{of} {value} {flops}"
     );
+    // In a run too, the FMA rate read beside each solve, with the bounds of
+    // `linpack_json_reports_hpl_residual`.
+    let of_fma = r["extra"]["of_fma_rate"].as_f64().expect("of_fma_rate");
+    assert!((0.01..2.0).contains(&of_fma), "of_fma_rate {of_fma}");
     assert_eq!(r["extra"]["passed"], true, "{r}");
     assert!(r["extra"]["residual"].as_f64().is_some_and(|x| x < 16.0));
     let sizing = &r["extra"]["sizing"];

@@ -597,6 +597,29 @@ pub fn ratio_note(r: &Record) -> Option<String> {
     ))
 }
 
+/// Where the reference ratio is from hostbench's twin case with the reference's own setting
+/// (`extra.like_for_like`): which setting, and the headline's own ratio with why it is higher.
+/// The one-screen summary shows the ratio alone; this is where the rest is said.
+pub fn like_for_like_note(r: &Record) -> Option<String> {
+    let l = r.extra.get("like_for_like")?;
+    let rf = r.reference.as_ref()?;
+    let mut s = format!(
+        "×{:.2} {} is like for like ({})",
+        rf.ratio,
+        rf.tool,
+        l.get("setting")
+            .and_then(Value::as_str)
+            .unwrap_or("the reference's setting")
+    );
+    if let Some(h) = l.get("headline_ratio").and_then(Value::as_f64) {
+        s.push_str(&format!("; the headline figure is ×{h:.2} {}", rf.tool));
+    }
+    if let Some(why) = l.get("why_higher").and_then(Value::as_str) {
+        s.push_str(&format!(": {why}"));
+    }
+    Some(s)
+}
+
 /// Warnings of a benchmark's records; one carried by several records is said once, with a count.
 fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -608,6 +631,9 @@ fn group_notes(recs: &[&Record], shown: &[String]) -> Vec<String> {
     let mut notes = Vec::new();
     for r in recs {
         if let Some(n) = ratio_note(r) {
+            notes.push(format!("{} {}: {n}", r.benchmark, row_label(r, shown)));
+        }
+        if let Some(n) = like_for_like_note(r) {
             notes.push(format!("{} {}: {n}", r.benchmark, row_label(r, shown)));
         }
     }

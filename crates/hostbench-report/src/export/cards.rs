@@ -13,7 +13,7 @@ use std::fmt::{self, Write as _};
 use hostbench_core::model::{Record, RunResult};
 
 use super::html::esc;
-use super::summary::{all_headlines, Headline};
+use super::summary::{all_headlines, first_cause, no_cause, per_watt, spread_mark, Headline};
 use crate::table::{short_name, subsystem, subsystem_title};
 use crate::units::{bytes, human};
 
@@ -239,6 +239,19 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
             esc(&label),
             esc(&human(r.value, &r.unit))
         )?;
+        // A spread no cause was found for: marked beside the figure, the finding on hover (and
+        // in full in the Conditions table), not a paragraph under every such figure.
+        if let (Some(mark), Some(why)) = (spread_mark(r), no_cause(r)) {
+            write!(
+                o,
+                " <span class=\"spread\" title=\"{}\">{}</span>",
+                esc(&why),
+                esc(&mark)
+            )?;
+        }
+        if let Some(w) = per_watt(r) {
+            write!(o, " <span class=\"watt\">{}</span>", esc(&w))?;
+        }
         if let Some(x) = &r.reference {
             write!(
                 o,
@@ -252,8 +265,16 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         if !words.is_empty() {
             write!(o, "<br><span class=\"verdict\">{}</span>", esc(&words))?;
         }
-        if let Some(cause) = super::summary::first_cause(r) {
+        if let Some(cause) = first_cause(r) {
             write!(o, "<br><span class=\"cause\">{}</span>", esc(&cause))?;
+        } else if let (None, Some(why)) = (spread_mark(r), no_cause(r)) {
+            // Short of its peak with no cause found: the gauge says how far; the finding is on
+            // hover.
+            write!(
+                o,
+                " <span class=\"spread\" title=\"{}\">no cause found</span>",
+                esc(&why)
+            )?;
         }
         writeln!(o, "</div></li>")?;
     }
@@ -310,7 +331,7 @@ ul.headlines { list-style: none; padding: 0; margin: 0; }
 ul.headlines li { display: flex; gap: 8px; align-items: center; padding: 4px 0;
                   border-top: 1px solid #eee; font-size: 0.9em; }
 ul.headlines li:first-child { border-top: none; }
-.figure { font-weight: bold; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
+.figure { font-weight: bold; } .spread { color: #9a7000; cursor: help; } .watt { color: #444; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
 .nolimit { color: #666; font-size: 0.9em; margin: 0.3em 0 0; }
 .verdict { font-size: 0.9em; } li.good .verdict { color: #2e7d4f; } li.fair .verdict { color: #9a7000; }
 li.poor .verdict { color: #b03a2e; }
@@ -427,6 +448,46 @@ mod tests {
         let item = &card[..card.find("</li>").expect("item")];
         assert!(!item.contains("class=\"gauge\""), "{item}");
         assert!(item.contains("no documented peak"), "{item}");
+    }
+
+    /// A figure that varied with no cause found gets the mark beside it and the finding on
+    /// hover, not a sentence under it; a found cause keeps its line.
+    #[test]
+    fn no_cause_found_is_a_mark_with_the_finding_on_hover() {
+        use hostbench_core::conditions::diagnose::Diagnosis;
+        let mut noisy = record(
+            "mem.bandwidth",
+            Metric::Throughput,
+            "B/s",
+            serde_json::json!({"kernel": "read", "threads": 2}),
+            &[30e9, 40e9, 31e9],
+        );
+        noisy.diagnosis = vec![Diagnosis {
+            cause: "none_found".into(),
+            share: 0.0,
+            text: "no cause found among: steal".into(),
+        }];
+        let mut run = crate::testdata::run_of(vec![noisy.clone()]);
+        let mut o = String::new();
+        write(&mut o, &run).unwrap();
+        let mark = super::super::summary::spread_mark(&noisy).unwrap();
+        assert!(
+            o.contains(&format!(
+                "<span class=\"spread\" title=\"{}\">{mark}</span>",
+                esc(&super::super::summary::no_cause(&noisy).unwrap())
+            )),
+            "{o}"
+        );
+        assert!(!o.contains("class=\"cause\""), "{o}");
+        run.records[0].diagnosis = vec![Diagnosis {
+            cause: "steal".into(),
+            share: 0.3,
+            text: "steal 30 % of CPU time".into(),
+        }];
+        let mut o = String::new();
+        write(&mut o, &run).unwrap();
+        assert!(o.contains("<span class=\"cause\">steal (30 %): steal 30 % of CPU time</span>"));
+        assert!(!o.contains("class=\"spread\""), "{o}");
     }
 
     #[test]

@@ -135,6 +135,23 @@ pub(crate) fn figure(o: &mut String, c: &chart::Chart, body: &str) -> std::fmt::
     )
 }
 
+/// Beside a table's measured figure: its rate per watt where the energy was read, and the mark
+/// of a spread no cause was found for, the finding on hover.
+fn measured_extras(o: &mut String, r: &hostbench_core::model::Record) -> std::fmt::Result {
+    if let Some(w) = super::summary::per_watt(r) {
+        write!(o, "<br><span class=\"watt\">{}</span>", esc(&w))?;
+    }
+    if let (Some(mark), Some(why)) = (super::summary::spread_mark(r), super::summary::no_cause(r)) {
+        write!(
+            o,
+            " <span class=\"spread\" title=\"{}\">{}</span>",
+            esc(&why),
+            esc(&mark)
+        )?;
+    }
+    Ok(())
+}
+
 fn render(
     run: &RunResult,
     (charts, bodies): Drawn<'_>,
@@ -168,6 +185,9 @@ fn render(
         esc(&run.tool.version)
     )?;
     super::cards::write(&mut o, run)?;
+    if let Some(n) = super::summary::energy_note(run) {
+        writeln!(o, "<p class=\"common\">{}.</p>", esc(&n))?;
+    }
     if !trends.is_empty() {
         writeln!(o, "<section id=\"trends\">\n<h2>Trends on this host</h2>")?;
         for (c, body) in trends.iter().zip(trend_bodies) {
@@ -224,7 +244,11 @@ fn render(
                         _ => String::new(),
                     };
                     let class = if i >= 3 { " class=\"num\"" } else { "" };
-                    write!(o, "<td{class}{title}>{}</td>", esc(c))?;
+                    write!(o, "<td{class}{title}>{}", esc(c))?;
+                    if i == 3 {
+                        measured_extras(&mut o, r.record)?;
+                    }
+                    write!(o, "</td>")?;
                 }
                 writeln!(o, "</tr>")?;
             }

@@ -47,6 +47,9 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         out,
         "- Units: rates in decimal prefixes (1 GB/s = 10^9 B/s), sizes in binary (1 MiB = 2^20 B)"
     )?;
+    if let Some(n) = super::summary::energy_note(run) {
+        writeln!(out, "- Energy: {}", cell(&n))?;
+    }
     for s in &rep.sections {
         writeln!(out, "\n## {}", s.title)?;
         for g in &s.groups {
@@ -57,7 +60,11 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
             writeln!(out, "| {} |", HEADER.join(" | "))?;
             writeln!(out, "|{}", "---|".repeat(HEADER.len()))?;
             for r in &g.rows {
-                let cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
+                let mut cells: Vec<String> = r.cells.iter().map(|c| cell(c)).collect();
+                // The rate per watt beside the figure, where the energy was read.
+                if let Some(w) = super::summary::per_watt(r.record) {
+                    cells[3] = format!("{} ({})", cells[3], cell(&w));
+                }
                 writeln!(out, "| {} |", cells.join(" | "))?;
             }
         }

@@ -59,7 +59,27 @@ const CONTEXT_KEYS: [&str; 15] = [
     "host_memory",
 ];
 
-pub struct SummaryExporter;
+/// The summary, laid out for a terminal `width` characters wide: no line is wider. The width
+/// is a plain value (the binary reads the terminal's); the exporter never probes a terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryExporter {
+    pub width: usize,
+}
+
+impl SummaryExporter {
+    /// The width where there is no terminal to ask (output to a file or a pipe).
+    pub const DEFAULT_WIDTH: usize = 100;
+
+    pub fn new(width: usize) -> Self {
+        Self { width }
+    }
+}
+
+impl Default for SummaryExporter {
+    fn default() -> Self {
+        Self::new(Self::DEFAULT_WIDTH)
+    }
+}
 
 impl Exporter for SummaryExporter {
     fn file_name(&self) -> &'static str {
@@ -67,7 +87,8 @@ impl Exporter for SummaryExporter {
     }
 
     fn render(&self, run: &RunResult) -> Result<String, ReportError> {
-        render(run).map_err(|e| ReportError::bad(format!("formatting the summary: {e}")))
+        render(run, self.width)
+            .map_err(|e| ReportError::bad(format!("formatting the summary: {e}")))
     }
 }
 
@@ -177,6 +198,12 @@ pub struct Headline<'a> {
     pub what: String,
     pub record: &'a Record,
     pub at: String,
+    /// `at` with its parameters abbreviated (`t=2 qd=32 bs=1 MiB`), for a narrow terminal: the
+    /// summary uses one form or another for every row alike.
+    pub at_short: String,
+    /// `at_short` with only the parameters that size the work (`ESSENTIAL_KEYS`), for the
+    /// narrowest.
+    pub at_brief: String,
 }
 
 /// Every benchmark's headlines, benchmarks in the order they first appear in the run.
@@ -193,14 +220,20 @@ pub fn all_headlines(run: &RunResult) -> Vec<Headline<'_>> {
         let what_key = what_key(&recs);
         for r in headlines(&recs) {
             let mut at = context(r);
+            let mut at_short = context_of(r, Form::Short);
+            let mut at_brief = context_of(r, Form::Brief);
             if let Some(vs) = versus_unloaded(r, &recs) {
-                at = format!("{at} {vs}").trim_start().to_string();
+                for a in [&mut at, &mut at_short, &mut at_brief] {
+                    *a = format!("{a} {vs}").trim_start().to_string();
+                }
             }
             out.push(Headline {
                 benchmark: b,
                 what: what_of(r, what_key),
                 record: r,
                 at,
+                at_short,
+                at_brief,
             });
         }
     }
@@ -294,11 +327,104 @@ fn times(x: f64) -> String {
 /// Where the record's figure was reached: its `CONTEXT_KEYS` parameters, in the record's order,
 /// and for a latency under load the bandwidth it was under and its multiple of the idle latency.
 pub fn context(r: &Record) -> String {
-    let mut parts: Vec<String> = r
-        .params
-        .iter()
+    context_of(r, Form::Full)
+}
+
+/// How `context` names a record's parameters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `isa=avx512 threads=2`.
+    Full,
+    /// `avx512 t=2`.
+    Short,
+    /// `t=2`: only `ESSENTIAL_KEYS`.
+    Brief,
+}
+
+/// The parameters that size the work, kept in the briefest `at`: the rest (the ISA, the level of
+/// the memory hierarchy, the page size, the direction) is in the report and in `-v`.
+/// In this order: the concurrency first, so that a cut column keeps it.
+const ESSENTIAL_KEYS: [&str; 9] = [
+    "backend",
+    "device",
+    "threads",
+    "streams",
+    "pairs",
+    "iodepth",
+    "outstanding",
+    "n",
+    "block_bytes",
+];
+
+/// The short names of the `at` parameters (`short`), with what they stand for in the legend
+/// under an abbreviated table. `isa`, `level`, `store`, `direction` and `host_memory` say what
+/// they are by their value alone; `backend` and `device` read `cuda:0`.
+const SHORT_KEYS: [(&str, &str, &str); 7] = [
+    ("threads", "t", "threads"),
+    ("streams", "s", "streams"),
+    ("pairs", "p", "pairs"),
+    ("iodepth", "qd", "queue depth"),
+    ("outstanding", "out", "in flight"),
+    ("block_bytes", "bs", "block (K, M, G: KiB, MiB, GiB)"),
+    ("pages", "pg", "pages"),
+];
+const BY_VALUE: [&str; 5] = ["isa", "level", "store", "direction", "host_memory"];
+
+/// One `at` parameter, abbreviated: `t=2`, `bs=1 MiB`, `avx512`, `cuda:0`; None where it is said
+/// with another (a device with its backend).
+fn short_param(r: &Record, k: &str, v: &serde_json::Value) -> Option<String> {
+    let value = match v.as_f64() {
+        Some(b) if k.ends_with("_bytes") => short_bytes(b),
+        _ => crate::table::value_text(k, v),
+    };
+    if let Some((_, short, _)) = SHORT_KEYS.iter().find(|(key, _, _)| *key == k) {
+        return Some(format!("{short}={value}"));
+    }
+    // A word that needs its key to mean anything (`store=none`) keeps it.
+    if BY_VALUE.contains(&k) && !["none", "auto", "default", ""].contains(&value.as_str()) {
+        return Some(value);
+    }
+    match k {
+        "backend" => Some(match r.params.get("device") {
+            Some(d) => format!("{value}:{}", crate::table::value_text("device", d)),
+            None => value,
+        }),
+        "device" if r.params.contains_key("backend") => None,
+        _ => Some(param_text(k, v)),
+    }
+}
+
+/// A size as fio writes it: `4K`, `1M`, `512M`, `1.5G` (binary multiples), `1B`.
+fn short_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v:.0}{}", UNITS[i])
+    } else {
+        format!("{:.1}{}", v, UNITS[i])
+    }
+}
+
+/// `context` in one of its forms.
+fn context_of(r: &Record, form: Form) -> String {
+    let mut params: Vec<(&String, &serde_json::Value)> = r.params.iter().collect();
+    if form == Form::Brief {
+        let rank = |k: &str| ESSENTIAL_KEYS.iter().position(|e| *e == k);
+        params.sort_by_key(|(k, _)| rank(k));
+    }
+    let mut parts: Vec<String> = params
+        .into_iter()
         .filter(|(k, _)| CONTEXT_KEYS.contains(&k.as_str()))
-        .map(|(k, v)| param_text(k, v))
+        .filter(|(k, _)| form != Form::Brief || ESSENTIAL_KEYS.contains(&k.as_str()))
+        .filter_map(|(k, v)| match form {
+            Form::Full => Some(param_text(k, v)),
+            Form::Short | Form::Brief => short_param(r, k, v),
+        })
         .collect();
     if r.metric == Metric::Latency {
         if let Some(bw) = loaded_bw(r) {
@@ -378,20 +504,150 @@ fn leading(r: &Record) -> Option<&hostbench_core::conditions::diagnose::Diagnosi
         .or(r.diagnosis.first())
 }
 
-/// The first measured cause of a record's shortfall, for the line under its headline.
+/// Whether a record fell short or varied and the conditions read showed no cause
+/// (`none_found` leads its diagnosis): it is marked in its row, not given a line of its own.
+pub fn unexplained(r: &Record) -> bool {
+    leading(r).is_some_and(|d| d.cause == "none_found")
+}
+
+/// The first measured cause of a record's shortfall, for the line under its headline; None
+/// where no cause was found (that is said once for all such figures, see `no_cause_sentence`).
 pub fn first_cause(r: &Record) -> Option<String> {
     let d = leading(r)?;
-    Some(if d.cause == "none_found" {
-        // Without a cause, the line must still say what was looked into: a noisy figure often
-        // shows no shortfall in its row.
-        match shortfall(r) {
-            Some(why) => format!("{why}, and {}", d.text),
-            None => d.text.clone(),
-        }
-    } else if d.share > 0.0 {
+    if d.cause == "none_found" {
+        return None;
+    }
+    Some(if d.share > 0.0 {
         format!("{} ({:.0} %): {}", d.cause, d.share * 100.0, d.text)
     } else {
         format!("{}: {}", d.cause, d.text)
+    })
+}
+
+/// An unexplained record's finding in full, for a hover or a table: why it was looked into and
+/// what was: "CV 5.5 %, and no cause found among: steal, …".
+pub fn no_cause(r: &Record) -> Option<String> {
+    let d = leading(r).filter(|d| d.cause == "none_found")?;
+    Some(match shortfall(r) {
+        Some(why) => format!("{why}, and {}", d.text),
+        None => d.text.clone(),
+    })
+}
+
+/// The mark beside an unexplained figure whose samples spread beyond the noise threshold:
+/// `±5.5 %` (their coefficient of variation).
+pub fn spread_mark(r: &Record) -> Option<String> {
+    (unexplained(r) && noisy(r)).then(|| format!("±{:.1} %", r.stats.cv * 100.0))
+}
+
+fn noisy(r: &Record) -> bool {
+    r.stats.n > 1 && r.stats.cv > hostbench_core::stats::NOISY_CV
+}
+
+/// What a `none_found` text says was read, and what could not be: ("steal, other processes,
+/// …", ["clock", "energy"]).
+fn sources_of(text: &str) -> (String, Vec<String>) {
+    let after = text.split_once("among: ").map_or(text, |(_, a)| a);
+    match after.split_once(" (not readable here: ") {
+        Some((read, rest)) => (
+            read.to_string(),
+            rest.trim_end_matches(')')
+                .split(", ")
+                .map(|s| s.replace('_', " "))
+                .collect(),
+        ),
+        None => (after.to_string(), Vec::new()),
+    }
+}
+
+/// Once for all of `figures` that varied or fell short with no cause found: "10 figures varied
+/// more than 5 % between samples; no cause found among steal, other processes, cgroup quota,
+/// affinity, memory pressure (clock, energy, temperature not readable on this host)".
+pub fn no_cause_sentence(figures: &[&Record]) -> Option<String> {
+    let un: Vec<&Record> = figures.iter().copied().filter(|r| unexplained(r)).collect();
+    if un.is_empty() {
+        return None;
+    }
+    let varied = un.iter().filter(|r| noisy(r)).count();
+    let short = un.len() - varied;
+    let n = |k: usize| {
+        if k == 1 {
+            "1 figure".to_string()
+        } else {
+            format!("{k} figures")
+        }
+    };
+    let threshold = hostbench_core::stats::NOISY_CV * 100.0;
+    let what = match (varied, short) {
+        (0, s) => format!("{} fell short", n(s)),
+        (v, 0) => format!("{} varied more than {threshold:.0} % between samples", n(v)),
+        (v, s) => format!(
+            "{} varied more than {threshold:.0} % between samples and {s} fell short",
+            n(v)
+        ),
+    };
+    // The sources read are the host's and mostly the same for every record; where they differ
+    // (a clock read on the CPU's records, not on the disk's), each is named once.
+    let mut read: Vec<String> = Vec::new();
+    let mut missing: Vec<String> = Vec::new();
+    for r in &un {
+        let Some(d) = leading(r) else { continue };
+        let (rd, ms) = sources_of(&d.text);
+        // A record's own remark ("steal … not judged: 0.01 s is too short") is in the report.
+        let rd = rd.split(" (").next().unwrap_or_default();
+        for x in rd.split(", ").filter(|x| !x.is_empty()) {
+            if !read.iter().any(|y| y == x) {
+                read.push(x.to_string());
+            }
+        }
+        for m in ms {
+            if !missing.contains(&m) {
+                missing.push(m);
+            }
+        }
+    }
+    missing.retain(|m| !read.contains(m));
+    let missing = if missing.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} not readable on this host)", missing.join(", "))
+    };
+    Some(format!(
+        "{what}; no cause found among {}{missing}",
+        read.join(", ")
+    ))
+}
+
+/// A record's work per watt beside its figure: `2.10 GFLOP/s per W` (FLOP/J = FLOP/s per W),
+/// from the GPU's energy (NVML) where it was read, else the CPU package's (RAPL).
+pub fn per_watt(r: &Record) -> Option<String> {
+    if r.metric != Metric::Throughput {
+        return None;
+    }
+    let c = r.conditions.as_ref()?;
+    let wpj = c
+        .gpu
+        .as_ref()
+        .and_then(|g| g.work_per_joule)
+        .or(c.work_per_joule)
+        .filter(|w| w.is_finite() && *w > 0.0)?;
+    Some(format!("{} per W", human(wpj, &r.unit)))
+}
+
+/// Where a run's records could not read their energy, once for the report: why, and what that
+/// leaves (no rate per watt at all, or only the GPU's).
+pub fn energy_note(run: &RunResult) -> Option<String> {
+    let why = run
+        .records
+        .iter()
+        .find_map(|r| r.conditions.as_ref()?.unavailable.get("energy"))?;
+    Some(if run.records.iter().any(|r| per_watt(r).is_some()) {
+        format!(
+            "CPU package energy is not readable on this host ({why}): rates per watt only where \
+             the GPU's energy was read"
+        )
+    } else {
+        format!("Energy is not readable on this host ({why}): no figure has a rate per watt")
     })
 }
 
@@ -412,75 +668,301 @@ fn working_file(r: &Record) -> Option<String> {
         .then(|| format!("working file {size}, limited by free space"))
 }
 
-fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
+/// The narrowest width the summary lays itself out for; a narrower terminal gets this.
+const MIN_WIDTH: usize = 40;
+
+/// `text` cut to `n` characters, an ellipsis where it was cut.
+fn clip(text: &str, n: usize) -> String {
+    if text.chars().count() <= n {
+        return text.to_string();
+    }
+    let mut s: String = text.chars().take(n.saturating_sub(1)).collect();
+    s.push('…');
+    s
+}
+
+/// Prose broken at spaces into lines of at most `width` characters, the first after `first`,
+/// the rest after `rest` (a hanging indent); a word longer than a line is cut across lines.
+fn wrap(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let len = |s: &str| s.chars().count();
+        if !empty && len(&line) + 1 + len(word) > width {
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        let mut w = word;
+        // A word wider than the line on its own: as much as fits, then the rest on the next.
+        while len(&line) + len(w) > width && len(w) > 1 {
+            let room = width.saturating_sub(len(&line)).max(1);
+            let cut = w.char_indices().nth(room).map_or(w.len(), |(i, _)| i);
+            line.push_str(&w[..cut]);
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            w = &w[cut..];
+        }
+        line.push_str(w);
+        empty = false;
+    }
+    lines.push(line);
+    lines
+}
+
+/// One headline's cells, in each of their forms.
+struct Row {
+    benchmark: String,
+    what: String,
+    figure: String,
+    peak: String,
+    peak_short: String,
+    reference: String,
+    per_watt: Option<String>,
+    at: String,
+    at_short: String,
+    at_brief: String,
+    /// The `↳` line under it: a found cause, a small working file.
+    note: Option<String>,
+}
+
+fn row_of(h: Headline<'_>) -> Row {
+    let r = h.record;
+    let (peak, peak_short) = match (r.efficiency, r.scaling_efficiency()) {
+        (Some(e), _) if r.efficiency_effective.is_some() => {
+            let eff = 100.0 * r.efficiency_effective.unwrap_or(0.0);
+            (
+                format!("{:.1} % ({eff:.1} % of effective)", 100.0 * e),
+                format!("{:.1} % (eff. {eff:.1} %)", 100.0 * e),
+            )
+        }
+        (Some(e), _) => (format!("{:.1} %", 100.0 * e), format!("{:.1} %", 100.0 * e)),
+        // An inferred rate is not a limit: its percentage is scaling, named as such.
+        (None, Some(s)) => (
+            format!("no documented peak (scaling {:.1} %)", 100.0 * s),
+            format!("scaling {:.1} %", 100.0 * s),
+        ),
+        (None, None) => (DASH.to_string(), DASH.to_string()),
+    };
+    let reference = r
+        .reference
+        .as_ref()
+        .map_or(DASH.to_string(), |x| format!("{:.2} × {}", x.ratio, x.tool));
+    let figure = match spread_mark(r) {
+        Some(m) => format!("{} {m}", human(r.value, &r.unit)),
+        None => human(r.value, &r.unit),
+    };
+    let note = match (working_file(r), first_cause(r)) {
+        (Some(w), Some(c)) => Some(format!("{w}; {c}")),
+        (w, c) => w.or(c),
+    };
+    Row {
+        benchmark: h.benchmark.to_string(),
+        what: h.what,
+        figure,
+        peak,
+        peak_short,
+        reference,
+        per_watt: per_watt(r).map(|w| w.trim_end_matches(" per W").to_string()),
+        at: h.at,
+        at_short: h.at_short,
+        at_brief: h.at_brief,
+        note,
+    }
+}
+
+const DASH: &str = "—";
+
+/// One way of laying the table out; `fit` tries them from the fullest to the most compact and
+/// uses the first that fits, the same for every row.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Short names in the `of peak` cell and the `at` column (`t=2`, `scaling 96.4 %`).
+    short: bool,
+    /// Only the parameters that size the work in the `at` column.
+    brief: bool,
+    /// The share of the peak and the reference ratio in one column: a row rarely has both,
+    /// so two mostly empty columns become one.
+    merged: bool,
+    /// A column with the rate per watt.
+    watts: bool,
+}
+
+impl Layout {
+    fn at<'a>(&self, r: &'a Row) -> &'a str {
+        match (self.brief, self.short) {
+            (true, _) => &r.at_brief,
+            (false, true) => &r.at_short,
+            (false, false) => &r.at,
+        }
+    }
+}
+
+/// The table's lines (header first) in `layout`, the `at` column cut to `at_max` characters.
+fn table(rows: &[Row], layout: Layout, at_max: Option<usize>) -> Vec<String> {
+    let mut header = vec!["benchmark", "what", "figure"];
+    if layout.merged {
+        header.push("of peak, vs ref");
+    } else {
+        header.push("of peak");
+        header.push(if layout.short {
+            "vs ref"
+        } else {
+            "vs reference"
+        });
+    }
+    if layout.watts {
+        header.push("per W");
+    }
+    header.push("at");
+    let mut cells: Vec<Vec<String>> = vec![header.into_iter().map(str::to_string).collect()];
+    for r in rows {
+        let peak = if layout.short { &r.peak_short } else { &r.peak };
+        let mut c = vec![r.benchmark.clone(), r.what.clone(), r.figure.clone()];
+        if layout.merged {
+            let both: Vec<&str> = [peak.as_str(), r.reference.as_str()]
+                .into_iter()
+                .filter(|x| *x != DASH)
+                .collect();
+            c.push(if both.is_empty() {
+                DASH.to_string()
+            } else {
+                both.join(", ")
+            });
+        } else {
+            c.push(peak.clone());
+            c.push(r.reference.clone());
+        }
+        if layout.watts {
+            c.push(r.per_watt.clone().unwrap_or_else(|| DASH.into()));
+        }
+        let at = layout.at(r);
+        c.push(at_max.map_or_else(|| at.to_string(), |n| clip(at, n)));
+        cells.push(c);
+    }
+    aligned(&cells).lines().map(str::to_string).collect()
+}
+
+fn widest(lines: &[String]) -> usize {
+    lines.iter().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// The table at `width`: the full layout where it fits, else the same shortenings for every
+/// row — the per-watt column dropped, the parameters abbreviated, the share of the peak and the
+/// reference ratio in one column or only the parameters that size the work, then both — then
+/// the `at` column cut, and only as a last resort each line cut. Returns the lines and the
+/// layout.
+fn fit(rows: &[Row], width: usize) -> (Vec<String>, Layout) {
+    let watts = rows.iter().any(|r| r.per_watt.is_some());
+    let l = |short, brief, merged, watts| Layout {
+        short,
+        brief,
+        merged,
+        watts,
+    };
+    let mut tries = Vec::new();
+    for (short, brief, merged) in [
+        (false, false, false),
+        (true, false, false),
+        (true, false, true),
+        (true, true, false),
+        (true, true, true),
+    ] {
+        if watts {
+            tries.push(l(short, brief, merged, true));
+        }
+        tries.push(l(short, brief, merged, false));
+    }
+    for &layout in &tries {
+        let lines = table(rows, layout, None);
+        if widest(&lines) <= width {
+            return (lines, layout);
+        }
+    }
+    // The `at` column (the last) gets what the others leave.
+    let narrowest = l(true, true, true, false);
+    let fixed = widest(&table(rows, narrowest, Some(0)));
+    let lines = if width > fixed + 8 {
+        table(rows, narrowest, Some(width - fixed))
+    } else {
+        table(rows, narrowest, None)
+    };
+    (lines.iter().map(|l| clip(l, width)).collect(), narrowest)
+}
+
+fn render(run: &RunResult, width: usize) -> Result<String, std::fmt::Error> {
+    let width = width.max(MIN_WIDTH);
     let mut out = String::new();
+    let say = |out: &mut String, text: &str, first: &str, rest: &str| -> std::fmt::Result {
+        for l in wrap(text, width, first, rest) {
+            writeln!(out, "{}", l.trim_end())?;
+        }
+        Ok(())
+    };
     let c = &run.host.cpu;
-    writeln!(
-        out,
-        "\nSummary: {} — {} ({}), {} cores / {} threads",
-        run.host.hostname,
-        c.model,
-        c.microarch
-            .as_deref()
-            .unwrap_or("microarchitecture unknown"),
-        c.cores,
-        c.threads
+    writeln!(out)?;
+    say(
+        &mut out,
+        &format!(
+            "Summary: {} — {} ({}), {} cores / {} threads",
+            run.host.hostname,
+            c.model,
+            c.microarch
+                .as_deref()
+                .unwrap_or("microarchitecture unknown"),
+            c.cores,
+            c.threads
+        ),
+        "",
+        "  ",
     )?;
-    let mut rows: Vec<Vec<String>> = vec![[
-        "benchmark",
-        "what",
-        "figure",
-        "of peak",
-        "vs reference",
-        "at",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()];
     if let Some(note) = &c.effective_cores_note {
-        writeln!(out, "Effective cores: {note}{}.", sharing_moved(run))?;
+        say(
+            &mut out,
+            &format!("Effective cores: {note}{}.", sharing_moved(run)),
+            "",
+            "  ",
+        )?;
     }
-    // The first diagnosis of each headline, printed under its row.
-    let mut causes: Vec<Option<String>> = vec![None];
-    for h in all_headlines(run) {
-        let r = h.record;
-        causes.push(match (working_file(r), first_cause(r)) {
-            (Some(w), Some(c)) => Some(format!("{w}; {c}")),
-            (w, c) => w.or(c),
-        });
-        let peak = match (r.efficiency, r.scaling_efficiency()) {
-            (Some(e), _) if r.efficiency_effective.is_some() => format!(
-                "{:.1} % ({:.1} % of effective)",
-                100.0 * e,
-                100.0 * r.efficiency_effective.unwrap_or(0.0)
-            ),
-            (Some(e), _) => format!("{:.1} %", 100.0 * e),
-            // An inferred rate is not a limit: its percentage is scaling, named as such.
-            (None, Some(s)) => format!("no documented peak (scaling {:.1} %)", 100.0 * s),
-            (None, None) => "—".to_string(),
-        };
-        let reference = r.reference.as_ref().map_or("—".to_string(), |x| {
-            format!("{:.2} x {}{}", x.ratio, x.tool, like_for_like(r))
-        });
-        rows.push(vec![
-            h.benchmark.to_string(),
-            h.what,
-            human(r.value, &r.unit),
-            peak,
-            reference,
-            h.at,
-        ]);
-    }
-    if rows.len() > 1 {
+    let heads = all_headlines(run);
+    let figures: Vec<&Record> = heads.iter().map(|h| h.record).collect();
+    let rows: Vec<Row> = heads.into_iter().map(row_of).collect();
+    if rows.is_empty() {
+        writeln!(out, "\nNo figures measured.")?;
+    } else {
         out.push('\n');
-        for (line, cause) in aligned(&rows).lines().zip(&causes) {
+        let (lines, layout) = fit(&rows, width);
+        let mut lines = lines.into_iter();
+        if let Some(header) = lines.next() {
+            writeln!(out, "{header}")?;
+        }
+        for (line, row) in lines.zip(&rows) {
             writeln!(out, "{line}")?;
-            if let Some(c) = cause {
-                writeln!(out, "    ↳ {c}")?;
+            if let Some(n) = &row.note {
+                say(&mut out, n, "    ↳ ", "      ")?;
             }
         }
-    } else {
-        writeln!(out, "\nNo figures measured.")?;
+        if layout.short {
+            // What the short names stand for, those used only.
+            let used: Vec<String> = SHORT_KEYS
+                .iter()
+                .filter(|(_, s, _)| {
+                    let tag = format!("{s}=");
+                    rows.iter()
+                        .any(|r| layout.at(r).split(' ').any(|p| p.starts_with(&tag)))
+                })
+                .map(|(_, s, long)| format!("{s} {long}"))
+                .collect();
+            if !used.is_empty() {
+                say(&mut out, &format!("at: {}.", used.join(", ")), "", "  ")?;
+            }
+        }
+    }
+    if let Some(s) = no_cause_sentence(&figures) {
+        writeln!(out)?;
+        say(&mut out, &format!("{s}."), "", "  ")?;
     }
     if !run.phases.is_empty() {
         let total: f64 = run.phases.iter().map(|p| p.seconds).sum();
@@ -489,7 +971,13 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
             .iter()
             .map(|p| format!("{} {:.0} s", p.name, p.seconds))
             .collect();
-        writeln!(out, "\nMeasured in {total:.0} s: {}.", each.join(", "))?;
+        writeln!(out)?;
+        say(
+            &mut out,
+            &format!("Measured in {total:.0} s: {}.", each.join(", ")),
+            "",
+            "  ",
+        )?;
     }
     let warned = run
         .records
@@ -497,48 +985,72 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
         .filter(|r| !r.warnings.is_empty())
         .count();
     if warned > 0 {
-        writeln!(
-            out,
-            "\n{warned} of {} records carry notes (noisy samples, missing peaks): see the report.",
-            run.records.len()
+        writeln!(out)?;
+        say(
+            &mut out,
+            &format!(
+                "{warned} of {} records carry notes (noisy samples, missing peaks): see the \
+                 report.",
+                run.records.len()
+            ),
+            "",
+            "  ",
         )?;
     }
-    let diagnosed: Vec<&Record> = run
-        .records
-        .iter()
-        .filter(|r| !r.diagnosis.is_empty())
-        .collect();
-    if !diagnosed.is_empty() {
-        let mut by_cause: Vec<(&str, usize)> = Vec::new();
-        for r in &diagnosed {
-            let Some(c) = leading(r).map(|d| d.cause.as_str()) else {
-                continue;
-            };
-            match by_cause.iter_mut().find(|(k, _)| *k == c) {
-                Some((_, n)) => *n += 1,
-                None => by_cause.push((c, 1)),
-            }
+    // A diagnosis that found nothing is no diagnosis: those figures are counted above.
+    let mut by_cause: Vec<(&str, usize)> = Vec::new();
+    for r in &run.records {
+        let Some(c) = leading(r).map(|d| d.cause.as_str()) else {
+            continue;
+        };
+        if c == "none_found" {
+            continue;
         }
+        match by_cause.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => by_cause.push((c, 1)),
+        }
+    }
+    if !by_cause.is_empty() {
         by_cause.sort_by_key(|c| std::cmp::Reverse(c.1));
+        let n: usize = by_cause.iter().map(|c| c.1).sum();
         let list: Vec<String> = by_cause.iter().map(|(c, n)| format!("{c} {n}")).collect();
-        writeln!(
-            out,
-            "{} records carry a diagnosis (first cause: {}).",
-            diagnosed.len(),
-            list.join(", ")
+        say(
+            &mut out,
+            &format!(
+                "{n} record{} a diagnosis (first cause: {}).",
+                if n == 1 { " carries" } else { "s carry" },
+                list.join(", ")
+            ),
+            "",
+            "  ",
         )?;
     }
     for n in &run.not_applicable {
-        writeln!(out, "{NOT_APPLICABLE}: {}", not_applicable_line(n))?;
+        say(
+            &mut out,
+            &format!("{NOT_APPLICABLE}: {}", not_applicable_line(n)),
+            "",
+            "  ",
+        )?;
     }
     for l in &run.left_out {
-        writeln!(out, "{LEFT_OUT}: {}", left_out_line(l))?;
+        say(
+            &mut out,
+            &format!("{LEFT_OUT}: {}", left_out_line(l)),
+            "",
+            "  ",
+        )?;
     }
     if !run.skipped.is_empty() {
-        writeln!(
-            out,
-            "{} cases skipped (the report lists each with its reason).",
-            run.skipped.len()
+        say(
+            &mut out,
+            &format!(
+                "{} cases skipped (the report lists each with its reason).",
+                run.skipped.len()
+            ),
+            "",
+            "  ",
         )?;
     }
     Ok(out)
@@ -559,7 +1071,7 @@ mod tests {
         });
         let line = "gpu opencl 1 (NVIDIA H200): the same GPU as cuda 0, measured through CUDA";
         let exporters: [&dyn Exporter; 4] = [
-            &SummaryExporter,
+            &SummaryExporter::default(),
             &super::super::TerminalExporter,
             &super::super::MarkdownExporter,
             &super::super::HtmlExporter,
@@ -573,7 +1085,7 @@ mod tests {
             );
         }
         // Nothing left out: no such heading.
-        let text = SummaryExporter.render(&synthetic_run()).unwrap();
+        let text = SummaryExporter::default().render(&synthetic_run()).unwrap();
         assert!(!text.contains(LEFT_OUT), "{text}");
     }
 
@@ -599,28 +1111,34 @@ mod tests {
             basis: "inferred from the 1-thread run".into(),
         };
         r.set_inferred_peak(inferred);
-        let text = SummaryExporter.render(&run).unwrap();
         let dtype = run.records[i].param("dtype").expect("dtype");
-        let line = text
-            .lines()
-            .find(|l| l.starts_with("cpu.flops") && l.contains(&format!(" {dtype} ")))
-            .expect("the headline line");
-        assert!(
-            line.contains("no documented peak (scaling 99.3 %)"),
-            "{line}"
-        );
+        // Wide enough, said in full; narrow, the dash of "no peak" and the scaling by name.
+        for (width, said) in [
+            (200, "no documented peak (scaling 99.3 %)"),
+            (80, "scaling 99.3 %"),
+        ] {
+            let text = SummaryExporter::new(width).render(&run).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("cpu.flops") && l.contains(&format!(" {dtype} ")))
+                .expect("the headline line");
+            assert!(line.contains(said), "{line}");
+        }
     }
 
-    /// "No cause found" under a figure says what it was looked for: a noisy figure's row
-    /// shows no shortfall of its own.
+    /// "No cause found" is no line under a figure: the figure is marked with its spread, the
+    /// full finding (why it was looked into, what was read) is there on request, and the
+    /// sentence is said once for all such figures.
     #[test]
-    fn no_cause_found_says_what_was_looked_into() {
+    fn no_cause_found_is_a_mark_not_a_line() {
         use crate::testdata::record;
         use hostbench_core::conditions::diagnose::Diagnosis;
         let none = Diagnosis {
             cause: "none_found".into(),
             share: 0.0,
-            text: "no cause found among: steal, other processes".into(),
+            text: "no cause found among: steal, other processes (not readable here: clock, \
+                   thermal_throttle)"
+                .into(),
         };
         let params = serde_json::json!({"kernel": "read", "threads": 2});
         let mut noisy = record(
@@ -631,13 +1149,20 @@ mod tests {
             &[30e9, 40e9, 31e9],
         );
         noisy.diagnosis = vec![none.clone()];
-        let line = first_cause(&noisy).unwrap();
-        assert!(line.starts_with("CV "), "{line}");
+        assert_eq!(first_cause(&noisy), None);
+        let mark = spread_mark(&noisy).expect("a mark");
+        assert!(mark.starts_with('±') && mark.ends_with(" %"), "{mark}");
+        let full = no_cause(&noisy).unwrap();
+        assert!(full.starts_with("CV "), "{full}");
         assert!(
-            line.ends_with(" %, and no cause found among: steal, other processes"),
-            "{line}"
+            full.ends_with(
+                " %, and no cause found among: steal, other processes (not readable \
+                            here: clock, thermal_throttle)"
+            ),
+            "{full}"
         );
-        // Diagnosed for a reason the record alone does not show (a scaling step): the text alone.
+        // Diagnosed for a reason the record alone does not show (a scaling step): no spread to
+        // mark, the text alone on request, and counted as having fallen short.
         let mut steady = record(
             "mem.bandwidth",
             Metric::Throughput,
@@ -646,12 +1171,15 @@ mod tests {
             &[30e9; 3],
         );
         steady.diagnosis = vec![none.clone()];
+        assert_eq!(spread_mark(&steady), None);
+        assert_eq!(no_cause(&steady).unwrap(), none.text);
         assert_eq!(
-            first_cause(&steady).unwrap(),
-            "no cause found among: steal, other processes"
+            no_cause_sentence(&[&noisy, &noisy, &steady]).unwrap(),
+            "2 figures varied more than 5 % between samples and 1 fell short; no cause found \
+             among steal, other processes (clock, thermal throttle not readable on this host)"
         );
-        // The kernel completing a disk's I/O is context, not why it was noisy: the line still
-        // says what was looked into.
+        assert_eq!(no_cause_sentence(&[]), None);
+        // The kernel completing a disk's I/O is context, not why it was noisy: still no cause.
         let mut disk = noisy.clone();
         disk.diagnosis = vec![
             Diagnosis {
@@ -661,9 +1189,159 @@ mod tests {
             },
             none,
         ];
-        assert!(first_cause(&disk).unwrap().starts_with("CV "));
+        assert!(unexplained(&disk));
+        assert_eq!(first_cause(&disk), None);
         disk.diagnosis.pop();
         assert!(first_cause(&disk).unwrap().starts_with("kernel_io (5 %): "));
+        assert_eq!(spread_mark(&disk), None);
+        // In the summary: the mark in the row, no `↳` line, the sentence once, and no
+        // "diagnosis" counted for it.
+        let mut run = crate::testdata::run_of(vec![noisy]);
+        run.records[0].diagnosis[0].text = "no cause found among: steal".into();
+        let text = render(&run, 100).unwrap();
+        assert!(text.contains(&format!("GB/s {mark}")), "{text}");
+        assert!(!text.contains('↳'), "{text}");
+        assert!(
+            text.contains(
+                "1 figure varied more than 5 % between samples; no cause found among steal."
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("carry a diagnosis"), "{text}");
+    }
+
+    /// Whatever the run and the width, no line is wider: the synthetic run (every subsystem,
+    /// latencies under load, transactions) from 40 to 160 columns.
+    #[test]
+    fn no_line_is_wider_than_the_width() {
+        let mut run = synthetic_run();
+        run.host.cpu.model = "AMD EPYC 9R14 96-Core Processor with a long marketing name".into();
+        run.records.extend(crate::testdata::net_transactions(&[
+            ("tcp", "rr", 2, 16, 400e3),
+            ("tcp", "crr", 1, 1, 14e3),
+        ]));
+        for width in (40..=160).step_by(7) {
+            let text = SummaryExporter::new(width).render(&run).unwrap();
+            for l in text.lines() {
+                assert!(l.chars().count() <= width, "{width}: {l}\n{text}");
+            }
+        }
+        // Narrower than the least it lays out for: that least.
+        let text = SummaryExporter::new(10).render(&run).unwrap();
+        assert!(
+            text.lines().all(|l| l.chars().count() <= MIN_WIDTH),
+            "{text}"
+        );
+    }
+
+    /// Abbreviated, every row alike, with the short names explained once.
+    #[test]
+    fn at_parameters_are_abbreviated_alike_with_a_legend() {
+        let run = synthetic_run();
+        let wide = SummaryExporter::new(400).render(&run).unwrap();
+        assert!(
+            wide.contains("threads=2") && !wide.contains("t=2"),
+            "{wide}"
+        );
+        assert!(!wide.contains("at: t threads"), "{wide}");
+        let narrow = SummaryExporter::new(80).render(&run).unwrap();
+        assert!(!narrow.contains("threads="), "{narrow}");
+        assert!(narrow.contains(" t=2"), "{narrow}");
+        assert!(narrow.contains("at: t threads"), "{narrow}");
+        assert_eq!(short_bytes(4096.0), "4K");
+        assert_eq!(short_bytes(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5G");
+        assert_eq!(short_bytes(1.0), "1B");
+    }
+
+    /// The rate per watt: from the GPU's energy where read, else the CPU package's; a column of
+    /// the summary only where the width has room; in report.md and report.html beside the
+    /// figure; and where energy was not readable, said once.
+    #[test]
+    fn the_rate_per_watt_is_beside_the_figure_where_energy_was_read() {
+        use hostbench_core::conditions::{Conditions, GpuConditions};
+        let mut run = synthetic_run();
+        let i = run
+            .records
+            .iter()
+            .position(|r| r.benchmark == "cpu.flops" && r.metric == Metric::Throughput)
+            .unwrap();
+        for r in run
+            .records
+            .iter_mut()
+            .filter(|r| r.benchmark == "cpu.flops")
+        {
+            r.conditions = Some(Conditions {
+                work_per_joule: Some(2.1e9),
+                ..Conditions::default()
+            });
+        }
+        assert_eq!(
+            per_watt(&run.records[i]).as_deref(),
+            Some("2.10 GFLOP/s per W")
+        );
+        let mut gpu = run.records[i].clone();
+        gpu.conditions.as_mut().unwrap().gpu = Some(GpuConditions {
+            work_per_joule: Some(5e10),
+            ..GpuConditions::default()
+        });
+        assert_eq!(per_watt(&gpu).as_deref(), Some("50.0 GFLOP/s per W"));
+        let wide = SummaryExporter::new(400).render(&run).unwrap();
+        assert!(
+            wide.contains("per W") && wide.contains("2.10 GFLOP/s"),
+            "{wide}"
+        );
+        let narrow = SummaryExporter::new(80).render(&run).unwrap();
+        assert!(!narrow.contains("per W"), "{narrow}");
+        let md = super::super::MarkdownExporter.render(&run).unwrap();
+        assert!(md.contains("(2.10 GFLOP/s per W)"), "{md}");
+        let html = super::super::HtmlExporter.render(&run).unwrap();
+        assert!(html.contains("2.10 GFLOP/s per W"));
+        assert_eq!(energy_note(&run), None);
+        // No energy anywhere: said once, not per figure.
+        for r in &mut run.records {
+            r.conditions = Some(Conditions {
+                unavailable: [("energy".to_string(), "no RAPL in this VM".to_string())]
+                    .into_iter()
+                    .collect(),
+                ..Conditions::default()
+            });
+        }
+        let md = super::super::MarkdownExporter.render(&run).unwrap();
+        assert_eq!(md.matches("not readable on this host").count(), 1, "{md}");
+        assert!(md.contains("no RAPL in this VM"), "{md}");
+        assert!(!md.contains("per W)"), "{md}");
+        let html = super::super::HtmlExporter.render(&run).unwrap();
+        assert!(html.contains("Energy is not readable on this host (no RAPL in this VM)"));
+    }
+
+    /// A like-for-like reference ratio reads `1.02 × fio` in the summary; the setting, the
+    /// headline's own ratio and why are in the report's notes.
+    #[test]
+    fn like_for_like_detail_is_in_the_report_not_the_summary() {
+        let mut run = synthetic_run();
+        let r = run
+            .records
+            .iter_mut()
+            .find(|r| r.reference.is_some())
+            .expect("a record with a reference");
+        r.reference.as_mut().unwrap().ratio = 1.02;
+        r.extra.insert(
+            "like_for_like".into(),
+            serde_json::json!({"setting": "pages=4k", "headline_ratio": 2.46,
+                               "why_higher": "huge-page buffers the tool could not have"}),
+        );
+        let tool = r.reference.as_ref().unwrap().tool.clone();
+        let summary = SummaryExporter::new(200).render(&run).unwrap();
+        assert!(summary.contains(&format!("1.02 × {tool}")), "{summary}");
+        assert!(!summary.contains("like for like"), "{summary}");
+        let md = super::super::MarkdownExporter.render(&run).unwrap();
+        assert!(
+            md.contains(&format!(
+                "×1.02 {tool} is like for like (pages=4k); the headline figure is ×2.46 {tool}: \
+                 huge-page buffers the tool could not have"
+            )),
+            "{md}"
+        );
     }
 
     #[test]
@@ -682,7 +1360,7 @@ mod tests {
                                "limited_by": null}),
         );
         run.records = vec![r];
-        let text = render(&run).unwrap();
+        let text = render(&run, 100).unwrap();
         assert!(
             text.contains("↳ working file 4 MiB, below the 256 MiB floor"),
             "{text}"
@@ -692,7 +1370,7 @@ mod tests {
     #[test]
     fn one_line_per_benchmark_and_what_at_full_concurrency() {
         let run = synthetic_run();
-        let text = SummaryExporter.render(&run).unwrap();
+        let text = SummaryExporter::default().render(&run).unwrap();
         let full = super::super::TerminalExporter.render(&run).unwrap();
         assert!(text.lines().count() < full.lines().count(), "{text}");
         assert!(text.contains("Summary: testhost"), "{text}");
@@ -869,7 +1547,7 @@ mod tests {
             loaded.at,
             "block=32 KiB streams=1 under 90% load (31.0 Gbit/s) (69.1 x idle 14.0 µs at 1 B)"
         );
-        let text = SummaryExporter.render(&run).unwrap();
+        let text = SummaryExporter::default().render(&run).unwrap();
         assert!(text.contains("udp under load  968 µs"), "{text}");
     }
 
@@ -941,7 +1619,7 @@ mod tests {
                 ),
             ]
         );
-        let text = SummaryExporter.render(&run).unwrap();
+        let text = SummaryExporter::default().render(&run).unwrap();
         assert!(text.contains("TCP_CRR  14.0 k transactions/s"), "{text}");
     }
 

@@ -92,10 +92,13 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
     // One screen: the headline figures; the full tables are in report.md/html and --verbose.
+    let summary = hostbench_report::SummaryExporter::new(terminal_width(
+        common.json == Some(crate::settings::JsonTarget::Stdout),
+    ));
     let view: &dyn hostbench_report::Exporter = if args.verbose {
         &hostbench_report::TerminalExporter
     } else {
-        &hostbench_report::SummaryExporter
+        &summary
     };
     let exit = super::emit_as(&result, &common, view)?;
     // Stored first, so report.html's trends end with this run.
@@ -127,6 +130,38 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         }
     }
     Ok(exit)
+}
+
+/// The width the summary is laid out for: `COLUMNS` where set, else the width of the terminal
+/// it is printed to (stdout, or stderr where the JSON document has stdout), else 100 (a file or
+/// a pipe).
+fn terminal_width(on_stderr: bool) -> usize {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n;
+    }
+    let fd = if on_stderr {
+        libc::STDERR_FILENO
+    } else {
+        libc::STDOUT_FILENO
+    };
+    let mut ws = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes one `winsize` into the struct we own; on a descriptor that is
+    // no terminal it fails and writes nothing.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    if rc == 0 && ws.ws_col > 0 {
+        usize::from(ws.ws_col)
+    } else {
+        hostbench_report::SummaryExporter::DEFAULT_WIDTH
+    }
 }
 
 /// What a Ctrl-C (SIGINT, SIGTERM, SIGHUP) during a run keeps: the records the runner saved

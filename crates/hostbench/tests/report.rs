@@ -933,3 +933,191 @@ fn scale_shrinks_the_workload() {
     // 1024 lowered by the cube root of 0.001.
     assert!((64..=1024).contains(&n), "n = {n}");
 }
+
+/// A real run's records (a `run --profile quick --reference` of cpu, linpack, mem, disk and net
+/// on a 2-vCPU VM, kept as it was written): what the one-screen summary is laid out from.
+const STORED_RUN: &str = include_str!("data/quick-run-2vcpu.json");
+
+fn stored_run() -> RunResult {
+    serde_json::from_str(STORED_RUN).expect("the stored run parses")
+}
+
+/// Every line of `text` at most `width` characters wide.
+fn assert_fits(text: &str, width: usize) {
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= width,
+            "{} > {width} characters: {l}\n{text}",
+            l.chars().count()
+        );
+    }
+}
+
+/// Every headline of `run` in `summary`: its figure with its unit, its share of the peak and its
+/// ratio to the reference tool, on one line.
+fn assert_headlines_in(summary: &str, run: &RunResult) {
+    use hostbench_report::units::human;
+    let mut benches: Vec<&str> = Vec::new();
+    for r in &run.records {
+        if !benches.contains(&r.benchmark.as_str()) {
+            benches.push(&r.benchmark);
+        }
+    }
+    let mut n = 0;
+    for b in benches {
+        let recs: Vec<_> = run.records.iter().filter(|r| r.benchmark == b).collect();
+        for h in hostbench_report::export::headlines(&recs) {
+            let figure = human(h.value, &h.unit);
+            let line = summary
+                .lines()
+                .find(|l| l.starts_with(&format!("{b} ")) && l.contains(&format!("  {figure}")))
+                .unwrap_or_else(|| panic!("{b} {figure} not in:\n{summary}"));
+            if let Some(e) = h.efficiency {
+                let pct = format!("{:.1} %", 100.0 * e);
+                assert!(line.contains(&pct), "{pct} not in: {line}");
+            }
+            if let Some(x) = &h.reference {
+                let ratio = format!("{:.2} × {}", x.ratio, x.tool);
+                assert!(line.contains(&ratio), "{ratio} not in: {line}");
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no headlines in the run");
+}
+
+/// The summary of a real run's records fits 80, 100 and 120 columns (and a narrow 60) without
+/// losing a headline; at 80 and 120 its layout is kept as text for review.
+#[test]
+fn the_summary_of_a_stored_run_fits_the_terminal() {
+    use hostbench_report::Exporter;
+    let run = stored_run();
+    for width in [60, 80, 100, 120] {
+        let text = hostbench_report::SummaryExporter::new(width)
+            .render(&run)
+            .expect("summary");
+        assert_fits(&text, width);
+        // 60 columns are fewer than the columns need: lines are cut, never wrapped.
+        if width >= 80 {
+            assert_headlines_in(&text, &run);
+        }
+        // No cause found is a mark and one sentence, not a line under each figure.
+        assert!(!text.contains("↳ CV"), "{text}");
+        assert!(!text.contains("none_found"), "{text}");
+        let prose = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(prose.matches("no cause found among").count(), 1, "{text}");
+        match width {
+            80 => insta::assert_snapshot!("summary_stored_run_80", text),
+            120 => insta::assert_snapshot!("summary_stored_run_120", text),
+            _ => {}
+        }
+    }
+}
+
+/// A real run through the binary, its stdout a pipe, at `COLUMNS=80` and `COLUMNS=120`: no line
+/// wider, every headline figure there with its unit, share of peak and reference ratio; without
+/// `COLUMNS` a pipe gets 100.
+#[test]
+fn run_prints_a_summary_that_fits_columns() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (columns, width) in [(Some("80"), 80), (Some("120"), 120), (None, 100)] {
+        let out = tmp.path().join(format!("r{width}"));
+        let mut cmd = hostbench();
+        cmd.args(["run", "--only", "cpu,mem", "--profile", "quick"])
+            .args(["--scale", "0.05", "--repeat", "2", "--warmup", "0"])
+            .args(["--no-history", "--out"])
+            .arg(&out);
+        match columns {
+            Some(c) => cmd.env("COLUMNS", c),
+            None => cmd.env_remove("COLUMNS"),
+        };
+        let res = cmd.output().expect("run");
+        let text = String::from_utf8_lossy(&res.stdout).to_string();
+        assert!(
+            res.status.success(),
+            "{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        assert!(text.contains("Summary: "), "{text}");
+        assert_fits(&text, width);
+        let dir = std::fs::read_dir(&out)
+            .expect("out")
+            .flatten()
+            .next()
+            .expect("a results directory")
+            .path();
+        let run: RunResult =
+            serde_json::from_slice(&std::fs::read(dir.join("run.json")).expect("run.json"))
+                .expect("json");
+        assert_headlines_in(&text, &run);
+    }
+}
+
+/// In a real terminal 100 columns wide (a tmux pane, no `COLUMNS`), the summary is laid out for
+/// the terminal's width: no line wraps. `capture-pane -J` joins wrapped lines back, so a line
+/// wider than the pane shows as one long line.
+#[test]
+fn run_in_a_100_column_terminal_fits_it() {
+    if !on_path("tmux") {
+        assert!(std::env::var_os("CI").is_none(), "tmux missing under CI");
+        eprintln!("skipped: tmux not found");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("results");
+    let done = tmp.path().join("done");
+    let bin = env!("CARGO_BIN_EXE_hostbench");
+    let socket = tmp.path().join("tmux.sock");
+    // The command's stdout is the pane (its progress and notices on stderr go to a file: the
+    // summary is what is laid out); the marker file says when it finished.
+    let script = format!(
+        "env -u COLUMNS -u LINES {bin} run --only cpu --profile quick --scale 0.05 --repeat 2 \
+         --warmup 0 --no-history --out {} 2>{}; echo $? > {}; sleep 600",
+        s(&out),
+        s(&tmp.path().join("stderr")),
+        s(&done)
+    );
+    let tmux = |args: &[&str]| {
+        StdCommand::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .expect("tmux")
+    };
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-x",
+        "100",
+        "-y",
+        "200",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(
+        started.status.success(),
+        "{}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+    let t0 = Instant::now();
+    while !done.exists() && t0.elapsed() < Duration::from_secs(300) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pane = tmux(&["capture-pane", "-p", "-J", "-S", "-200"]);
+    let _ = tmux(&["kill-server"]);
+    let text = String::from_utf8_lossy(&pane.stdout).to_string();
+    assert!(done.exists(), "the run did not finish:\n{text}");
+    assert_eq!(
+        std::fs::read_to_string(&done).expect("rc").trim(),
+        "0",
+        "{text}"
+    );
+    assert!(text.contains("Summary: "), "{text}");
+    assert!(text.contains("cpu.flops "), "{text}");
+    for l in text.lines() {
+        let l = l.trim_end();
+        assert!(l.chars().count() <= 100, "wider than the pane: {l}\n{text}");
+    }
+}

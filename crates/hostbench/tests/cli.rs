@@ -291,8 +291,9 @@ fn linpack_mxp_converges_to_passed_beside_the_f64_solve() {
     assert_eq!(
         precision,
         want,
-        "CPU flags {} bf16: {}",
+        "CPU flags {} bf16; the update ran on {} ({})",
         if bf16_unit { "have" } else { "lack" },
+        mxp["extra"]["unit"],
         mxp["extra"]["unit_note"]
     );
     assert_eq!(mxp["extra"]["passed"], true);

@@ -32,6 +32,9 @@ pub struct Spec {
     pub disk: DiskSpec,
     #[serde(default)]
     pub network: NetworkSpec,
+    /// What a healthy node of this type shows, for `hostbench check` (`check::expect`).
+    #[serde(default)]
+    pub expect: Option<crate::check::expect::ExpectToml>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

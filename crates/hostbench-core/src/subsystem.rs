@@ -31,14 +31,19 @@ pub enum Profile {
     Full,
     /// The classic cloud-benchmarking assignment's complete matrix.
     Classic,
+    /// `hostbench check --level quick`: each subsystem's headline figure as a health probe, a
+    /// second or two each (all-CPU f64 FMA, triad, loopback TCP, disk random read, GPU FMA and
+    /// device bandwidth), judged rather than reported.
+    Check,
 }
 
 impl Profile {
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Quick,
         Profile::Standard,
         Profile::Full,
         Profile::Classic,
+        Profile::Check,
     ];
 
     /// The profile's name as stored in the history and shown in reports.
@@ -48,6 +53,7 @@ impl Profile {
             Profile::Standard => "standard",
             Profile::Full => "full",
             Profile::Classic => "classic",
+            Profile::Check => "check",
         }
     }
 }

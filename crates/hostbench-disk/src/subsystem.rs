@@ -25,6 +25,15 @@ pub fn profile_config(profile: Profile, dir: &Path) -> DiskConfig {
         ..DiskConfig::default()
     };
     match profile {
+        // The health probe: 4 KiB random reads at queue depth 32 (fio's randread preset).
+        Profile::Check => {
+            cfg.cases = default_cases()
+                .into_iter()
+                .filter(|c| c.op == Op::RandRead)
+                .take(1)
+                .collect();
+            cfg.duration = Duration::from_millis(700);
+        }
         Profile::Quick => {
             cfg.cases = vec![default_cases()[0], default_cases()[3]];
             cfg.duration = Duration::from_millis(700);

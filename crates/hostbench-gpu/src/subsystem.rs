@@ -19,6 +19,21 @@ pub struct Gpu;
 pub fn profile_config(profile: Profile) -> GpuConfig {
     let mut cfg = GpuConfig::default();
     let (mem, xfer) = match profile {
+        // The health probe: the f32 FMA rate and the device memory's read bandwidth at 256 MiB.
+        Profile::Check => {
+            if let Some(c) = cfg.compute.as_mut() {
+                c.dtypes = vec![Dtype::F32];
+                c.widths = vec![4, 16];
+            }
+            if let Some(m) = cfg.memory.as_mut() {
+                m.kernels = vec![MemKernel::Read];
+            }
+            cfg.tensor = None;
+            cfg.transfer = None;
+            cfg.launch = false;
+            cfg.duration = Duration::from_millis(100);
+            (vec![256 << 20], vec![])
+        }
         Profile::Quick => {
             if let Some(c) = cfg.compute.as_mut() {
                 c.dtypes = vec![Dtype::F64, Dtype::F32];

@@ -45,6 +45,14 @@ pub fn profile_config(profile: Profile, host: &Host) -> MemConfig {
     let mut c2c = Some(C2cConfig::for_host());
     let mut numa = None;
     match profile {
+        // The health probe: triad on every CPU, nothing else.
+        Profile::Check => {
+            bw.kernels = vec![Kernel::Triad];
+            bw.threads = vec![*bw.threads.last().unwrap_or(&1)];
+            cfg.duration = Duration::from_millis(100);
+            cfg.bandwidth = Some(bw);
+            return cfg;
+        }
         Profile::Quick => {
             bw.kernels = vec![Kernel::Read, Kernel::Copy, Kernel::Triad];
             bw.threads = vec![*bw.threads.last().unwrap_or(&1)];

@@ -26,6 +26,15 @@ pub fn profile_config(profile: Profile) -> NetConfig {
         },
     };
     match profile {
+        // The health probe: one loopback TCP stream, no latency, load or transaction cases.
+        Profile::Check => {
+            cfg.protos = vec![crate::Proto::Tcp];
+            cfg.streams = vec![1];
+            cfg.duration = Duration::from_millis(300);
+            cfg.latency = false;
+            cfg.loaded = false;
+            cfg.transactions = false;
+        }
         Profile::Quick => {
             cfg.streams = vec![1];
             cfg.duration = Duration::from_millis(300);

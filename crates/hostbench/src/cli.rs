@@ -26,6 +26,9 @@ pub enum Command {
     Run(RunArgs),
     /// Show the host inventory and theoretical peaks.
     Info(InfoArgs),
+    /// Is this node fit for service? A verdict per check (figures, hardware counters, inventory)
+    /// and one for the node, its reason on the first line; exit 0 pass, 1 fail, 5 unknown.
+    Check(Box<CheckArgs>),
     /// CPU throughput per dtype, ISA and thread count (FLOP/s, OP/s).
     Cpu(CpuArgs),
     /// HPL-style dense solve (LU with partial pivoting), GFLOP/s and scaled residual.
@@ -59,7 +62,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// Which document: result (run.json and every --json) or fleet (fleet.json).
+    /// Which document: result (run.json and every --json), fleet (fleet.json) or check (the
+    /// verdict document of `hostbench check --json`).
     #[arg(value_enum, default_value = "result")]
     pub document: SchemaDoc,
 }
@@ -68,6 +72,7 @@ pub struct SchemaArgs {
 pub enum SchemaDoc {
     Result,
     Fleet,
+    Check,
 }
 
 #[derive(Debug, Args)]
@@ -862,6 +867,70 @@ pub struct FleetReportArgs {
     /// No terminal table.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// quick (about 20 s: the counters, the inventory and a short probe per subsystem), standard
+    /// (the standard run's figures, about 2 minutes) or long (standard; the burn-in soak joins it
+    /// when it exists).
+    #[arg(long, value_enum, default_value = "quick")]
+    pub level: LevelArg,
+    /// Expectation file: a --spec TOML file with an [expect] section (inventory, figure floors,
+    /// counter limits, required sources); the figures are held against it first.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// What figures without a floor in the file are held against: a stored run (id, latest,
+    /// latest~N), `last:N` (the median of this host's last N stored runs), or a run.json or
+    /// fleet.json (its median node of this CPU model).
+    #[arg(long, value_name = "REF")]
+    pub baseline: Option<String>,
+    /// Share of its documented peak a figure with no other yardstick must reach, in (0, 1]
+    /// (default: the file's peak_share, else 0.85).
+    #[arg(long, value_name = "F")]
+    pub peak_share: Option<String>,
+    /// How far below a baseline figure a measurement may fall, in [0, 1) (default: the file's
+    /// tolerance, else 0.25); also the margin --write-expect leaves under each figure.
+    #[arg(long, value_name = "F")]
+    pub tolerance: Option<String>,
+    /// Also write an expectation file from this node's inventory and figures (each floor the
+    /// figure less the tolerance), for an operator to edit and give to --expect.
+    #[arg(long, value_name = "FILE")]
+    pub write_expect: Option<PathBuf>,
+    /// Probe the disk in DIR (random 4 KiB reads; the standard level's disk cases). Without it the
+    /// disk is not measured.
+    #[arg(long, value_name = "DIR")]
+    pub disk_dir: Option<PathBuf>,
+    /// Write the verdict document (hostbench/check/v1, `hostbench schema check`) to FILE, or `-`
+    /// for stdout (the verdict lines then go to stderr).
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// Write hostbench_check_ok per check and for the node, and
+    /// hostbench_check_last_run_timestamp_seconds, for node_exporter's textfile collector.
+    #[arg(long, value_name = "FILE")]
+    pub openmetrics: Option<PathBuf>,
+    /// The exit code of an `unknown` verdict for callers that understand only two outcomes:
+    /// fail (1) or ok (0). Default: 5.
+    #[arg(long, value_enum, value_name = "fail|ok")]
+    pub unknown_is: Option<UnknownIs>,
+    #[command(flatten)]
+    pub history: HistoryDbArgs,
+    /// Only the verdict's first line.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LevelArg {
+    Quick,
+    Standard,
+    Long,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UnknownIs {
+    Fail,
+    Ok,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -36,6 +36,10 @@ pub enum Exit {
     Partial = 3,
     /// `history compare` found a regression beyond the threshold.
     Regressed = 4,
+    /// `check` could not judge the node (a quota, a busy neighbour, an unreadable counter the
+    /// expectation requires): neither fit nor unfit. node-problem-detector reads any code but 0
+    /// and 1 as unknown.
+    Unknown = 5,
 }
 
 /// Write to stdout; a reader that went away (broken pipe) ends the process with status 0, any

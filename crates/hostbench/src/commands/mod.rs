@@ -1,6 +1,7 @@
 //! One module per verb; each resolves its settings, runs through the shared runner and hands the
 //! result to `emit`, which prints the table and writes the JSON the same way for every verb.
 
+mod check;
 mod cpu;
 mod disk;
 mod docs;
@@ -35,6 +36,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
     match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Info(args) => info::run(&args),
+        Command::Check(args) => check::run(&args),
         Command::Cpu(args) => cpu::run(&args),
         Command::Linpack(args) => linpack::run(&args),
         Command::Mem(args) => mem::run(&args),

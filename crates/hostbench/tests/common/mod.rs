@@ -2,6 +2,8 @@
 //! the result contract and the one-line bad-input rule.
 #![allow(dead_code)]
 
+pub mod contend;
+
 use std::process::Output;
 
 use assert_cmd::Command;

@@ -1,0 +1,484 @@
+//! `hostbench check` through the real binary: every verdict path with real conditions where the
+//! machine allows them (an expectation written from this host's own run passes; a real cgroup
+//! quota and a real busy neighbour make a short figure `unknown`, not `fail`; more CPUs than the
+//! host has fail naming the count; a floor above any peak fails naming the figure), the counters'
+//! faults from a fixture tree, each exit code, the verdict document against its schema, the
+//! OpenMetrics gauges, and bad input (one line, exit 2, nothing measured).
+//!
+//! The cases measure the same CPUs, so they run one at a time.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::contend::{serial, Busy, QuotaGroup};
+use common::{hostbench, is_root};
+use serde_json::Value;
+
+fn check(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String, String) {
+    let mut cmd = hostbench();
+    cmd.arg("check").args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("hostbench check");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An expectation written by `--write-expect` from this host's own quick check.
+fn own_expectation(dir: &Path) -> PathBuf {
+    let file = dir.join("node.toml");
+    let (code, out, err) = check(
+        &["--write-expect", file.to_str().expect("utf-8"), "--quiet"],
+        &[],
+    );
+    assert!(matches!(code, Some(0 | 1 | 5)), "{code:?}: {out}{err}");
+    let text = std::fs::read_to_string(&file).expect("written");
+    assert!(
+        text.contains("[expect]") && text.contains("[[expect.figure]]"),
+        "{text}"
+    );
+    file
+}
+
+fn doc(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("json")).expect("valid JSON")
+}
+
+fn first_line(out: &str) -> &str {
+    out.lines().next().unwrap_or("")
+}
+
+#[test]
+fn its_own_expectation_passes_and_the_document_follows_its_schema() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let expect = own_expectation(dir.path());
+    let json = dir.path().join("check.json");
+    let prom = dir.path().join("check.prom");
+    let (code, out, err) = check(
+        &[
+            "--expect",
+            expect.to_str().expect("utf-8"),
+            "--json",
+            json.to_str().expect("utf-8"),
+            "--openmetrics",
+            prom.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    // A figure that misses once and passes its retry is a warn (exit 0); one that misses twice
+    // with a neighbour measured is unknown. A fail on the very host the file came from is the
+    // false alarm this test exists to catch.
+    assert_ne!(code, Some(1), "a false alarm: {out}{err}");
+    let d = doc(&json);
+    assert_eq!(d["schema"], "hostbench/check/v1");
+    assert_eq!(d["level"], "quick");
+    if code == Some(0) {
+        assert!(first_line(&out).starts_with("OK "), "{out}");
+        assert!(
+            matches!(d["verdict"].as_str(), Some("pass" | "warn")),
+            "{d}"
+        );
+    } else {
+        assert_eq!(code, Some(5), "{out}{err}");
+        assert!(first_line(&out).starts_with("UNKNOWN "), "{out}");
+        assert!(
+            first_line(&out).contains("not the node's hardware"),
+            "{out}"
+        );
+    }
+    let checks = d["checks"].as_array().expect("checks");
+    for id in ["inventory.cpus", "inventory.memory", "inventory.cpu_model"] {
+        let c = checks
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {d}"));
+        assert_eq!(c["verdict"], "pass", "{c}");
+    }
+    let cpu = checks
+        .iter()
+        .find(|c| {
+            c["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("cpu.flops f64"))
+        })
+        .expect("the CPU probe is judged");
+    assert!(
+        cpu["expected"]["source"]
+            .as_str()
+            .expect("source")
+            .starts_with("expect node.toml:"),
+        "{cpu}"
+    );
+    assert!(
+        d["yardsticks"][0]
+            .as_str()
+            .expect("yardstick")
+            .starts_with("expect "),
+        "{d}"
+    );
+
+    // The document validates against `hostbench schema check`.
+    let schema: Value = serde_json::from_slice(
+        &hostbench()
+            .args(["schema", "check"])
+            .output()
+            .expect("schema")
+            .stdout,
+    )
+    .expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    assert!(
+        validator.is_valid(&d),
+        "{:?}",
+        validator
+            .iter_errors(&d)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+
+    // One gauge per check and the node, and when it ran; no sample timestamps.
+    let text = std::fs::read_to_string(&prom).expect("prom");
+    let node = if code == Some(0) { 1 } else { 0 };
+    assert!(
+        text.contains(&format!("check=\"node\"}} {node}\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains("hostbench_check_ok{host=") && text.contains("check=\"inventory.cpus\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("hostbench_check_last_run_timestamp_seconds{host="),
+        "{text}"
+    );
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (_, after) = line.rsplit_once('}').expect("labels");
+        assert_eq!(
+            after.split_whitespace().count(),
+            1,
+            "a sample timestamp: {line}"
+        );
+    }
+}
+
+#[test]
+fn more_cpus_than_the_host_has_and_a_floor_above_any_peak_fail_naming_them() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("big.toml");
+    std::fs::write(
+        &file,
+        "[expect]\ncpus = 4096\n\n[[expect.figure]]\nbenchmark = \"cpu.flops\"\nparams = { dtype = \"f64\" }\nmin = 1e18\n",
+    )
+    .expect("write");
+    let (code, out, err) = check(&["--expect", file.to_str().expect("utf-8")], &[]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    let line = first_line(&out);
+    let cpus = hostbench_core::affinity::allowed_cpus().len();
+    assert!(line.starts_with("FAIL inventory.cpus: "), "{line}");
+    assert!(
+        line.contains("logical CPUs online, expected 4096 (expect big.toml:2): missing CPUs"),
+        "{line}"
+    );
+    assert!(cpus < 4096);
+    // The floor: both tries below it, named with its file and line.
+    assert!(
+        line.contains("cpu.flops f64 ") && line.contains("(expect big.toml:4)"),
+        "{line}"
+    );
+    let (code, out, _) = check(
+        &[
+            "--expect",
+            file.to_str().expect("utf-8"),
+            "--unknown-is",
+            "ok",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "--unknown-is maps only unknown: {out}");
+}
+
+/// A fixture tree with an uncorrected DIMM error (`HOSTBENCH_HEALTH_ROOT`, the documented hook).
+fn faulty_root(dir: &Path) -> PathBuf {
+    let root = dir.join("root");
+    let mc = root.join("sys/devices/system/edac/mc/mc0");
+    std::fs::create_dir_all(mc.join("dimm2")).expect("mkdir");
+    std::fs::write(mc.join("ce_count"), "0\n").expect("w");
+    std::fs::write(mc.join("ue_count"), "1\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_ue_count"), "1\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_ce_count"), "0\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_label"), "CPU1_DIMM_C2\n").expect("w");
+    root
+}
+
+#[test]
+fn an_uncorrected_memory_error_fails_the_node_and_an_unreadable_required_source_is_unknown() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = faulty_root(dir.path());
+    let (code, out, err) = check(&["--quiet"], &[("HOSTBENCH_HEALTH_ROOT", &root)]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "--quiet: the verdict line only: {out}"
+    );
+    assert!(
+        out.starts_with("FAIL 1 uncorrectable memory error(s) on mc0"),
+        "{out}"
+    );
+
+    // Nothing readable under an empty tree; the file requires EDAC: unknown, exit 5, or 1 / 0
+    // as --unknown-is says.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let file = dir.path().join("req.toml");
+    std::fs::write(&file, "[expect]\nrequire = [\"health.edac\"]\n").expect("write");
+    let f = file.to_str().expect("utf-8");
+    let env = [("HOSTBENCH_HEALTH_ROOT", empty.as_path())];
+    let with_floor = |extra: &[&str]| {
+        let mut a = vec!["--expect", f, "--peak-share", "0.000001"];
+        a.extend_from_slice(extra);
+        check(&a, &env)
+    };
+    let (code, out, err) = with_floor(&[]);
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert!(
+        first_line(&out).starts_with("UNKNOWN health.edac: not readable (")
+            && out.contains("required by expect req.toml:2"),
+        "{out}"
+    );
+    assert_eq!(with_floor(&["--unknown-is", "fail"]).0, Some(1));
+    assert_eq!(with_floor(&["--unknown-is", "ok"]).0, Some(0));
+}
+
+#[test]
+fn a_cpu_quota_makes_a_short_figure_unknown_not_fail() {
+    let _one = serial();
+    if !is_root() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root: the quota test must run"
+        );
+        eprintln!("needs root: skipped");
+        return;
+    }
+    let cpus = hostbench_core::affinity::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("needs 2 CPUs: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let expect = own_expectation(dir.path());
+    // A quarter of the CPUs the probe uses: far below the floor written without it.
+    let group = QuotaGroup::new(cpus.len() as f64 / 4.0).expect("a cgroup with a CPU quota");
+    let out = group.run(&["check", "--expect", expect.to_str().expect("utf-8")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = first_line(&text);
+    assert!(line.starts_with("UNKNOWN "), "{line}");
+    assert!(
+        line.contains("(cgroup_quota): not the node's hardware"),
+        "{line}"
+    );
+    assert!(
+        !text.contains("\n  fail "),
+        "nothing fails under a quota: {text}"
+    );
+}
+
+#[test]
+fn a_busy_neighbour_makes_a_short_figure_unknown_not_fail() {
+    let _one = serial();
+    let cpus = hostbench_core::affinity::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("needs 2 CPUs: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let expect = own_expectation(dir.path());
+    // Two busy loops on every CPU the probe uses: each of its threads gets a third of a CPU.
+    let _busy: Vec<Busy> = cpus
+        .iter()
+        .flat_map(|&c| [Busy::on(c), Busy::on(c)])
+        .collect();
+    let (code, out, err) = check(&["--expect", expect.to_str().expect("utf-8")], &[]);
+    assert_eq!(code, Some(5), "{out}{err}");
+    let line = first_line(&out);
+    assert!(line.starts_with("UNKNOWN "), "{line}");
+    assert!(
+        line.contains("(cpu_contention): not the node's hardware"),
+        "{line}"
+    );
+    assert!(
+        !out.contains("\n  fail "),
+        "nothing fails beside a neighbour: {out}"
+    );
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2_before_anything_is_measured() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(&typo, "[expect]\ncpus = 2\ncpuz = 4\n").expect("write");
+    let malformed = dir.path().join("bad.toml");
+    std::fs::write(&malformed, "[expect\ncpus = 2\n").expect("write");
+    let bare = dir.path().join("bare.toml");
+    std::fs::write(&bare, "[cpu]\nclock_hz = 3e9\n").expect("write");
+    // A history with one stored run, so a missing id is the id's fault, not the database's.
+    let db = dir.path().join("h.sqlite");
+    let run = dir.path().join("run.json");
+    let made = hostbench()
+        .args("cpu --isa scalar --dtype f64 --threads 1 --ops 1e6 --repeat 1 --warmup 0 --quiet --json".split_whitespace())
+        .arg(&run)
+        .output()
+        .expect("cpu");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let stored = hostbench()
+        .args(["history", "import"])
+        .arg(&run)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .expect("import");
+    assert!(
+        stored.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stored.stderr)
+    );
+    let s = |p: &Path| p.to_str().expect("utf-8").to_string();
+    for (args, needle) in [
+        (
+            vec!["--expect".into(), s(&typo)],
+            "typo.toml: line 3: unknown field `cpuz`",
+        ),
+        (vec!["--expect".into(), s(&malformed)], "bad.toml: line 1"),
+        (vec!["--expect".into(), s(&bare)], "no [expect] section"),
+        (
+            vec!["--expect".into(), s(&dir.path().join("none.toml"))],
+            "none.toml: No such file",
+        ),
+        (
+            vec!["--baseline".into(), "42".into(), "--db".into(), s(&db)],
+            "unknown run id '42'",
+        ),
+        (
+            vec![
+                "--baseline".into(),
+                "1".into(),
+                "--db".into(),
+                s(&dir.path().join("no.sqlite")),
+            ],
+            "no history database",
+        ),
+        (
+            vec!["--baseline".into(), "last:0".into(), "--db".into(), s(&db)],
+            "N must be a count of runs",
+        ),
+        (
+            vec!["--baseline".into(), s(&dir.path().join("gone.json"))],
+            "gone.json",
+        ),
+        (
+            vec!["--peak-share".into(), "1.5".into()],
+            "--peak-share: 1.5 is not in (0, 1]",
+        ),
+        (
+            vec!["--tolerance".into(), "x".into()],
+            "--tolerance: 'x' is not a number",
+        ),
+        (
+            vec!["--json".into(), s(&dir.path().join("no/such/dir/c.json"))],
+            "--json",
+        ),
+        (vec!["--level".into(), "forever".into()], "forever"),
+    ] {
+        let (code, out, err) = check(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
+        assert_eq!(code, Some(2), "{args:?}: {out}{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(err.contains(needle), "{args:?}: {err}");
+        if !args.contains(&"--level".to_string()) {
+            assert_eq!(lines.len(), 1, "{args:?}: {err}");
+            assert!(out.is_empty(), "nothing measured or printed: {out}");
+        }
+    }
+}
+
+#[test]
+fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("base.json");
+    let threads = hostbench_core::affinity::allowed_cpus().len().to_string();
+    let made = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--threads",
+            &threads,
+            "--quiet",
+            "--json",
+        ])
+        .arg(&run)
+        .output()
+        .expect("cpu");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let json = dir.path().join("c.json");
+    let (code, out, err) = check(
+        &[
+            "--baseline",
+            run.to_str().expect("utf-8"),
+            "--tolerance",
+            "0.5",
+            "--json",
+            json.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(matches!(code, Some(0 | 5)), "{out}{err}");
+    let d = doc(&json);
+    let cpu = d["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| {
+            c["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("cpu.flops f64"))
+        })
+        .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"));
+    let source = cpu["expected"]["source"].as_str().expect("source");
+    assert!(
+        source.starts_with(&format!("baseline {} ", run.display()))
+            && source.ends_with("less 50 %"),
+        "{source}"
+    );
+    assert!(
+        d["yardsticks"][0]
+            .as_str()
+            .expect("first")
+            .starts_with("baseline "),
+        "{d}"
+    );
+}

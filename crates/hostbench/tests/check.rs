@@ -445,6 +445,7 @@ fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
         String::from_utf8_lossy(&made.stderr)
     );
     let json = dir.path().join("c.json");
+    let written = dir.path().join("from-baseline.toml");
     let (code, out, err) = check(
         &[
             "--baseline",
@@ -453,10 +454,20 @@ fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
             "0.5",
             "--json",
             json.to_str().expect("utf-8"),
+            "--write-expect",
+            written.to_str().expect("utf-8"),
         ],
         &[],
     );
     assert!(matches!(code, Some(0 | 5)), "{out}{err}");
+    // The file written beside a baseline takes the baseline's figure where it has one.
+    let text = std::fs::read_to_string(&written).expect("written");
+    let by = format!("by {}\nbenchmark = \"cpu.flops\"", run.display());
+    assert!(text.contains(&by), "{text}");
+    assert!(
+        text.contains("by this node\nbenchmark = \"mem.bandwidth\""),
+        "{text}"
+    );
     let d = doc(&json);
     let cpu = d["checks"]
         .as_array()

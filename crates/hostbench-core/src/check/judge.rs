@@ -217,6 +217,23 @@ pub fn figure_id(rec: &Record) -> String {
     parts.join(" ")
 }
 
+/// Parameters a subsystem sizes at run time from what it measured first (linpack's `n`, from
+/// the FMA rate): a retry of the same case may choose another.
+const SIZED_AT_RUN_TIME: [&str; 1] = ["n"];
+
+/// Whether `a` and `b` measure the same case: the same benchmark and parameters, but for those
+/// sized at run time.
+pub fn same_case(a: &Record, b: &Record) -> bool {
+    let keys = |r: &Record| -> Vec<(String, Value)> {
+        r.params
+            .iter()
+            .filter(|(k, _)| !SIZED_AT_RUN_TIME.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    a.benchmark == b.benchmark && keys(a) == keys(b)
+}
+
 /// How a cause bears on the node: outside its hardware (the verdict is `unknown`), of its
 /// hardware (`fail`), or neither (nothing found, the benchmark's own overhead).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1123,6 +1140,18 @@ mod tests {
             figure(&mem(44e9), Some(&mem(43e9)), &floor(56e9), &host).verdict,
             Verdict::Fail
         );
+    }
+
+    #[test]
+    fn a_retry_is_the_same_case_even_where_linpack_sized_another_n() {
+        let solve = |n: u64| {
+            let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
+                .param("n", n)
+                .param("threads", 2);
+            record_from_samples(&case, vec![1e9; 3])
+        };
+        assert!(same_case(&solve(6976), &solve(7040)));
+        assert!(!same_case(&solve(6976), &rec(1e9, quiet())));
     }
 
     #[test]

@@ -183,9 +183,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         match yard.for_record(r) {
             Ok(y) => {
                 let id = judge::figure_id(r);
-                let second = retried
-                    .as_ref()
-                    .and_then(|run| run.records.iter().find(|x| judge::figure_id(x) == id));
+                let second = retried.as_ref().and_then(|run| {
+                    run.records
+                        .iter()
+                        .find(|x| judge::figure_id(x) == id)
+                        .or_else(|| run.records.iter().find(|x| judge::same_case(x, r)))
+                });
                 let met = if y.at_least {
                     r.value >= y.bound
                 } else {

@@ -167,17 +167,6 @@ impl DeviceInfo {
     }
 }
 
-/// PCIe per-lane payload rate after encoding (8b/10b for gen 1–2, 128b/130b for 3–5, FLIT for 6),
-/// keyed by the transfer rate in tenths of GT/s as sysfs prints it.
-const PCIE_GENS: &[(u32, u32, f64)] = &[
-    (25, 1, 0.25e9),
-    (50, 2, 0.5e9),
-    (80, 3, 0.985e9),
-    (160, 4, 1.969e9),
-    (320, 5, 3.938e9),
-    (640, 6, 7.563e9),
-];
-
 /// Find the device holding `dir` via its `st_dev`. None for filesystems without one (tmpfs,
 /// overlay, btrfs's anonymous device numbers, NFS) or where sysfs is not mounted.
 pub fn device_info(dir: &Path) -> Option<DeviceInfo> {
@@ -435,10 +424,10 @@ fn nvme_link(sys_root: &Path, disk: &Path, name: &str) -> (Option<String>, Optio
         let speed = read_trim(&ctrl.join("device/current_link_speed"));
         let width = read_num(&ctrl.join("device/current_link_width"));
         if let (Some(speed), Some(width)) = (speed, width) {
-            let gts = leading_number(&speed).map(|g| (g * 10.0).round() as u32);
-            let gen = gts.and_then(|t| PCIE_GENS.iter().find(|(r, _, _)| *r == t));
+            // The per-lane payload after line encoding, shared with the PCIe health reader.
+            let gen = leading_number(&speed).and_then(hostbench_core::health::lane_payload_bps);
             return match gen {
-                Some(&(_, gen, per_lane)) if width > 0 => (
+                Some((gen, per_lane)) if width > 0 => (
                     Some(format!("PCIe {gen}.0 x{width}")),
                     Some(per_lane * f64::from(width)),
                 ),

@@ -493,3 +493,92 @@ fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
         "{d}"
     );
 }
+
+#[test]
+fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let threads = hostbench_core::affinity::allowed_cpus().len().to_string();
+    let base = dir.path().join("base.json");
+    let made = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--threads",
+            &threads,
+            "--quiet",
+            "--json",
+        ])
+        .arg(&base)
+        .output()
+        .expect("cpu");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let run: Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).expect("run")).expect("json");
+    // Two nodes of this CPU model, and one of another whose figures are a hundred times higher:
+    // the median is of the first two only.
+    let mut nodes = Vec::new();
+    for (node, model, factor) in [
+        ("n1", None, 1.0),
+        ("n2", None, 1.0),
+        ("n3", Some("Another CPU"), 100.0),
+    ] {
+        let mut r = run.clone();
+        if let Some(m) = model {
+            r["host"]["cpu"]["model"] = Value::from(m);
+        }
+        for rec in r["records"].as_array_mut().expect("records") {
+            let v = rec["value"].as_f64().expect("value") * factor;
+            rec["value"] = Value::from(v);
+        }
+        let rel = format!("nodes/{node}/run.json");
+        let path = dir.path().join(&rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, serde_json::to_string(&r).expect("ser")).expect("write");
+        nodes.push(serde_json::json!({"node": node, "status": "ok", "reason": null, "run": rel}));
+    }
+    let fleet = serde_json::json!({
+        "schema": "hostbench/fleet/v1", "fleet_id": "f-test", "started_at": "2026-11-28T00:00:00Z",
+        "finished_at": "2026-11-28T00:10:00Z", "generated_at": "2026-11-28T00:10:00Z",
+        "profile": "quick", "scale": 1.0, "net_pairs": "none", "outlier_threshold": 0.2,
+        "robust_limit": 3.5, "nodes": nodes, "not_measured": [], "figures": [], "pairs": [],
+        "net_matrix": []
+    });
+    let fleet_json = dir.path().join("fleet.json");
+    std::fs::write(&fleet_json, fleet.to_string()).expect("write");
+    let json = dir.path().join("c.json");
+    let (code, out, err) = check(
+        &[
+            "--baseline",
+            fleet_json.to_str().expect("utf-8"),
+            "--json",
+            json.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    assert!(matches!(code, Some(0 | 5)), "{out}{err}");
+    let d = doc(&json);
+    let cpu = d["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| {
+            c["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("cpu.flops f64"))
+        })
+        .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"));
+    let source = cpu["expected"]["source"].as_str().expect("source");
+    assert!(
+        source.starts_with("baseline fleet f-test's median of 2 node(s) with this CPU"),
+        "{source}"
+    );
+    let want = run["records"][0]["value"].as_f64().expect("value") * 0.75;
+    let bound = cpu["expected"]["value"].as_f64().expect("bound");
+    assert!((bound - want).abs() <= want * 1e-9, "{bound} vs {want}");
+}

@@ -433,6 +433,19 @@ fn load_baseline(text: &str, args: &CheckArgs, host: &Host) -> anyhow::Result<Ba
 }
 
 /// A fleet report's nodes of this host's CPU model, their median per figure.
+/// The GPU models NVML named on a host, sorted; None where its counters were not read.
+fn gpu_models(host: &Host) -> Option<Vec<String>> {
+    let h = host.health.as_ref()?;
+    let mut v: Vec<String> = h
+        .readings
+        .iter()
+        .filter(|r| r.id == "health.gpu")
+        .filter_map(|r| r.label.clone())
+        .collect();
+    v.sort();
+    Some(v)
+}
+
 fn fleet_baseline(path: &Path, body: &str, host: &Host) -> anyhow::Result<Baseline> {
     let doc: hostbench_report::fleet::FleetDoc = serde_json::from_str(body)
         .map_err(|e| BenchError::invalid(format!("--baseline {}: {e}", path.display())))?;
@@ -441,14 +454,19 @@ fn fleet_baseline(path: &Path, body: &str, host: &Host) -> anyhow::Result<Baseli
     for n in &doc.nodes {
         let Some(rel) = &n.run else { continue };
         if let Ok(run) = hostbench_report::load::load_run(&dir.join(rel)) {
-            if run.host.cpu.model == host.cpu.model {
+            // The same node type: the CPU model, and the GPU models where both runs read them.
+            let same_gpus = match (gpu_models(&run.host), gpu_models(host)) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            if run.host.cpu.model == host.cpu.model && same_gpus {
                 runs.push(run);
             }
         }
     }
     if runs.is_empty() {
         return Err(BenchError::invalid(format!(
-            "--baseline {}: no node of the fleet has this CPU model ({})",
+            "--baseline {}: no node of the fleet has this CPU model ({}) and GPUs",
             path.display(),
             host.cpu.model
         ))

@@ -49,6 +49,46 @@ fn doc(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("json")).expect("valid JSON")
 }
 
+/// `hostbench cpu`'s f64 record on every CPU, the case the quick probe measures, as a run.json
+/// in `dir`.
+fn base_run(dir: &Path) -> PathBuf {
+    let run = dir.join("base.json");
+    let threads = hostbench_core::affinity::allowed_cpus().len().to_string();
+    let made = hostbench()
+        .args([
+            "cpu",
+            "--dtype",
+            "f64",
+            "--threads",
+            &threads,
+            "--quiet",
+            "--json",
+        ])
+        .arg(&run)
+        .output()
+        .expect("cpu");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    run
+}
+
+/// The CPU probe's check in a verdict document.
+fn cpu_check(d: &Value) -> &Value {
+    d["checks"]
+        .as_array()
+        .expect("checks")
+        .iter()
+        .find(|c| {
+            c["id"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("cpu.flops f64"))
+        })
+        .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"))
+}
+
 fn first_line(out: &str) -> &str {
     out.lines().next().unwrap_or("")
 }
@@ -100,14 +140,7 @@ fn its_own_expectation_passes_and_the_document_follows_its_schema() {
             .unwrap_or_else(|| panic!("{id}: {d}"));
         assert_eq!(c["verdict"], "pass", "{c}");
     }
-    let cpu = checks
-        .iter()
-        .find(|c| {
-            c["id"]
-                .as_str()
-                .is_some_and(|i| i.starts_with("cpu.flops f64"))
-        })
-        .expect("the CPU probe is judged");
+    let cpu = cpu_check(&d);
     assert!(
         cpu["expected"]["source"]
             .as_str()
@@ -424,26 +457,7 @@ fn bad_input_is_one_line_and_exit_2_before_anything_is_measured() {
 fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let run = dir.path().join("base.json");
-    let threads = hostbench_core::affinity::allowed_cpus().len().to_string();
-    let made = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--threads",
-            &threads,
-            "--quiet",
-            "--json",
-        ])
-        .arg(&run)
-        .output()
-        .expect("cpu");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    let run = base_run(dir.path());
     let json = dir.path().join("c.json");
     let written = dir.path().join("from-baseline.toml");
     let (code, out, err) = check(
@@ -469,16 +483,7 @@ fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
         "{text}"
     );
     let d = doc(&json);
-    let cpu = d["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| {
-            c["id"]
-                .as_str()
-                .is_some_and(|i| i.starts_with("cpu.flops f64"))
-        })
-        .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"));
+    let cpu = cpu_check(&d);
     let source = cpu["expected"]["source"].as_str().expect("source");
     assert!(
         source.starts_with(&format!("baseline {} ", run.display()))
@@ -498,26 +503,7 @@ fn a_stored_runs_figure_is_the_yardstick_where_the_file_has_none() {
 fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let threads = hostbench_core::affinity::allowed_cpus().len().to_string();
-    let base = dir.path().join("base.json");
-    let made = hostbench()
-        .args([
-            "cpu",
-            "--dtype",
-            "f64",
-            "--threads",
-            &threads,
-            "--quiet",
-            "--json",
-        ])
-        .arg(&base)
-        .output()
-        .expect("cpu");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    let base = base_run(dir.path());
     let run: Value =
         serde_json::from_str(&std::fs::read_to_string(&base).expect("run")).expect("json");
     // Two nodes of this CPU model, and one of another whose figures are a hundred times higher:
@@ -563,16 +549,7 @@ fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
     );
     assert!(matches!(code, Some(0 | 5)), "{out}{err}");
     let d = doc(&json);
-    let cpu = d["checks"]
-        .as_array()
-        .expect("checks")
-        .iter()
-        .find(|c| {
-            c["id"]
-                .as_str()
-                .is_some_and(|i| i.starts_with("cpu.flops f64"))
-        })
-        .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"));
+    let cpu = cpu_check(&d);
     let source = cpu["expected"]["source"].as_str().expect("source");
     assert!(
         source.starts_with("baseline fleet f-test's median of 2 node(s) with this CPU"),

@@ -271,6 +271,114 @@ fn parse_job_state(text: &str) -> JobState {
     }
 }
 
+/// A node as `scontrol show node -o` describes it: what `hostbench check --drain/--resume` needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NodeRecord {
+    pub name: String,
+    pub addr: String,
+    pub hostname: String,
+    /// Slurm's state flags, e.g. `IDLE`, `IDLE+DRAIN`, `MIXED+DRAIN`, `DOWN*`.
+    pub state: String,
+    /// The drain/down reason as it was set, without Slurm's `[user@time]` suffix.
+    pub reason: Option<String>,
+}
+
+impl NodeRecord {
+    /// Drained or draining (the DRAIN flag), whatever else the node is doing.
+    pub fn drained(&self) -> bool {
+        self.state.split('+').any(|f| f.starts_with("DRAIN"))
+    }
+}
+
+/// Every node `scontrol show node -o` lists (`node` None), or that one node.
+pub fn show_nodes(node: Option<&str>) -> Result<Vec<NodeRecord>, BenchError> {
+    let mut cmd = Command::new("scontrol");
+    cmd.args(["show", "node"]);
+    if let Some(n) = node {
+        cmd.arg(n);
+    }
+    cmd.arg("-o");
+    Ok(parse_show_node(&output(&mut cmd)?))
+}
+
+/// `scontrol show node -o` lines: `Key=value` fields separated by spaces, where a value may hold
+/// spaces itself (`OS=Linux 6.1.0 #1 SMP ...`, `Reason=bad dimm [root@2026-11-28T05:00:00]`): a
+/// word that does not start a `Key=` continues the value before it.
+pub fn parse_show_node(text: &str) -> Vec<NodeRecord> {
+    let mut nodes = Vec::new();
+    for line in text.lines().filter(|l| l.contains("NodeName=")) {
+        let mut fields: Vec<(String, String)> = Vec::new();
+        for word in line.split(' ').filter(|w| !w.is_empty()) {
+            let key = word.split_once('=').map(|(k, _)| k).filter(|k| {
+                !k.is_empty()
+                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && k.starts_with(|c: char| c.is_ascii_uppercase())
+            });
+            match (key, fields.last_mut()) {
+                (Some(k), _) => fields.push((k.to_string(), word[k.len() + 1..].to_string())),
+                (None, Some((_, v))) => {
+                    v.push(' ');
+                    v.push_str(word);
+                }
+                (None, None) => {}
+            }
+        }
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.trim().to_string())
+        };
+        let reason = get("Reason").map(|r| match r.rfind(" [") {
+            Some(i) if r.ends_with(']') && r[i..].contains('@') => r[..i].to_string(),
+            _ => r,
+        });
+        nodes.push(NodeRecord {
+            name: get("NodeName").unwrap_or_default(),
+            addr: get("NodeAddr").unwrap_or_default(),
+            hostname: get("NodeHostName").unwrap_or_default(),
+            state: get("State").unwrap_or_default(),
+            reason: reason.filter(|r| !r.is_empty() && r != "none" && r != "(null)"),
+        });
+    }
+    nodes
+}
+
+/// The longest drain reason kept: slurmdbd stores a node event's reason in a TINYTEXT column
+/// (255 bytes), so a longer one is cut there (or refused) anyway.
+pub const REASON_MAX: usize = 255;
+
+/// `reason` cut to `REASON_MAX` bytes on a character boundary, its beginning kept, `...` where
+/// it was cut.
+pub fn fit_reason(reason: &str) -> String {
+    let one_line = reason.replace(['\n', '\r'], " ");
+    if one_line.len() <= REASON_MAX {
+        return one_line;
+    }
+    let mut end = REASON_MAX - 3;
+    while !one_line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", one_line[..end].trim_end())
+}
+
+/// `scontrol update nodename=NODE state=drain reason=REASON` (the reason fitted to Slurm's limit).
+pub fn drain(node: &str, reason: &str) -> Result<(), BenchError> {
+    output(Command::new("scontrol").args([
+        "update",
+        &format!("nodename={node}"),
+        "state=drain",
+        &format!("reason={}", fit_reason(reason)),
+    ]))
+    .map(drop)
+}
+
+/// `scontrol update nodename=NODE state=resume`.
+pub fn resume(node: &str) -> Result<(), BenchError> {
+    output(Command::new("scontrol").args(["update", &format!("nodename={node}"), "state=resume"]))
+        .map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,6 +428,39 @@ mod tests {
             node("drained", Some("bad dimm")).availability(),
             Availability::Unavailable(w) if w.contains("bad dimm")
         ));
+    }
+
+    #[test]
+    fn show_node_fields_with_spaces() {
+        let text = "NodeName=node2 Arch=x86_64 CoresPerSocket=1 NodeAddr=198.51.100.2 \
+            NodeHostName=node2 Version=22.05.8 OS=Linux 6.1.0-27-amd64 #1 SMP PREEMPT_DYNAMIC \
+            State=IDLE+DRAIN ThreadsPerCore=1 Partitions=all \
+            Reason=hostbench: FAIL health.edac: mc0 1 uncorrected [root@2026-11-28T05:30:01]\n\
+            NodeName=node3 NodeAddr=198.51.100.3 NodeHostName=node3 State=IDLE ThreadsPerCore=1\n";
+        let n = parse_show_node(text);
+        assert_eq!(n.len(), 2);
+        assert_eq!(n[0].name, "node2");
+        assert_eq!(n[0].addr, "198.51.100.2");
+        assert_eq!(n[0].state, "IDLE+DRAIN");
+        assert!(n[0].drained());
+        assert_eq!(
+            n[0].reason.as_deref(),
+            Some("hostbench: FAIL health.edac: mc0 1 uncorrected")
+        );
+        assert_eq!(n[1].reason, None);
+        assert!(!n[1].drained());
+    }
+
+    #[test]
+    fn a_long_reason_keeps_its_beginning() {
+        let long = format!("hostbench: {}", "é".repeat(300));
+        let f = fit_reason(&long);
+        assert!(f.len() <= REASON_MAX, "{}", f.len());
+        assert!(f.starts_with("hostbench: é") && f.ends_with("..."), "{f}");
+        assert_eq!(
+            fit_reason("hostbench: short\nline"),
+            "hostbench: short line"
+        );
     }
 
     #[test]

@@ -913,6 +913,23 @@ pub struct CheckArgs {
     /// fail (1) or ok (0). Default: 5.
     #[arg(long, value_enum, value_name = "fail|ok")]
     pub unknown_is: Option<UnknownIs>,
+    /// Measure only these subsystems (the counters and the inventory are always read), e.g.
+    /// `--only cpu` for a probe of a few seconds as a Slurm HealthCheckProgram.
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
+    /// Under Slurm: on a fail (or an unknown with --unknown-is fail), drain this node with the
+    /// reason "hostbench: <the verdict's reason>". A node drained for another reason is left as
+    /// it is. Outside Slurm it is an error (exit 2).
+    #[arg(long)]
+    pub drain: bool,
+    /// Under Slurm: a node that hostbench drained (its reason starts "hostbench:") and that now
+    /// passes is resumed. A node drained for any other reason is never touched.
+    #[arg(long)]
+    pub resume: bool,
+    /// End with the verdict unknown ("exceeded --max-time") if the check has not finished in D
+    /// (e.g. 30s, 5m), rather than hang a Prolog or a health check.
+    #[arg(long, value_name = "D")]
+    pub max_time: Option<String>,
     #[command(flatten)]
     pub history: HistoryDbArgs,
     /// Only the verdict's first line.

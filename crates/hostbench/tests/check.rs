@@ -559,3 +559,143 @@ fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
     let bound = cpu["expected"]["value"].as_f64().expect("bound");
     assert!((bound - want).abs() <= want * 1e-9, "{bound} vs {want}");
 }
+
+/// Outside Slurm (no scontrol) --drain and --resume refuse before anything is measured; a
+/// Slurm whose node list does not have this host is refused too (the cluster test in
+/// tests/fleet.rs shows it: here scontrol would wait for a controller that is not there).
+#[test]
+fn drain_and_resume_outside_slurm_are_one_line_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let empty = dir.path().join("bin");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    for flag in ["--drain", "--resume"] {
+        // No scontrol at all.
+        let (code, out, err) = check(&[flag, "--only", "cpu"], &[("PATH", &empty)]);
+        assert_eq!(code, Some(2), "{out}{err}");
+        assert!(out.is_empty(), "nothing measured: {out}");
+        assert_eq!(
+            err.trim(),
+            format!("hostbench: error: {flag}: not under Slurm: `scontrol` is not on PATH"),
+        );
+    }
+}
+
+#[test]
+fn max_time_ends_the_check_unknown() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    let (code, out, err) = check(
+        &[
+            "--level",
+            "standard",
+            "--only",
+            "cpu",
+            "--max-time",
+            "200ms",
+        ],
+        &[("HOSTBENCH_RUN_DIR", &run)],
+    );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        "UNKNOWN exceeded --max-time 200ms: the check had not finished"
+    );
+    let (code, _, _) = check(
+        &[
+            "--level",
+            "standard",
+            "--only",
+            "cpu",
+            "--max-time",
+            "200ms",
+            "--unknown-is",
+            "fail",
+        ],
+        &[("HOSTBENCH_RUN_DIR", &run)],
+    );
+    assert_eq!(code, Some(1));
+    let (code, out, err) = check(&["--max-time", "soon"], &[]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "hostbench: error: --max-time soon: not a duration (e.g. 30s, 5m)"
+    );
+}
+
+/// Two checks that arrive while a third holds the node's lock (here the test holds it, as a
+/// check that is measuring would): when it is released one of them measures and the other
+/// reuses that verdict, each saying so; neither measures at the same time as the other.
+#[test]
+fn concurrent_checks_on_one_node_measure_once() {
+    use std::os::fd::AsRawFd as _;
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).expect("mkdir");
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let lock_path = run.join(format!("check-{}.lock", hostname.trim()));
+    let lock = std::fs::File::create(&lock_path).expect("lock file");
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let spawn = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("hostbench"))
+            .args(["check", "--only", "cpu", "--peak-share", "0.01"])
+            .env("HOSTBENCH_RUN_DIR", &run)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("check")
+    };
+    let (a, b) = (spawn(), spawn());
+    // Both are waiting once each has the lock file open.
+    let has_open = |pid: u32| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .map(|d| {
+                d.flatten()
+                    .any(|e| std::fs::read_link(e.path()).is_ok_and(|l| l == lock_path))
+            })
+            .unwrap_or(false)
+    };
+    let t0 = std::time::Instant::now();
+    while !(has_open(a.id()) && has_open(b.id())) {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the checks never opened the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(lock);
+    let outs = [a, b].map(|c| c.wait_with_output().expect("wait"));
+    let said: Vec<(String, String)> = outs
+        .iter()
+        .map(|o| {
+            (
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+                String::from_utf8_lossy(&o.stderr).into_owned(),
+            )
+        })
+        .collect();
+    let reused: Vec<&(String, String)> = said
+        .iter()
+        .filter(|(_, e)| {
+            e.contains("reused the verdict of the check that was running on this node")
+        })
+        .collect();
+    let measured: Vec<&(String, String)> = said
+        .iter()
+        .filter(|(_, e)| e.contains("waited ") && e.contains("this one measures"))
+        .collect();
+    assert_eq!((reused.len(), measured.len()), (1, 1), "{said:#?}");
+    // The reused verdict is the measured one, word for word.
+    assert_eq!(
+        first_line(&reused[0].0),
+        first_line(&measured[0].0),
+        "{said:#?}"
+    );
+    assert!(first_line(&measured[0].0).starts_with("OK "), "{said:#?}");
+    assert_eq!(outs[0].status.code(), outs[1].status.code());
+}

@@ -44,6 +44,17 @@ impl Cluster {
     /// A cluster of `nodes` nodes on `subnet`, its namespaces and state named from `tag` and
     /// this process, so two tests of this binary can each have one.
     fn up_with(tag: &str, nodes: usize, subnet: &str) -> Option<Self> {
+        Self::up_with_conf(tag, nodes, subnet, |_| String::new())
+    }
+
+    /// As `up_with`, with lines added to slurm.conf: `extra` is given the state directory
+    /// (created first, so it can hold the test's own files) and returns the lines.
+    fn up_with_conf(
+        tag: &str,
+        nodes: usize,
+        subnet: &str,
+        extra: impl FnOnce(&Path) -> String,
+    ) -> Option<Self> {
         let missing: Vec<&str> = [
             "sbatch",
             "slurmctld",
@@ -74,11 +85,15 @@ impl Cluster {
             prefix: format!("{tag}{pid}"),
             nodes,
         };
+        std::fs::create_dir_all(&me.state).expect("state dir");
+        let conf = me.state.join("extra.conf");
+        std::fs::write(&conf, extra(&me.state)).expect("extra conf");
         let out = StdCommand::new("bash")
             .arg(Self::script())
             .args(["up", &me.state.display().to_string(), &me.prefix])
             .arg(nodes.to_string())
             .arg(subnet)
+            .env("CLUSTER_EXTRA_CONF", &conf)
             .output()
             .expect("cluster.sh runs");
         assert!(
@@ -799,6 +814,203 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
         .expect("fleet run");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_network_suspect(&fleet_dir(&out_dir), "node2", &["both"]);
+}
+
+/// `hostbench check --drain --resume` as the cluster's HealthCheckProgram (every 2 s, the quick
+/// level's CPU probe, each node's counters from its own fixture tree): node2 given an
+/// uncorrected DIMM error is drained by hostbench with the cause as its reason (in `sinfo -R`)
+/// while node1 stays idle; with the fault gone the next check resumes it; node3, drained by
+/// hand for another reason, passes its checks and stays drained with that reason.
+#[test]
+fn check_drains_and_resumes_as_the_health_check_program() {
+    let _turn = cluster_turn();
+    let bin = assert_cmd::cargo::cargo_bin("hostbench");
+    let Some(cluster) = Cluster::up_with_conf("hbh", NODES, "198.51.100", |state| {
+        let wrapper = state.join("healthcheck.sh");
+        // The node's fixture tree: empty (nothing to read, nothing judged) until the test
+        // writes a fault into it. The floor is far below any figure (--peak-share 0.01): three
+        // nodes share this machine's CPUs, and only the counters are under test here.
+        for i in 1..=NODES {
+            std::fs::create_dir_all(state.join(format!("roots/node{i}"))).expect("root");
+        }
+        let body = format!(
+            "#!/bin/sh\n\
+             export SLURM_CONF={s}/slurm.conf HOSTBENCH_RUN_DIR={s}/run\n\
+             node=${{SLURMD_NODENAME:-$(hostname)}}\n\
+             export HOSTBENCH_HEALTH_ROOT={s}/roots/$node\n\
+             {{ echo \"run SLURMD_NODENAME=${{SLURMD_NODENAME:-unset}}\"\n\
+             {bin} check --level quick --only cpu --peak-share 0.01 --max-time 60s \
+             --drain --resume\n\
+             echo \"exit $?\"; }} >>{s}/hc-$node.log 2>&1\n",
+            s = state.display(),
+            bin = bin.display()
+        );
+        std::fs::write(&wrapper, body).expect("wrapper");
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .expect("chmod");
+        format!(
+            "HealthCheckProgram={}\nHealthCheckInterval=2\nHealthCheckNodeState=ANY\n",
+            wrapper.display()
+        )
+    }) else {
+        return;
+    };
+    let t0 = Instant::now();
+    let state = cluster.state.clone();
+    let runs = |node: &str| {
+        std::fs::read_to_string(state.join(format!("hc-{node}.log")))
+            .unwrap_or_default()
+            .matches("\nexit ")
+            .count()
+    };
+    let log = |node: &str| {
+        std::fs::read_to_string(state.join(format!("hc-{node}.log"))).unwrap_or_default()
+    };
+    let node_line = |node: &str| {
+        cluster
+            .slurm("scontrol", &["show", "node", node, "-o"])
+            .trim()
+            .to_string()
+    };
+    let field = |node: &str, key: &str| {
+        node_line(node)
+            .split(' ')
+            .find_map(|f| f.strip_prefix(&format!("{key}=")).map(str::to_string))
+            .unwrap_or_default()
+    };
+    // The checks run and pass on every node before anything is changed.
+    wait_for(
+        "a first health check on every node",
+        Duration::from_secs(120),
+        || (1..=NODES).all(|i| runs(&format!("node{i}")) >= 1),
+    );
+    for i in 1..=NODES {
+        let n = format!("node{i}");
+        assert!(log(&n).contains("OK "), "{n}: {}", log(&n));
+        assert_eq!(field(&n, "State"), "IDLE", "{n}: {}", node_line(&n));
+    }
+
+    // An operator drains node3 for something hostbench knows nothing of.
+    let _ = cluster.slurm(
+        "scontrol",
+        &[
+            "update",
+            "nodename=node3",
+            "state=drain",
+            "reason=fan swap (ticket 42)",
+        ],
+    );
+    let node3_before = runs("node3");
+
+    // The fault: one uncorrected error on node2's memory controller.
+    let mc = state.join("roots/node2/sys/devices/system/edac/mc/mc0");
+    std::fs::create_dir_all(mc.join("dimm2")).expect("mkdir");
+    std::fs::write(mc.join("ce_count"), "0\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_ue_count"), "1\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_ce_count"), "0\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_label"), "CPU1_DIMM_C2\n").expect("w");
+    std::fs::write(mc.join("ue_count"), "1\n").expect("w");
+    wait_for("node2 drained", Duration::from_secs(120), || {
+        field("node2", "State").contains("DRAIN")
+    });
+    let reasons = cluster.slurm("sinfo", &["-R", "-h", "-o", "%n|%E"]);
+    let node2 = reasons
+        .lines()
+        .find(|l| l.starts_with("node2|"))
+        .unwrap_or_else(|| panic!("node2 in sinfo -R: {reasons}"));
+    assert!(
+        node2.starts_with("node2|hostbench: 1 uncorrectable memory error(s) on mc0"),
+        "{reasons}\n{}",
+        log("node2")
+    );
+    assert!(
+        log("node2").contains("slurm: node node2 drained: \"hostbench: "),
+        "{}",
+        log("node2")
+    );
+    assert_eq!(field("node1", "State"), "IDLE", "{}", node_line("node1"));
+
+    // The fault cleared: the next check passes and resumes node2.
+    std::fs::write(mc.join("ue_count"), "0\n").expect("w");
+    std::fs::write(mc.join("dimm2/dimm_ue_count"), "0\n").expect("w");
+    wait_for("node2 resumed", Duration::from_secs(120), || {
+        field("node2", "State") == "IDLE"
+    });
+    assert!(
+        log("node2").contains("slurm: node node2 resumed (was \"hostbench: "),
+        "{}",
+        log("node2")
+    );
+
+    // node3 has passed checks since its drain and is still drained with the operator's reason.
+    wait_for("two more checks on node3", Duration::from_secs(120), || {
+        runs("node3") >= node3_before + 2
+    });
+    assert!(
+        field("node3", "State").contains("DRAIN"),
+        "{}",
+        node_line("node3")
+    );
+    let reasons = cluster.slurm("sinfo", &["-R", "-h", "-o", "%n|%E"]);
+    assert!(
+        reasons.lines().any(|l| l == "node3|fan swap (ticket 42)"),
+        "{reasons}\n{}",
+        log("node3")
+    );
+    assert!(
+        log("node3")
+            .contains("left drained as it is: drained by someone else (\"fan swap (ticket 42)\")"),
+        "{}",
+        log("node3")
+    );
+    assert!(
+        !log("node1").contains("slurm: node node1"),
+        "{}",
+        log("node1")
+    );
+
+    // Without SLURMD_NODENAME the node is the one whose NodeAddr is one of this host's
+    // addresses: inside node3's namespace, node3 (left as it is); in the controller's namespace,
+    // no node at all, which is a one-line error before anything is measured.
+    let by_addr = StdCommand::new("nsenter")
+        .arg(format!("--net=/run/netns/{}", cluster.ns("node3")))
+        .arg(&bin)
+        .args(["check", "--only", "cpu", "--peak-share", "0.01", "--resume"])
+        .env("SLURM_CONF", state.join("slurm.conf"))
+        .env("HOSTBENCH_RUN_DIR", state.join("run"))
+        .env("HOSTBENCH_HEALTH_ROOT", state.join("roots/node3"))
+        .env_remove("SLURMD_NODENAME")
+        .output()
+        .expect("check in node3's namespace");
+    assert!(
+        String::from_utf8_lossy(&by_addr.stderr)
+            .contains("slurm: node node3 left drained as it is"),
+        "{}",
+        text(&by_addr)
+    );
+    let nowhere = cluster
+        .hostbench()
+        .args(["check", "--only", "cpu", "--drain"])
+        .env_remove("SLURMD_NODENAME")
+        .output()
+        .expect("check in the controller's namespace");
+    assert_eq!(nowhere.status.code(), Some(2), "{}", text(&nowhere));
+    assert!(
+        nowhere.stdout.is_empty()
+            && String::from_utf8_lossy(&nowhere.stderr).contains(
+                "--drain: not under Slurm: no node in `scontrol show node` has this host's"
+            ),
+        "{}",
+        text(&nowhere)
+    );
+    eprintln!(
+        "health-check scenario: {:.1} s (SLURMD_NODENAME as slurmd gave it: {})",
+        t0.elapsed().as_secs_f64(),
+        log("node1").lines().next().unwrap_or("")
+    );
 }
 
 #[test]

@@ -6,11 +6,17 @@
 //! on stdout is the node's verdict and reason (what node-problem-detector and a Slurm health
 //! check read), one line per check follows; `--json` writes the verdict document and
 //! `--openmetrics` the gauges for node_exporter. Bad input (the file, the baseline, a flag) is
-//! refused before anything is measured.
+//! refused before anything is measured. `--drain`/`--resume` act on the verdict in Slurm (`slurm`);
+//! `--max-time` bounds the whole check (a watchdog gives `unknown`); one check runs at a time
+//! per node (`lock`).
+
+mod lock;
+mod slurm;
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use hostbench_core::check::expect::{self, Bound, Expectation};
@@ -74,6 +80,73 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
             .into());
         }
     }
+    let max_time = match &args.max_time {
+        Some(t) => Some(hostbench_core::units::parse_duration(t).map_err(|_| {
+            BenchError::invalid(format!("--max-time {t}: not a duration (e.g. 30s, 5m)"))
+        })?),
+        None => None,
+    };
+    let chosen = subsystem::select(&SUBSYSTEMS, args.only.as_deref(), None)?;
+    // Outside Slurm, --drain/--resume is an error before anything is measured.
+    let slurm_node = if args.drain || args.resume {
+        Some(slurm::this_node(if args.drain {
+            "--drain"
+        } else {
+            "--resume"
+        })?)
+    } else {
+        None
+    };
+    let lvl = level_name(args.level);
+    if let Some(d) = max_time {
+        watchdog(d, args, slurm_node.clone());
+    }
+    let node_key = slurm_node.clone().unwrap_or_else(slurm::own_hostname);
+    let only_key = args.only.clone().unwrap_or_default();
+    let bound = max_time.unwrap_or(lock::WAIT_DEFAULT);
+    let held = match lock::enter(&node_key, lvl, &only_key, bound)? {
+        Ok(lock::Entry::Own { held, waited }) => {
+            if let Some((w, pid)) = waited {
+                eprintln!(
+                    "hostbench check: waited {:.1} s for the check already running on this node \
+                     (pid {pid}); its verdict was for another level or --only, so this one measures",
+                    w.as_secs_f64()
+                );
+            }
+            held
+        }
+        Ok(lock::Entry::Reuse { last, waited }) => {
+            if !decide() {
+                park();
+            }
+            outln!("{}", last.first_line);
+            eprintln!(
+                "hostbench check: reused the verdict of the check that was running on this node \
+                 (pid {}, level {}), after waiting {:.1} s for it; nothing measured twice",
+                last.pid,
+                last.level,
+                waited.as_secs_f64()
+            );
+            return Ok(conclude(
+                last.verdict,
+                &last.reason,
+                args,
+                slurm_node.as_deref(),
+            ));
+        }
+        Err(why) => {
+            if !decide() {
+                park();
+            }
+            outln!("UNKNOWN {why}");
+            return Ok(conclude(
+                Verdict::Unknown,
+                &why,
+                args,
+                slurm_node.as_deref(),
+            ));
+        }
+    };
     let host = super::host_inventory(&spec);
     let baseline = match &args.baseline {
         Some(b) => Some(load_baseline(b, args, &host)?),
@@ -86,7 +159,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         LevelArg::Standard | LevelArg::Long => Profile::Standard,
     };
     let scratch = args.disk_dir.clone().unwrap_or_else(|| ".".into());
-    let selected: Vec<&dyn Subsystem> = SUBSYSTEMS
+    let selected: Vec<&dyn Subsystem> = chosen
         .iter()
         .copied()
         .filter(|s| s.name() != "disk" || args.disk_dir.is_some())
@@ -248,6 +321,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         host: first.host.clone(),
     };
 
+    // The watchdog may have answered already (--max-time): then it ends the process.
+    if !decide() {
+        park();
+    }
     let text = render(&doc, args.quiet, args.level == LevelArg::Long);
     match &json {
         Some(None) => {
@@ -281,12 +358,98 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
             );
         }
     }
-    Ok(match (verdict, args.unknown_is) {
+    held.leave(&lock::Last {
+        level: lvl.into(),
+        only: only_key,
+        verdict,
+        reason: doc.reason.clone(),
+        first_line: format!("{} {}", verdict.word(), doc.reason),
+        pid: std::process::id(),
+        finished_unix: lock::now_unix(),
+    });
+    Ok(conclude(verdict, &doc.reason, args, slurm_node.as_deref()))
+}
+
+fn level_name(l: LevelArg) -> &'static str {
+    match l {
+        LevelArg::Quick => "quick",
+        LevelArg::Standard => "standard",
+        LevelArg::Long => "long",
+    }
+}
+
+/// Set once, by whichever answers first: the check or the --max-time watchdog.
+static DECIDED: AtomicBool = AtomicBool::new(false);
+
+/// True for the first caller only.
+fn decide() -> bool {
+    !DECIDED.swap(true, Ordering::SeqCst)
+}
+
+/// The other side answered and is ending the process.
+fn park() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// After `d`, unless the check has answered: the verdict `unknown` ("exceeded --max-time"), acted
+/// on as any unknown (a drain only with --unknown-is fail), and the process ends.
+fn watchdog(d: Duration, args: &CheckArgs, node: Option<String>) {
+    let given = args.max_time.clone().unwrap_or_default();
+    let (unknown_is, drain, resume) = (args.unknown_is, args.drain, args.resume);
+    std::thread::spawn(move || {
+        std::thread::sleep(d);
+        if !decide() {
+            return;
+        }
+        let reason = format!("exceeded --max-time {given}: the check had not finished");
+        outln!("UNKNOWN {reason}");
+        let exit = conclude_with(
+            Verdict::Unknown,
+            &reason,
+            unknown_is,
+            drain,
+            resume,
+            node.as_deref(),
+        );
+        std::process::exit(exit as i32);
+    });
+}
+
+/// The exit code for `verdict`, after acting on it in Slurm (--drain/--resume).
+fn conclude(verdict: Verdict, reason: &str, args: &CheckArgs, node: Option<&str>) -> Exit {
+    conclude_with(
+        verdict,
+        reason,
+        args.unknown_is,
+        args.drain,
+        args.resume,
+        node,
+    )
+}
+
+fn conclude_with(
+    verdict: Verdict,
+    reason: &str,
+    unknown_is: Option<UnknownIs>,
+    drain: bool,
+    resume: bool,
+    node: Option<&str>,
+) -> Exit {
+    let treat_as_fail = verdict == Verdict::Fail
+        || (verdict == Verdict::Unknown && unknown_is == Some(UnknownIs::Fail));
+    if let Some(node) = node {
+        for line in slurm::act(node, verdict, reason, treat_as_fail, drain, resume) {
+            eprintln!("{line}");
+        }
+    }
+    match (verdict, unknown_is) {
         (Verdict::Pass | Verdict::Warn, _) => Exit::Ok,
         (Verdict::Fail, _) | (Verdict::Unknown, Some(UnknownIs::Fail)) => Exit::Failure,
         (Verdict::Unknown, Some(UnknownIs::Ok)) => Exit::Ok,
         (Verdict::Unknown, None) => Exit::Unknown,
-    })
+    }
 }
 
 /// How many passes of the probes an expectation is written from (see `worst_of`).

@@ -6,6 +6,7 @@
 # with SLURM_CONF=<state>/slurm.conf.
 #
 #   cluster.sh up   STATE PREFIX N SUBNET   e.g. up /tmp/hbs-1 hb1 3 198.51.100
+#                   (CLUSTER_EXTRA_CONF=FILE: lines appended to slurm.conf)
 #   cluster.sh down STATE PREFIX N
 #
 # STATE holds the config, logs and PID files; PREFIX names the namespaces (globally visible, so
@@ -82,6 +83,8 @@ CONF
         echo "NodeName=node$i NodeAddr=$NET.$i CPUs=1 RealMemory=1000 State=UNKNOWN"
     done
     echo "PartitionName=all Nodes=node[1-$N] Default=YES MaxTime=INFINITE State=UP"
+    # A test's own lines (e.g. HealthCheckProgram), from the file CLUSTER_EXTRA_CONF names.
+    if [ -n "${CLUSTER_EXTRA_CONF:-}" ]; then cat "$CLUSTER_EXTRA_CONF"; fi
 } >"$H/slurm.conf"
 export SLURM_CONF=$H/slurm.conf
 

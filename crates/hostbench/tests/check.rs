@@ -699,3 +699,129 @@ fn concurrent_checks_on_one_node_measure_once() {
     assert!(first_line(&measured[0].0).starts_with("OK "), "{said:#?}");
     assert_eq!(outs[0].status.code(), outs[1].status.code());
 }
+
+/// packaging/kubernetes: the node-problem-detector plugin and the DaemonSet parse, say what
+/// README says, and the plugin's own command line gives NPD's three outcomes: exit 0 with an OK
+/// line, 1 with a FAIL line (a fixture node with an uncorrected DIMM error), and neither 0 nor 1
+/// (NPD's unknown) with an UNKNOWN line (a required counter that cannot be read). For the pass
+/// the test adds `--only cpu --peak-share 0.01`: this shared machine's CPU figures are not
+/// under test here.
+#[test]
+fn kubernetes_npd_plugin_and_daemonset() {
+    let _one = serial();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pkg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/kubernetes");
+    let npd: Value = serde_json::from_str(
+        &std::fs::read_to_string(pkg.join("hostbench-npd-plugin.json")).expect("npd plugin"),
+    )
+    .expect("the plugin is JSON");
+    assert_eq!(npd["plugin"], "custom");
+    let rule = &npd["rules"][0];
+    assert_eq!(rule["condition"], npd["conditions"][0]["type"]);
+    assert_eq!(rule["path"], "/host/usr/local/bin/hostbench");
+    let args: Vec<&str> = rule["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .map(|a| a.as_str().expect("string"))
+        .collect();
+    assert_eq!(args[..3], ["check", "--level", "quick"], "{args:?}");
+    assert!(args.contains(&"--quiet") && args.contains(&"--max-time"));
+
+    let ds: Value = serde_json::from_str(
+        &std::fs::read_to_string(pkg.join("hostbench-check-daemonset.json")).expect("daemonset"),
+    )
+    .expect("the DaemonSet is JSON");
+    assert_eq!(ds["kind"], "DaemonSet");
+    let spec = &ds["spec"]["template"]["spec"];
+    assert_eq!(spec["hostNetwork"], true);
+    let c = &spec["containers"][0];
+    let script = c["args"][0].as_str().expect("script");
+    assert!(
+        script.contains("hostbench check --level standard")
+            && script.contains("--openmetrics /textfile/hostbench.prom.tmp")
+            && script.contains("mv /textfile/hostbench.prom.tmp /textfile/hostbench.prom"),
+        "{script}"
+    );
+    let mounts: Vec<(&str, &str)> = c["volumeMounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().expect("name"),
+                m["mountPath"].as_str().expect("path"),
+            )
+        })
+        .collect();
+    let volume = |name: &str| {
+        spec["volumes"]
+            .as_array()
+            .expect("volumes")
+            .iter()
+            .find(|v| v["name"] == name)
+            .and_then(|v| v["hostPath"]["path"].as_str())
+            .unwrap_or_else(|| panic!("no hostPath volume {name}"))
+            .to_string()
+    };
+    for (name, path) in &mounts {
+        let host = volume(name);
+        match *name {
+            "hostbench" => assert_eq!(
+                (host.as_str(), *path),
+                (
+                    "/usr/local/bin/hostbench",
+                    rule["path"].as_str().expect("path")
+                )
+            ),
+            "textfile" => assert_eq!(
+                (host.as_str(), *path),
+                ("/var/lib/node_exporter/textfile_collector", "/textfile")
+            ),
+            _ => {}
+        }
+    }
+
+    // The plugin's command line, the binary in place of /host/usr/local/bin/hostbench.
+    let run = dir.path().join("run");
+    let npd_run = |extra: &[&str], root: &Path| {
+        let mut a: Vec<&str> = args[1..].to_vec();
+        a.extend_from_slice(extra);
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("hostbench"));
+        cmd.arg(args[0])
+            .args(&a)
+            .env("HOSTBENCH_HEALTH_ROOT", root)
+            .env("HOSTBENCH_RUN_DIR", &run);
+        let o = cmd.output().expect("plugin command");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+        )
+    };
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    let (code, out) = npd_run(&["--only", "cpu", "--peak-share", "0.01"], &empty);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("OK ") && out.lines().count() == 1, "{out}");
+    let (code, out) = npd_run(&["--only", "cpu"], &faulty_root(dir.path()));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.starts_with("FAIL 1 uncorrectable memory error(s) on mc0"),
+        "{out}"
+    );
+    let file = dir.path().join("req.toml");
+    std::fs::write(&file, "[expect]\nrequire = [\"health.edac\"]\n").expect("write");
+    let f = file.to_str().expect("utf-8");
+    let (code, out) = npd_run(
+        &["--only", "cpu", "--peak-share", "0.01", "--expect", f],
+        &empty,
+    );
+    assert!(
+        !matches!(code, Some(0 | 1)),
+        "NPD's unknown: {code:?} {out}"
+    );
+    assert!(
+        out.starts_with("UNKNOWN health.edac: not readable ("),
+        "{out}"
+    );
+}

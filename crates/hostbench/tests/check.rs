@@ -625,7 +625,8 @@ fn max_time_ends_the_check_unknown() {
 
 /// Two checks that arrive while a third holds the node's lock (here the test holds it, as a
 /// check that is measuring would): when it is released one of them measures and the other
-/// reuses that verdict, each saying so; neither measures at the same time as the other.
+/// reuses that verdict, each saying so; neither measures at the same time as the other. One
+/// that writes --json measures after its wait.
 #[test]
 fn concurrent_checks_on_one_node_measure_once() {
     use std::os::fd::AsRawFd as _;
@@ -641,16 +642,17 @@ fn concurrent_checks_on_one_node_measure_once() {
         unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );
-    let spawn = || {
+    let spawn = |extra: &[&str]| {
         std::process::Command::new(assert_cmd::cargo::cargo_bin("hostbench"))
             .args(["check", "--only", "cpu", "--peak-share", "0.01"])
+            .args(extra)
             .env("HOSTBENCH_RUN_DIR", &run)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("check")
     };
-    let (a, b) = (spawn(), spawn());
+    let (a, b) = (spawn(&[]), spawn(&[]));
     // Both are waiting once each has the lock file open.
     let has_open = |pid: u32| {
         std::fs::read_dir(format!("/proc/{pid}/fd"))
@@ -698,6 +700,34 @@ fn concurrent_checks_on_one_node_measure_once() {
     );
     assert!(first_line(&measured[0].0).starts_with("OK "), "{said:#?}");
     assert_eq!(outs[0].status.code(), outs[1].status.code());
+
+    // A check that writes a document of its own (--json) waits but always measures.
+    let lock = std::fs::File::create(&lock_path).expect("lock file");
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let json = dir.path().join("b.json");
+    let a = spawn(&[]);
+    let b = spawn(&["--json", json.to_str().expect("utf-8")]);
+    let t0 = std::time::Instant::now();
+    while !(has_open(a.id()) && has_open(b.id())) {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the checks never opened the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(lock);
+    let a = a.wait_with_output().expect("wait");
+    let b = b.wait_with_output().expect("wait");
+    let b_err = String::from_utf8_lossy(&b.stderr);
+    assert!(
+        b_err.contains("this one measures") && json.exists(),
+        "{b_err}\n{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
 }
 
 /// packaging/kubernetes: the node-problem-detector plugin and the DaemonSet parse, say what

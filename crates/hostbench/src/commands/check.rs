@@ -104,12 +104,15 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     let node_key = slurm_node.clone().unwrap_or_else(slurm::own_hostname);
     let only_key = args.only.clone().unwrap_or_default();
     let bound = max_time.unwrap_or(lock::WAIT_DEFAULT);
-    let held = match lock::enter(&node_key, lvl, &only_key, bound)? {
+    let may_reuse =
+        args.json.is_none() && args.openmetrics.is_none() && args.write_expect.is_none();
+    let held = match lock::enter(&node_key, lvl, &only_key, bound, may_reuse)? {
         Ok(lock::Entry::Own { held, waited }) => {
             if let Some((w, pid)) = waited {
                 eprintln!(
                     "hostbench check: waited {:.1} s for the check already running on this node \
-                     (pid {pid}); its verdict was for another level or --only, so this one measures",
+                     (pid {pid}); this one measures (the other's verdict was for another level or --only, \
+                     or this one writes --json, --openmetrics or --write-expect)",
                     w.as_secs_f64()
                 );
             }

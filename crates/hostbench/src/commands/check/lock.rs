@@ -87,13 +87,15 @@ fn try_lock(f: &File) -> bool {
     unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
-/// Take the node's check lock, waiting up to `bound` for a check that holds it. None: the other
-/// check still held it after `bound` (the pid that held it is in the error text of the caller).
+/// Take the node's check lock, waiting up to `bound` for a check that holds it. `Err`: the other
+/// check still held it after `bound` (why, in words). `may_reuse` false (the caller writes a
+/// document of its own: --json, --openmetrics, --write-expect): after a wait it measures anyway.
 pub fn enter(
     node: &str,
     level: &str,
     only: &str,
     bound: Duration,
+    may_reuse: bool,
 ) -> anyhow::Result<Result<Entry, String>> {
     let dir = run_dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -138,9 +140,9 @@ pub fn enter(
         let previous: Option<Last> = std::fs::read(&last)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
-        if let Some(p) =
-            previous.filter(|p| p.finished_unix >= arrived && p.level == level && p.only == only)
-        {
+        if let Some(p) = previous.filter(|p| {
+            may_reuse && p.finished_unix >= arrived && p.level == level && p.only == only
+        }) {
             return Ok(Ok(Entry::Reuse {
                 last: p,
                 waited: t0.elapsed(),

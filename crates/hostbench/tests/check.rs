@@ -560,7 +560,8 @@ fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
     assert!((bound - want).abs() <= want * 1e-9, "{bound} vs {want}");
 }
 
-/// Outside Slurm (no scontrol) --drain and --resume refuse before anything is measured; a
+/// Outside Slurm (no scontrol) --drain and --resume refuse before anything is measured, and a
+/// scontrol that hangs is cut off by --max-time; a
 /// Slurm whose node list does not have this host is refused too (the cluster test in
 /// tests/fleet.rs shows it: here scontrol would wait for a controller that is not there).
 #[test]
@@ -578,6 +579,23 @@ fn drain_and_resume_outside_slurm_are_one_line_errors() {
             format!("hostbench: error: {flag}: not under Slurm: `scontrol` is not on PATH"),
         );
     }
+    // A controller that does not answer (scontrol hangs): --max-time still ends the check.
+    std::fs::write(empty.join("scontrol"), "#!/bin/sh\nexec sleep 5\n").expect("write");
+    std::fs::set_permissions(
+        empty.join("scontrol"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let path = format!("{}:/usr/bin:/bin", empty.display());
+    let (code, out, err) = check(
+        &["--drain", "--only", "cpu", "--max-time", "500ms"],
+        &[("PATH", Path::new(&path))],
+    );
+    assert_eq!(code, Some(5), "{out}{err}");
+    assert_eq!(
+        out.trim(),
+        "UNKNOWN exceeded --max-time 500ms: the check had not finished"
+    );
 }
 
 #[test]

@@ -87,6 +87,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         None => None,
     };
     let chosen = subsystem::select(&SUBSYSTEMS, args.only.as_deref(), None)?;
+    // The bound covers everything from here, asking scontrol included.
+    if let Some(d) = max_time {
+        watchdog(d, args);
+    }
     // Outside Slurm, --drain/--resume is an error before anything is measured.
     let slurm_node = if args.drain || args.resume {
         Some(slurm::this_node(if args.drain {
@@ -97,10 +101,10 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     } else {
         None
     };
-    let lvl = level_name(args.level);
-    if let Some(d) = max_time {
-        watchdog(d, args, slurm_node.clone());
+    if let Some(n) = &slurm_node {
+        let _ = SLURM_NODE.set(n.clone());
     }
+    let lvl = level_name(args.level);
     let node_key = slurm_node.clone().unwrap_or_else(slurm::own_hostname);
     let only_key = args.only.clone().unwrap_or_default();
     let bound = max_time.unwrap_or(lock::WAIT_DEFAULT);
@@ -381,6 +385,9 @@ fn level_name(l: LevelArg) -> &'static str {
     }
 }
 
+/// This node's Slurm name once known, for the watchdog (--drain with --unknown-is fail).
+static SLURM_NODE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 /// Set once, by whichever answers first: the check or the --max-time watchdog.
 static DECIDED: AtomicBool = AtomicBool::new(false);
 
@@ -398,7 +405,7 @@ fn park() -> ! {
 
 /// After `d`, unless the check has answered: the verdict `unknown` ("exceeded --max-time"), acted
 /// on as any unknown (a drain only with --unknown-is fail), and the process ends.
-fn watchdog(d: Duration, args: &CheckArgs, node: Option<String>) {
+fn watchdog(d: Duration, args: &CheckArgs) {
     let given = args.max_time.clone().unwrap_or_default();
     let (unknown_is, drain, resume) = (args.unknown_is, args.drain, args.resume);
     std::thread::spawn(move || {
@@ -414,7 +421,7 @@ fn watchdog(d: Duration, args: &CheckArgs, node: Option<String>) {
             unknown_is,
             drain,
             resume,
-            node.as_deref(),
+            SLURM_NODE.get().map(String::as_str),
         );
         std::process::exit(exit as i32);
     });

@@ -746,6 +746,49 @@ fn concurrent_checks_on_one_node_measure_once() {
         "{b_err}\n{}",
         String::from_utf8_lossy(&a.stderr)
     );
+
+    // Nor is a verdict reused for another question: here another counter root, whose
+    // uncorrected DIMM error the waiting check finds itself whichever of the two goes first.
+    let lock = std::fs::File::create(&lock_path).expect("lock file");
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let a = spawn(&[]);
+    let b = std::process::Command::new(assert_cmd::cargo::cargo_bin("hostbench"))
+        .args(["check", "--only", "cpu", "--peak-share", "0.01"])
+        .env("HOSTBENCH_RUN_DIR", &run)
+        .env("HOSTBENCH_HEALTH_ROOT", faulty_root(dir.path()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("check");
+    let t0 = std::time::Instant::now();
+    while !(has_open(a.id()) && has_open(b.id())) {
+        assert!(
+            t0.elapsed().as_secs() < 120,
+            "the checks never opened the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(lock);
+    let a = a.wait_with_output().expect("wait");
+    let b = b.wait_with_output().expect("wait");
+    let (b_out, b_err) = (
+        String::from_utf8_lossy(&b.stdout),
+        String::from_utf8_lossy(&b.stderr),
+    );
+    assert!(
+        b_err.contains("this one measures")
+            && b_out.starts_with("FAIL 1 uncorrectable memory error(s) on mc0"),
+        "{b_out}{b_err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&a.stdout).starts_with("OK "),
+        "{}",
+        String::from_utf8_lossy(&a.stderr)
+    );
 }
 
 /// packaging/kubernetes: the node-problem-detector plugin and the DaemonSet parse, say what

@@ -106,17 +106,28 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     }
     let lvl = level_name(args.level);
     let node_key = slurm_node.clone().unwrap_or_else(slurm::own_hostname);
-    let only_key = args.only.clone().unwrap_or_default();
+    let question = format!(
+        "level={lvl} only={:?} expect={:?} baseline={:?} peak_share={:?} tolerance={:?} \
+         disk_dir={:?} health_root={:?}",
+        args.only,
+        args.expect,
+        args.baseline,
+        args.peak_share,
+        args.tolerance,
+        args.disk_dir,
+        std::env::var_os("HOSTBENCH_HEALTH_ROOT")
+    );
     let bound = max_time.unwrap_or(lock::WAIT_DEFAULT);
     let may_reuse =
         args.json.is_none() && args.openmetrics.is_none() && args.write_expect.is_none();
-    let held = match lock::enter(&node_key, lvl, &only_key, bound, may_reuse)? {
+    let held = match lock::enter(&node_key, lvl, &question, bound, may_reuse)? {
         Ok(lock::Entry::Own { held, waited }) => {
             if let Some((w, pid)) = waited {
                 eprintln!(
                     "hostbench check: waited {:.1} s for the check already running on this node \
-                     (pid {pid}); this one measures (the other's verdict was for another level or --only, \
-                     or this one writes --json, --openmetrics or --write-expect)",
+                     (pid {pid}); this one measures (the other answered another question: level, --only, \
+                     yardsticks or counter root; or this one writes --json, --openmetrics or \
+                     --write-expect)",
                     w.as_secs_f64()
                 );
             }
@@ -367,7 +378,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     }
     held.leave(&lock::Last {
         level: lvl.into(),
-        only: only_key,
+        question,
         verdict,
         reason: doc.reason.clone(),
         first_line: format!("{} {}", verdict.word(), doc.reason),

@@ -1,8 +1,8 @@
 //! One `hostbench check` at a time per node. A health check that fires while a Prolog's check is
 //! measuring would measure a node busy with the other check (and find it slow): instead the
 //! second waits for the first (an exclusive flock on `check-<node>.lock` in the run directory),
-//! then reuses the first's verdict if it was at the same level and finished while it waited,
-//! else measures itself. The wait is bounded by --max-time (else `WAIT_DEFAULT`). The run
+//! then reuses the first's verdict if it answered the same question (level, --only, yardsticks,
+//! counter root) and finished while it waited, else measures itself. The wait is bounded by --max-time (else `WAIT_DEFAULT`). The run
 //! directory is HOSTBENCH_RUN_DIR, else $XDG_RUNTIME_DIR/hostbench, else /run/hostbench as root,
 //! else /tmp/hostbench-<uid>.
 
@@ -22,8 +22,10 @@ pub const WAIT_DEFAULT: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Last {
     pub level: String,
-    /// The measured subsystems (`--only`), empty for all.
-    pub only: String,
+    /// Everything that decides the verdict besides the node (level, --only, --expect,
+    /// --baseline, --peak-share, --tolerance, --disk-dir, HOSTBENCH_HEALTH_ROOT): a verdict is
+    /// reused only for the same question.
+    pub question: String,
     pub verdict: hostbench_core::check::Verdict,
     pub reason: String,
     pub first_line: String,
@@ -93,7 +95,7 @@ fn try_lock(f: &File) -> bool {
 pub fn enter(
     node: &str,
     level: &str,
-    only: &str,
+    question: &str,
     bound: Duration,
     may_reuse: bool,
 ) -> anyhow::Result<Result<Entry, String>> {
@@ -141,7 +143,7 @@ pub fn enter(
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         if let Some(p) = previous.filter(|p| {
-            may_reuse && p.finished_unix >= arrived && p.level == level && p.only == only
+            may_reuse && p.finished_unix >= arrived && p.level == level && p.question == question
         }) {
             return Ok(Ok(Entry::Reuse {
                 last: p,

@@ -140,6 +140,14 @@ pub struct Invocation {
     pub profile: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
+    /// The node's price in USD per hour (`run --price-per-hour`, else the spec file's
+    /// `[cost] price_per_hour`): every record then has `extra.per_dollar_hour`, its value
+    /// divided by this price (FLOP/s per USD/h, the Phoronix Test Suite's perf-per-dollar).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_per_hour: Option<f64>,
+    /// Where the price came from: `--price-per-hour` or `spec file <path>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price_source: Option<String>,
 }
 
 /// Host inventory as stored in a result (see `host::inventory`).

@@ -12,6 +12,8 @@
 //! [memory]
 //! dimm_mts = 4800      # DIMM transfer rate, MT/s
 //! channels = 12
+//! [cost]
+//! price_per_hour = 2.5 # USD per hour of this node: reports add each figure per dollar-hour
 //! ```
 
 use std::path::Path;
@@ -35,6 +37,18 @@ pub struct Spec {
     /// What a healthy node of this type shows, for `hostbench check` (`check::expect`).
     #[serde(default)]
     pub expect: Option<crate::check::expect::ExpectToml>,
+    /// What an hour of this node costs (`run --price-per-hour` overrides it).
+    #[serde(default)]
+    pub cost: CostSpec,
+}
+
+/// `[cost]`: a section rather than a top-level key, so a later currency or power price sits
+/// beside it without reshaping the file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostSpec {
+    /// USD per hour: each record's value divided by it is its figure per dollar-hour.
+    pub price_per_hour: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -144,6 +158,7 @@ impl Spec {
             ("disk.write_iops", self.disk.write_iops),
             ("network.link_bps", self.network.link_bps),
             ("network.base_latency_s", self.network.base_latency_s),
+            ("cost.price_per_hour", self.cost.price_per_hour),
         ];
         for (key, v) in positive {
             if let Some(v) = v {
@@ -228,6 +243,23 @@ fn apply_llc(caches: &mut Vec<crate::model::Cache>, bytes: Option<u64>, instance
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[cost] price_per_hour`: a positive number, anything else one line naming the key.
+    #[test]
+    fn cost_price_per_hour_is_a_positive_number() {
+        let spec = Spec::parse("[cost]\nprice_per_hour = 2.5\n").unwrap();
+        assert_eq!(spec.cost.price_per_hour, Some(2.5));
+        for bad in ["0", "-1", "\"cheap\""] {
+            let err = Spec::parse(&format!("[cost]\nprice_per_hour = {bad}\n")).unwrap_err();
+            assert!(
+                err.contains("price_per_hour") || err.contains("invalid type"),
+                "{err}"
+            );
+            assert!(!err.contains('\n'), "{err}");
+        }
+        let err = Spec::parse("[cost]\nprice = 2.5\n").unwrap_err();
+        assert!(err.contains("price"), "{err}");
+    }
 
     #[test]
     fn full_spec_parses_and_applies() {

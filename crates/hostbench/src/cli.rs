@@ -666,6 +666,11 @@ pub struct RunArgs {
     /// Also write every chart as a PNG image into DIR.
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
+    /// The node's price in USD per hour (e.g. a cloud instance's on-demand rate): the reports
+    /// and the JSON add every throughput figure per dollar-hour. Overrides the spec file's
+    /// `[cost] price_per_hour`.
+    #[arg(long, value_name = "USD")]
+    pub price_per_hour: Option<String>,
     #[command(flatten)]
     pub history: HistoryDbArgs,
     /// Do not store this run in the history database.

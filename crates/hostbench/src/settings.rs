@@ -768,6 +768,16 @@ pub fn scale(text: &str) -> Result<f64, BenchError> {
     }
 }
 
+/// `--price-per-hour USD`: a positive number of US dollars per hour.
+pub fn price_per_hour(text: &str) -> Result<f64, BenchError> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(BenchError::invalid(format!(
+            "--price-per-hour: invalid price '{text}' (expected a positive number of USD per hour, e.g. 2.5)"
+        ))),
+    }
+}
+
 /// `--mem-share F`: the share of the available memory linpack's matrix may fill, in (0, 0.9]
 /// (above 0.9 the OS and the page cache are squeezed and the solve swaps or is killed).
 pub fn mem_share(text: &str) -> Result<f64, BenchError> {

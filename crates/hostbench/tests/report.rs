@@ -237,7 +237,8 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
       const cards = [...document.querySelectorAll('.cards .card')].map(c => {
         const r = c.getBoundingClientRect();
         return {cls: c.className, w: r.width, h: r.height, left: r.left, lines: c.querySelectorAll('li').length,
-                gauges: c.querySelectorAll('svg.gauge').length};
+                gauges: c.querySelectorAll('svg.gauge').length,
+                nocause: c.textContent.toLowerCase().includes('no cause found')};
       });
       const overflow = document.documentElement.scrollWidth - window.innerWidth;
       return {charts, tables, cards, covered, overflow, width: window.innerWidth};
@@ -262,6 +263,11 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         let cards = probe["cards"].as_array().expect("cards");
         assert!(cards.len() >= 3, "host, cpu and mem cards: {probe}");
         assert!(cards[0]["cls"].as_str().expect("class").contains("host"));
+        // Issue 54: a spread with no cause found is a mark with the finding on hover (its
+        // title), never the sentence in a card.
+        for c in cards {
+            assert_eq!(c["nocause"], false, "a card holds 'no cause found': {c}");
+        }
         for c in &cards[1..] {
             assert!(
                 c["lines"].as_u64() > Some(0),
@@ -298,30 +304,40 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         check_charts_and_tables(&probe, &html);
         check_line_legends(&probe, columns == 1);
     }
-    // And a screenshot of the top of the page is not blank.
-    let shot = tmp.path().join("shot.png");
-    run_with_timeout(
-        StdCommand::new(chromium)
-            .args(BROWSER_FLAGS)
-            .arg("--window-size=1280,2000")
-            .arg(format!("--user-data-dir={}", s(&profile)))
-            .arg(format!("--screenshot={}", s(&shot)))
-            .arg(format!("file://{}", s(&dir.join("report.html")))),
-    );
-    let decoder = png::Decoder::new(std::fs::File::open(&shot).expect("screenshot"));
-    let mut reader = decoder.read_info().expect("png");
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).expect("frame");
-    let px = info.color_type.samples();
-    let ink = buf[..info.buffer_size()]
-        .chunks(px)
-        .filter(|p| p[..3].iter().any(|&c| c < 200))
-        .count();
-    let total = (info.width * info.height) as usize;
-    assert!(
-        ink * 100 > total,
-        "screenshot almost blank: {ink} of {total} pixels"
-    );
+    // Screenshots at a desktop's and a phone's width: PNGs of that width, not blank.
+    for width in [1280u32, 390] {
+        let shot = tmp.path().join(format!("shot-{width}.png"));
+        run_with_timeout(
+            StdCommand::new(chromium)
+                .args(BROWSER_FLAGS)
+                .arg(format!("--window-size={width},2000"))
+                .arg(format!("--user-data-dir={}", s(&profile)))
+                .arg(format!("--screenshot={}", s(&shot)))
+                .arg(format!("file://{}", s(&dir.join("report.html")))),
+        );
+        let bytes = std::fs::read(&shot).expect("screenshot");
+        // The PNG signature, then IHDR's width (big-endian) at bytes 16..20.
+        assert!(
+            bytes.len() > 24 && bytes.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{width} px: not a PNG"
+        );
+        let header_width = u32::from_be_bytes([bytes[16], bytes[17], bytes[18], bytes[19]]);
+        assert_eq!(header_width, width, "screenshot width");
+        let decoder = png::Decoder::new(std::io::Cursor::new(bytes));
+        let mut reader = decoder.read_info().expect("png");
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).expect("frame");
+        let px = info.color_type.samples();
+        let ink = buf[..info.buffer_size()]
+            .chunks(px)
+            .filter(|p| p[..3].iter().any(|&c| c < 200))
+            .count();
+        let total = (info.width * info.height) as usize;
+        assert!(
+            ink * 100 > total,
+            "{width} px screenshot almost blank: {ink} of {total} pixels"
+        );
+    }
 }
 
 /// Headless Chromium renders `url` (the probe page around a report); the probe's JSON.
@@ -700,6 +716,83 @@ fn bad_input_is_one_line_and_exit_2() {
     std::fs::write(&garbage, vec![0x42u8; 4096]).expect("w");
     assert_usage_error(&["history", "list", "--db", s(&garbage)], "garbage.sqlite");
     assert_usage_error(&["run", "--scale", "0"], "--scale");
+    for bad in ["0", "-1", "abc", "inf"] {
+        assert_usage_error(
+            &["run", "--only", "cpu", &format!("--price-per-hour={bad}")],
+            "--price-per-hour",
+        );
+    }
+    let spec = tmp.path().join("free.toml");
+    std::fs::write(&spec, "[cost]\nprice_per_hour = 0\n").expect("w");
+    assert_usage_error(
+        &["run", "--only", "cpu", "--spec", s(&spec)],
+        "cost.price_per_hour",
+    );
+}
+
+/// `--price-per-hour`: the JSON has the price, where it came from and each throughput figure
+/// per dollar-hour; report.md says the price once and puts the figure beside each value.
+#[test]
+fn a_price_per_hour_gives_figures_per_dollar_hour() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("results");
+    let res = hostbench()
+        .args([
+            "run",
+            "--only",
+            "cpu",
+            "--profile",
+            "quick",
+            "--scale",
+            "0.05",
+        ])
+        .args(["--repeat", "2", "--warmup", "0", "--no-history", "--quiet"])
+        .args(["--price-per-hour", "2.5", "--out"])
+        .arg(&out)
+        .output()
+        .expect("run");
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let dir = std::fs::read_dir(&out)
+        .expect("out")
+        .flatten()
+        .next()
+        .expect("a run directory")
+        .path();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).expect("run.json"))
+            .expect("json");
+    assert_eq!(json["invocation"]["price_per_hour"], 2.5);
+    assert_eq!(json["invocation"]["price_source"], "--price-per-hour");
+    let records = json["records"].as_array().expect("records");
+    let mut priced = 0;
+    for r in records {
+        let v = r["value"].as_f64().expect("value");
+        match r["metric"].as_str() {
+            Some("throughput") => {
+                let d = r["extra"]["per_dollar_hour"]
+                    .as_f64()
+                    .expect("per_dollar_hour");
+                assert!((d - v / 2.5).abs() <= 1e-9 * v.abs(), "{r}");
+                priced += 1;
+            }
+            _ => assert!(r["extra"].get("per_dollar_hour").is_none(), "{r}"),
+        }
+    }
+    assert!(priced > 0, "no throughput record");
+    let md = std::fs::read_to_string(dir.join("report.md")).expect("report.md");
+    assert_eq!(
+        md.matches("- Price: 2.5 USD per hour (from --price-per-hour)")
+            .count(),
+        1,
+        "{md}"
+    );
+    assert!(md.matches(" per $/h").count() >= priced, "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(html.contains("2.5 USD per hour (from --price-per-hour)"));
 }
 
 /// SIGKILL a run mid-measurement: the database still opens and lists the earlier run, whole.

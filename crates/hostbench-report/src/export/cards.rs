@@ -252,6 +252,9 @@ fn subsystem_card(o: &mut String, prefix: &str, heads: &[&Headline<'_>]) -> fmt:
         if let Some(w) = per_watt(r) {
             write!(o, " <span class=\"watt\">{}</span>", esc(&w))?;
         }
+        if let Some(d) = super::cost::per_dollar(r) {
+            write!(o, " <span class=\"dollar\">{}</span>", esc(&d))?;
+        }
         if let Some(x) = &r.reference {
             write!(
                 o,
@@ -331,7 +334,7 @@ ul.headlines { list-style: none; padding: 0; margin: 0; }
 ul.headlines li { display: flex; gap: 8px; align-items: center; padding: 4px 0;
                   border-top: 1px solid #eee; font-size: 0.9em; }
 ul.headlines li:first-child { border-top: none; }
-.figure { font-weight: bold; } .spread { color: #9a7000; cursor: help; } .watt { color: #444; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
+.figure { font-weight: bold; } .spread { color: #9a7000; cursor: help; } .watt, .dollar { color: #444; } .ratio { color: #444; } .at, .more { color: #666; font-size: 0.9em; }
 .nolimit { color: #666; font-size: 0.9em; margin: 0.3em 0 0; }
 .verdict { font-size: 0.9em; } li.good .verdict { color: #2e7d4f; } li.fair .verdict { color: #9a7000; }
 li.poor .verdict { color: #b03a2e; }

@@ -141,6 +141,9 @@ fn measured_extras(o: &mut String, r: &hostbench_core::model::Record) -> std::fm
     if let Some(w) = super::summary::per_watt(r) {
         write!(o, "<br><span class=\"watt\">{}</span>", esc(&w))?;
     }
+    if let Some(d) = super::cost::per_dollar(r) {
+        write!(o, "<br><span class=\"dollar\">{}</span>", esc(&d))?;
+    }
     if let (Some(mark), Some(why)) = (super::summary::spread_mark(r), super::summary::no_cause(r)) {
         write!(
             o,
@@ -187,6 +190,9 @@ fn render(
     super::cards::write(&mut o, run)?;
     if let Some(n) = super::summary::energy_note(run) {
         writeln!(o, "<p class=\"common\">{}.</p>", esc(&n))?;
+    }
+    if let Some(n) = super::cost::price_note(run) {
+        writeln!(o, "<p class=\"common\">Price: {}.</p>", esc(&n))?;
     }
     if !trends.is_empty() {
         writeln!(o, "<section id=\"trends\">\n<h2>Trends on this host</h2>")?;

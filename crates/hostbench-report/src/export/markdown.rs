@@ -50,6 +50,9 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
     if let Some(n) = super::summary::energy_note(run) {
         writeln!(out, "- Energy: {}", cell(&n))?;
     }
+    if let Some(n) = super::cost::price_note(run) {
+        writeln!(out, "- Price: {}", cell(&n))?;
+    }
     for s in &rep.sections {
         writeln!(out, "\n## {}", s.title)?;
         for g in &s.groups {
@@ -64,6 +67,9 @@ fn render(run: &RunResult) -> Result<String, std::fmt::Error> {
                 // The rate per watt beside the figure, where the energy was read.
                 if let Some(w) = super::summary::per_watt(r.record) {
                     cells[3] = format!("{} ({})", cells[3], cell(&w));
+                }
+                if let Some(d) = super::cost::per_dollar(r.record) {
+                    cells[3] = format!("{} ({})", cells[3], cell(&d));
                 }
                 writeln!(out, "| {} |", cells.join(" | "))?;
             }

@@ -4,6 +4,7 @@
 
 pub(crate) mod cards;
 mod conditions;
+pub mod cost;
 mod csv;
 pub(crate) mod html;
 mod markdown;

@@ -28,6 +28,14 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         .as_deref()
         .map(settings::mem_share)
         .transpose()?;
+    // The flag wins over the spec file's `[cost] price_per_hour` (already checked positive).
+    let price = match &args.price_per_hour {
+        Some(t) => Some((settings::price_per_hour(t)?, "--price-per-hour".to_string())),
+        None => common.spec.cost.price_per_hour.map(|p| {
+            let file = args.common.spec.as_ref().map(|f| f.display().to_string());
+            (p, format!("spec file {}", file.unwrap_or_default()))
+        }),
+    };
     // Open the history first: a bad --db fails before minutes of measuring, not after.
     let mut store = if args.no_history {
         None
@@ -88,7 +96,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<Exit> {
     subsystem::run_all(&selected, &mut runner, &ctx)?;
     // Interrupted while the last case ran: the handler keeps the run and exits.
     hostbench_core::interrupt::park_if_interrupted();
-    let result = runner.finish()?;
+    let mut result = runner.finish()?;
+    if let Some((p, source)) = &price {
+        hostbench_report::export::cost::apply_price(&mut result, *p, source);
+        hostbench_core::runner::write_json_atomic(&run_json, &result)?;
+    }
     // `Runner::finish` has already written the final run.json (it is the partial path);
     // `--json` may ask for a second copy.
     // One screen: the headline figures; the full tables are in report.md/html and --verbose.

@@ -67,15 +67,21 @@ pub fn mean_sd(mean: f64, sd: f64, unit: &str) -> String {
     format!("{} ± {} {}", scaled(mean, &s), scaled(sd, &s), s.label)
 }
 
-/// Sizes of blocks and working sets: `1 B`, `4 KiB`, `10 MiB`, `1.50 GiB`.
-pub fn bytes(b: f64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+/// `b` in powers of 1024: the scaled value and the power, at most `max`.
+pub fn iec_scale(b: f64, max: usize) -> (f64, usize) {
     let mut v = b;
     let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
+    while v >= 1024.0 && i < max {
         v /= 1024.0;
         i += 1;
     }
+    (v, i)
+}
+
+/// Sizes of blocks and working sets: `1 B`, `4 KiB`, `10 MiB`, `1.50 GiB`.
+pub fn bytes(b: f64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let (v, i) = iec_scale(b, UNITS.len() - 1);
     if v.fract() == 0.0 {
         format!("{v:.0} {}", UNITS[i])
     } else {

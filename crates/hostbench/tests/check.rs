@@ -89,6 +89,21 @@ fn cpu_check(d: &Value) -> &Value {
         .unwrap_or_else(|| panic!("the CPU probe is judged: {d}"))
 }
 
+/// The node is `unknown` for `cause`, and no check fails: the verdict of a short figure whose
+/// cause is outside the node's hardware.
+fn unknown_for(out: &str, cause: &str) {
+    let line = first_line(out);
+    assert!(line.starts_with("UNKNOWN "), "{line}");
+    assert!(
+        line.contains(&format!("({cause}): not the node's hardware")),
+        "{line}"
+    );
+    assert!(
+        !out.contains("\n  fail "),
+        "nothing fails for {cause}: {out}"
+    );
+}
+
 fn first_line(out: &str) -> &str {
     out.lines().next().unwrap_or("")
 }
@@ -319,16 +334,7 @@ fn a_cpu_quota_makes_a_short_figure_unknown_not_fail() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = first_line(&text);
-    assert!(line.starts_with("UNKNOWN "), "{line}");
-    assert!(
-        line.contains("(cgroup_quota): not the node's hardware"),
-        "{line}"
-    );
-    assert!(
-        !text.contains("\n  fail "),
-        "nothing fails under a quota: {text}"
-    );
+    unknown_for(&text, "cgroup_quota");
 }
 
 #[test]
@@ -348,16 +354,7 @@ fn a_busy_neighbour_makes_a_short_figure_unknown_not_fail() {
         .collect();
     let (code, out, err) = check(&["--expect", expect.to_str().expect("utf-8")], &[]);
     assert_eq!(code, Some(5), "{out}{err}");
-    let line = first_line(&out);
-    assert!(line.starts_with("UNKNOWN "), "{line}");
-    assert!(
-        line.contains("(cpu_contention): not the node's hardware"),
-        "{line}"
-    );
-    assert!(
-        !out.contains("\n  fail "),
-        "nothing fails beside a neighbour: {out}"
-    );
+    unknown_for(&out, "cpu_contention");
 }
 
 #[test]

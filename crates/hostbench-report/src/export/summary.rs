@@ -397,12 +397,7 @@ fn short_param(r: &Record, k: &str, v: &serde_json::Value) -> Option<String> {
 /// A size as fio writes it: `4K`, `1M`, `512M`, `1.5G` (binary multiples), `1B`.
 fn short_bytes(b: f64) -> String {
     const UNITS: [&str; 5] = ["B", "K", "M", "G", "T"];
-    let mut v = b;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
+    let (v, i) = crate::units::iec_scale(b, UNITS.len() - 1);
     if v.fract() == 0.0 {
         format!("{v:.0}{}", UNITS[i])
     } else {

@@ -88,8 +88,9 @@ pub fn drive(cfg: &FleetConfig, job: &str) -> Result<Outcome, BenchError> {
     log(
         cfg,
         &format!(
-            "fleet {id}: job {job}, {} nodes; phase 1: one `hostbench run` per node",
-            nodes.len()
+            "fleet {id}: job {job}, {} nodes; phase 1: one `hostbench {}` per node",
+            nodes.len(),
+            cfg.job.verb()
         ),
     );
     let phase1: Vec<(String, StatusFile)> = std::thread::scope(|s| {
@@ -217,6 +218,9 @@ fn log_file(path: &Path) -> Stdio {
 }
 
 fn run_node(cfg: &FleetConfig, dir: &FleetDir, node: &str) -> StatusFile {
+    if cfg.job == crate::NodeJob::Check {
+        return check_node(cfg, dir, node);
+    }
     let mut st = StatusFile::new(Status::Running);
     st.started_at = Some(hostbench_core::model::now_rfc3339());
     let _ = write_status(&dir.node_status(node), &st);
@@ -260,6 +264,46 @@ fn run_node(cfg: &FleetConfig, dir: &FleetDir, node: &str) -> StatusFile {
         let why = end.reason.take().unwrap_or_default();
         end.reason = Some(format!("{why}; no complete run.json"));
     }
+    end.started_at = st.started_at;
+    end
+}
+
+/// `hostbench check --json nodes/NODE/check.json` on `node`: ok when it left a verdict document,
+/// whatever the verdict (a fail is the node's answer, not the step's failure); failed, with the
+/// telling line of its stderr, when it left none (it could not run, was killed, or the node is
+/// gone), which `fleet check` reports as unknown, never as a pass.
+fn check_node(cfg: &FleetConfig, dir: &FleetDir, node: &str) -> StatusFile {
+    let mut st = StatusFile::new(Status::Running);
+    st.started_at = Some(hostbench_core::model::now_rfc3339());
+    let _ = write_status(&dir.node_status(node), &st);
+    let doc = dir.node_check(node);
+    let _ = std::fs::remove_file(&doc);
+    let mut cmd = srun(node, false);
+    cmd.arg(&cfg.exe).arg("check").arg("--json").arg(&doc);
+    cmd.args(&cfg.run_args);
+    if let Some(s) = &cfg.scratch {
+        cmd.arg("--disk-dir").arg(s);
+    }
+    let stderr = dir.node_stderr(node);
+    cmd.stdout(Stdio::null()).stderr(log_file(&stderr));
+    let status = cmd.status();
+    let answered = std::fs::read(&doc)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["verdict"].is_string());
+    let mut end = if answered {
+        let mut ok = StatusFile::new(Status::Ok);
+        ok.exit_code = status.as_ref().ok().and_then(ExitStatus::code);
+        ok.finished_at = Some(hostbench_core::model::now_rfc3339());
+        ok
+    } else {
+        // Its exit code is no answer (2 is also a bad argument): the stderr line says why.
+        let mut no = classify(status.as_ref().ok(), false, &stderr, "its check");
+        if let Err(e) = &status {
+            no = failed(&format!("srun could not be started: {e}"));
+        }
+        no
+    };
     end.started_at = st.started_at;
     end
 }

@@ -36,6 +36,26 @@ pub enum Busy {
     Skip,
 }
 
+/// What each node runs in phase 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeJob {
+    /// `hostbench run`: the benchmarks, into the node's run.json (`fleet run`).
+    Run,
+    /// `hostbench check`: the verdict, into the node's check.json (`fleet check`); no network
+    /// phase.
+    Check,
+}
+
+impl NodeJob {
+    /// The `fleet` subcommand that drives this job (the batch script repeats it).
+    pub fn verb(self) -> &'static str {
+        match self {
+            NodeJob::Run => "run",
+            NodeJob::Check => "check",
+        }
+    }
+}
+
 /// A fleet run, resolved from the command line.
 #[derive(Debug, Clone)]
 pub struct FleetConfig {
@@ -59,6 +79,8 @@ pub struct FleetConfig {
     /// This binary, as every node runs it (on the shared filesystem, like the fleet directory).
     pub exe: PathBuf,
     pub quiet: bool,
+    /// What each node runs (`run_args` are that command's arguments).
+    pub job: NodeJob,
 }
 
 /// What a fleet run leaves: the directory to report from, and whether this process submitted

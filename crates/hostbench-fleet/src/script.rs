@@ -64,12 +64,16 @@ pub fn batch_script(
         "# hostbench fleet: inside the allocation this runs one `hostbench run` per node (srun),\n\
          # then the network between node pairs, and writes the fleet report.\n",
     );
-    let mut cmd = vec![cfg.exe.display().to_string(), "fleet".into(), "run".into()];
+    let mut cmd = vec![
+        cfg.exe.display().to_string(),
+        "fleet".into(),
+        cfg.job.verb().into(),
+    ];
     cmd.extend(cfg.forward_args.iter().cloned());
     if let Some((id, _)) = fleet {
         // The submitter stores the runs in its history when the job is done.
         cmd.extend(["--fleet-id".into(), id.to_string()]);
-        if !cmd.iter().any(|a| a == "--no-history") {
+        if cfg.job == crate::NodeJob::Run && !cmd.iter().any(|a| a == "--no-history") {
             cmd.push("--no-history".into());
         }
     }
@@ -106,6 +110,7 @@ mod tests {
             ],
             exe: PathBuf::from("/opt/hostbench"),
             quiet: false,
+            job: crate::NodeJob::Run,
         }
     }
 

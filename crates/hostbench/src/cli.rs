@@ -62,8 +62,8 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
-    /// Which document: result (run.json and every --json), fleet (fleet.json) or check (the
-    /// verdict document of `hostbench check --json`).
+    /// Which document: result (run.json and every --json), fleet (fleet.json), check (the
+    /// verdict document of `hostbench check --json`) or fleet-check (`fleet check`'s table).
     #[arg(value_enum, default_value = "result")]
     pub document: SchemaDoc,
 }
@@ -73,6 +73,7 @@ pub enum SchemaDoc {
     Result,
     Fleet,
     Check,
+    FleetCheck,
 }
 
 #[derive(Debug, Args)]
@@ -784,6 +785,71 @@ pub enum FleetCommand {
     /// The fleet report of a fleet directory (also written by `fleet run`): nodes x headline
     /// figures with outliers marked, the node x node network matrix.
     Report(FleetReportArgs),
+    /// `hostbench check` on every node at once (through sbatch, or srun inside an allocation):
+    /// one table of verdicts and reasons; without --expect, each figure also held against the
+    /// fleet's own median; --drain drains the nodes that fail.
+    Check(FleetCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FleetCheckArgs {
+    /// quick, standard or long (as for `check`).
+    #[arg(long, value_enum, default_value = "quick")]
+    pub level: LevelArg,
+    /// Nodes to check (default: every node of --nodelist, else of the partition).
+    #[arg(long, value_name = "N")]
+    pub nodes: Option<String>,
+    /// Only these nodes (Slurm's syntax, e.g. node[1-4],gpu7).
+    #[arg(long, value_name = "LIST")]
+    pub nodelist: Option<String>,
+    /// Slurm partition (default: the cluster's default partition).
+    #[arg(long, value_name = "P")]
+    pub partition: Option<String>,
+    /// Time limit of the job (Slurm's syntax, e.g. 30, 1:00:00). Default: the partition's.
+    #[arg(long, value_name = "T")]
+    pub time: Option<String>,
+    /// Expectation file every node is held against (as for `check`). Without one, each figure is
+    /// also held against the fleet's median: a node --fleet-margin under the median of its peers
+    /// (same CPU model, three or more) fails.
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// How far under the fleet's median a figure may fall without an expectation file.
+    #[arg(long, value_name = "PCT", default_value = "30%")]
+    pub fleet_margin: String,
+    /// As for `check`: the share of its documented peak a figure must reach, in (0, 1].
+    #[arg(long, value_name = "F")]
+    pub peak_share: Option<String>,
+    /// As for `check`: measure only these subsystems on every node (the counters are always read).
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
+    /// As for `check`: end any node's check with `unknown` after D.
+    #[arg(long, value_name = "D")]
+    pub max_time: Option<String>,
+    /// Probe the disk in DIR on every node (an absolute path, node-local).
+    #[arg(long, value_name = "DIR")]
+    pub disk_dir: Option<PathBuf>,
+    /// Drain every node that fails, with the reason "hostbench: <reason>" (never a node drained
+    /// for another reason). Resuming is the HealthCheckProgram's `check --resume`: Slurm runs no
+    /// job, so no fleet check, on a drained node.
+    #[arg(long)]
+    pub drain: bool,
+    /// The exit code of an `unknown` fleet for callers that understand only two outcomes.
+    #[arg(long, value_enum, value_name = "fail|ok")]
+    pub unknown_is: Option<UnknownIs>,
+    /// Nodes busy with other jobs: wait for them, or check the idle ones now.
+    #[arg(long, value_enum, default_value = "wait")]
+    pub busy: BusyArg,
+    /// Directory of fleets (shared by every node): the check goes into DIR/<fleet id>/.
+    #[arg(long, value_name = "DIR", default_value = "fleet")]
+    pub out: PathBuf,
+    /// Write the table (hostbench/fleet-check/v1) to FILE, or `-` for stdout.
+    #[arg(long, value_name = "FILE|-")]
+    pub json: Option<String>,
+    /// The fleet id (default: made from the time).
+    #[arg(long, value_name = "ID")]
+    pub fleet_id: Option<String>,
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

@@ -172,23 +172,7 @@ fn its_own_expectation_passes_and_the_document_follows_its_schema() {
     );
 
     // The document validates against `hostbench schema check`.
-    let schema: Value = serde_json::from_slice(
-        &hostbench()
-            .args(["schema", "check"])
-            .output()
-            .expect("schema")
-            .stdout,
-    )
-    .expect("schema JSON");
-    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
-    assert!(
-        validator.is_valid(&d),
-        "{:?}",
-        validator
-            .iter_errors(&d)
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-    );
+    common::assert_valid("check", &d);
 
     // One gauge per check and the node, and when it ran; no sample timestamps.
     let text = std::fs::read_to_string(&prom).expect("prom");

@@ -38,10 +38,30 @@ pub(crate) type Part = Result<Vec<HealthReading>, String>;
 
 /// Read every source under `/` (or `HOSTBENCH_HEALTH_ROOT` where set).
 pub fn read() -> Health {
-    match std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()) {
-        Some(root) => read_from(Path::new(&root), true),
+    match fixture_root() {
+        Some(root) => read_from(&root, true),
         None => read_from(Path::new("/"), false),
     }
+}
+
+/// `HOSTBENCH_HEALTH_ROOT` where set, with `%n` replaced by this node's name, as Slurm's own
+/// paths write it (`SLURMD_NODENAME` under Slurm, else the host name): one setting gives each
+/// node of a test cluster its own tree, the way `fleet check` runs one command on every node.
+pub fn fixture_root() -> Option<PathBuf> {
+    let root = std::env::var(ROOT_ENV).ok().filter(|v| !v.is_empty())?;
+    if !root.contains("%n") {
+        return Some(PathBuf::from(root));
+    }
+    let node = std::env::var("SLURMD_NODENAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .unwrap_or_default();
+    Some(PathBuf::from(root.replace("%n", &node)))
 }
 
 /// Read every source under `root`; `fixture` marks the document as read from a tree other than

@@ -43,6 +43,12 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
     let node_reads = parallel(&plan.nodes, |node| read_node(dir, node));
     let pair_list: Vec<(String, String)> = plan.rounds.iter().flatten().cloned().collect();
     let pair_reads = parallel(&pair_list, |(from, to)| read_pair(dir, from, to));
+    // Each pair's round shape: how many pairs were measured at once beside it.
+    let shapes: Vec<usize> = plan
+        .rounds
+        .iter()
+        .flat_map(|r| std::iter::repeat_n(r.len(), r.len()))
+        .collect();
 
     let nodes: Vec<NodeEntry> = plan
         .nodes
@@ -96,7 +102,7 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
         .iter()
         .enumerate()
         .filter_map(|(i, spec)| {
-            let (per_node, attribution) = match spec.source {
+            let (per_node, attribution, noise) = match spec.source {
                 Source::Node => (
                     plan.nodes
                         .iter()
@@ -104,10 +110,18 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
                         .filter_map(|(n, r)| r.figures[i].clone().map(|m| (n, m)))
                         .collect(),
                     None,
+                    None,
                 ),
-                Source::Pairs => pair_figure(i, spec, &plan.nodes, &pair_list, &pair_reads, cfg),
+                Source::Pairs => {
+                    let pairs = PairsMeasured {
+                        pairs: &pair_list,
+                        shapes: &shapes,
+                        reads: &pair_reads,
+                    };
+                    pair_figure(i, spec, &plan.nodes, &pairs, cfg)
+                }
             };
-            let mut fig = figure(spec, &per_node, cfg)?;
+            let mut fig = figure(spec, &per_node, noise, cfg)?;
             fig.attribution = attribution;
             Some(fig)
         })
@@ -143,26 +157,45 @@ pub fn build(dir: &FleetDir, cfg: &FleetConfig) -> Result<FleetDoc, ReportError>
     })
 }
 
+/// The network phase's pairs in schedule order, each with its round's shape (pairs measured
+/// at once) and what was read of it.
+pub(crate) struct PairsMeasured<'a> {
+    pairs: &'a [(String, String)],
+    shapes: &'a [usize],
+    reads: &'a [Read],
+}
+
 /// A network figure's value per node, and which node (or link) its slow flows belong to.
 ///
 /// A node's value is the median of every flow it is in, as client or server, both directions
 /// where measured, leaving out the flows that the attribution pins on another node: in a ring,
 /// the neighbours of a slow node have half their flows through it, and with those counted they
 /// read half the fleet's rate and become "outliers" for a fault that is not theirs.
+///
+/// Each flow is first compared with flows of its own round shape: where a round of two pairs
+/// shares the nodes' CPUs or uplinks that a round of one has alone (every pair of a test
+/// cluster on one host; a switch's shared uplink), its healthy flows read 15-20 % under the
+/// lone pair's, and a node measured only in the crowded rounds became a "worse outlier" for
+/// it. So a shape measured in two or more pairs is scaled to the level of the shape with most
+/// flows (levels: the median of the flows no suspect is in); a shape of one pair stays as read,
+/// since its level is that pair alone. With one shape in the fleet nothing changes.
 fn pair_figure<'a>(
     i: usize,
     spec: &super::figures::FigureSpec,
     nodes: &'a [String],
-    pairs: &[(String, String)],
-    reads: &[Read],
+    measured: &PairsMeasured<'_>,
     cfg: &FleetConfig,
-) -> (Vec<(&'a String, Measured)>, Option<Attribution>) {
-    let flows = flows_of(i, pairs, reads);
-    let Some((_, first)) = flows.first() else {
-        return (Vec::new(), None);
+) -> (
+    Vec<(&'a String, Measured)>,
+    Option<Attribution>,
+    Option<f64>,
+) {
+    let flows = flows_of(i, measured);
+    let Some((_, first, _)) = flows.first() else {
+        return (Vec::new(), None, None);
     };
     let (unit, hib) = (first.unit.clone(), first.higher_is_better);
-    let plain: Vec<Flow> = flows.iter().map(|(f, _)| f.clone()).collect();
+    let plain: Vec<Flow> = flows.iter().map(|(f, _, _)| f.clone()).collect();
     let shown = unit.clone();
     let fmt = move |v: f64| crate::units::human(v, &shown);
     let mut a = attribute(
@@ -189,21 +222,27 @@ fn pair_figure<'a>(
                 }
         })
     };
+    let shape_of: Vec<usize> = plain.iter().map(|f| f.shape).collect();
+    let pair_of: Vec<usize> = flows.iter().map(|(_, _, k)| *k).collect();
+    let factors = shape_scale(&plain, &shape_of, &pair_of, |f| pinned_on_other(f, ""));
+    let scale = |k: usize| factors.get(&k).copied().unwrap_or(1.0);
     let per_node = nodes
         .iter()
         .filter_map(|n| {
             let all: Vec<f64> = plain
                 .iter()
-                .filter(|f| &f.sender == n || &f.receiver == n)
-                .map(|f| f.value)
+                .zip(&shape_of)
+                .filter(|(f, _)| &f.sender == n || &f.receiver == n)
+                .map(|(f, k)| f.value * scale(*k))
                 .collect();
             if all.is_empty() {
                 return None;
             }
             let own: Vec<f64> = plain
                 .iter()
-                .filter(|f| (&f.sender == n || &f.receiver == n) && !pinned_on_other(f, n))
-                .map(|f| f.value)
+                .zip(&shape_of)
+                .filter(|(f, _)| (&f.sender == n || &f.receiver == n) && !pinned_on_other(f, n))
+                .map(|(f, k)| f.value * scale(*k))
                 .collect();
             let values = if own.is_empty() { all } else { own };
             Some((
@@ -216,28 +255,66 @@ fn pair_figure<'a>(
             ))
         })
         .collect();
-    (per_node, (!a.is_empty()).then_some(a))
+    // The flows' own spread (those no suspect explains, at their shape's level).
+    let unpinned: Vec<f64> = plain
+        .iter()
+        .filter(|f| !pinned_on_other(f, ""))
+        .map(|f| f.value * scale(f.shape))
+        .collect();
+    let noise = stats::summarize(&unpinned).map(|s| s.mad);
+    (per_node, (!a.is_empty()).then_some(a), noise)
+}
+
+/// Per round shape (pairs measured at once), the factor that brings its flows to the level of
+/// the shape with most flows; absent (1) for a shape whose level rests on one pair and in a
+/// fleet of one shape. Levels are medians of the flows `pinned` does not claim (those a suspect
+/// explains); `pair_of` says which pair each flow is of.
+fn shape_scale(
+    flows: &[Flow],
+    shape_of: &[usize],
+    pair_of: &[usize],
+    pinned: impl Fn(&Flow) -> bool,
+) -> std::collections::BTreeMap<usize, f64> {
+    type Level = (Vec<f64>, std::collections::BTreeSet<usize>);
+    let mut by_shape: std::collections::BTreeMap<usize, Level> = Default::default();
+    for ((f, &k), &p) in flows.iter().zip(shape_of).zip(pair_of) {
+        if !pinned(f) && f.value > 0.0 {
+            let (values, pairs) = by_shape.entry(k).or_default();
+            values.push(f.value);
+            pairs.insert(p);
+        }
+    }
+    let reference = by_shape
+        .iter()
+        .max_by_key(|(k, (v, _))| (v.len(), **k))
+        .map(|(_, (v, _))| stats::median(v));
+    by_shape
+        .iter()
+        .filter(|(_, (_, pairs))| pairs.len() >= 2)
+        .filter_map(|(k, (v, _))| Some((*k, reference? / stats::median(v))))
+        .filter(|(_, x)| x.is_finite() && *x > 0.0)
+        .collect()
 }
 
 /// The flows of network figure `i`: each pair's measurement from its client to its server, and
 /// for throughput the other direction too where the pair measured it; with the measurement (for
-/// its unit). Round trips are one "flow" per pair.
-fn flows_of<'a>(
-    i: usize,
-    pairs: &[(String, String)],
-    reads: &'a [Read],
-) -> Vec<(Flow, &'a Measured)> {
+/// its unit) and the pair's index in schedule order. Round trips are one "flow" per pair.
+fn flows_of<'a>(i: usize, measured: &PairsMeasured<'a>) -> Vec<(Flow, &'a Measured, usize)> {
     let mut out = Vec::new();
     let throughput = FIGURES[i].matrix_metric == Some("throughput");
-    for ((from, to), r) in pairs.iter().zip(reads) {
+    let pairs = measured.pairs.iter().zip(measured.reads).enumerate();
+    for (k, ((from, to), r)) in pairs {
+        let shape = measured.shapes.get(k).copied().unwrap_or(1);
         if let Some(m) = &r.figures[i] {
             out.push((
                 Flow {
                     sender: from.clone(),
                     receiver: to.clone(),
                     value: m.value,
+                    shape,
                 },
                 m,
+                k,
             ));
         }
         if let (true, Some(m)) = (throughput, &r.reverse) {
@@ -246,8 +323,10 @@ fn flows_of<'a>(
                     sender: to.clone(),
                     receiver: from.clone(),
                     value: m.value,
+                    shape,
                 },
                 m,
+                k,
             ));
         }
     }
@@ -255,19 +334,30 @@ fn flows_of<'a>(
 }
 
 /// The fleet statistics and outliers of one figure; `None` when no node has it.
+///
+/// `noise`: for a network figure, the median absolute deviation of the flows themselves. A
+/// node's value there is the median of a few flows, and where three of five nodes' medians
+/// happen to agree to 0.5 %, a healthy node 4.5 % under them was "4.3 robust deviations below
+/// the median" while single flows on this host differ by 10-20 %: robust deviations are counted
+/// against the wider of the two spreads. The document's `mad` stays the nodes' own.
 fn figure(
     spec: &super::figures::FigureSpec,
     per_node: &[(&String, Measured)],
+    noise: Option<f64>,
     cfg: &FleetConfig,
 ) -> Option<Figure> {
     let (_, first) = per_node.first()?;
     let values: Vec<f64> = per_node.iter().map(|(_, m)| m.value).collect();
     let s = stats::summarize(&values)?;
+    let judged = stats::Summary {
+        mad: s.mad.max(noise.unwrap_or(0.0)),
+        ..s
+    };
     let hib = first.higher_is_better;
     let outliers = per_node
         .iter()
         .filter_map(|(n, m)| {
-            stats::outlier_why(m.value, &s, hib, cfg).map(|why| Outlier {
+            stats::outlier_why(m.value, &judged, hib, cfg).map(|why| Outlier {
                 node: (*n).clone(),
                 value: m.value,
                 why,
@@ -520,4 +610,94 @@ fn read_pair(dir: &FleetDir, from: &str, to: &str) -> Read {
         Source::Pairs,
         || format!("no result appeared in {}", dir.pair_run(from, to).display()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(s: &str, r: &str, value: f64) -> Flow {
+        Flow {
+            sender: s.into(),
+            receiver: r.into(),
+            value,
+            shape: 1,
+        }
+    }
+
+    /// A network figure's robust deviations are counted against the flows' own spread: three
+    /// of five nodes' medians agreeing to 0.5 % made a healthy node 4.5 % under them an
+    /// outlier (a ring of five on this host); with the flows' spread only the slow node is.
+    #[test]
+    fn network_outliers_are_held_against_the_flows_spread() {
+        let spec = FIGURES.iter().find(|f| f.id == "net_tcp").expect("net_tcp");
+        let names: Vec<String> = (1..=5).map(|i| format!("node{i}")).collect();
+        let per_node: Vec<(&String, Measured)> = names
+            .iter()
+            .zip([9.72e9, 9.22e9, 9.65e9, 6.27e9, 9.65e9])
+            .map(|(n, value)| {
+                (
+                    n,
+                    Measured {
+                        value,
+                        unit: "bit/s".into(),
+                        higher_is_better: true,
+                    },
+                )
+            })
+            .collect();
+        let cfg = FleetConfig::default();
+        let worse = |noise| {
+            let fig = figure(spec, &per_node, noise, &cfg).expect("figure");
+            fig.outliers
+                .iter()
+                .filter(|o| o.worse)
+                .map(|o| o.node.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(worse(None), ["node2", "node4"], "the premise");
+        assert_eq!(worse(Some(0.5e9)), ["node4"]);
+    }
+
+    /// Rounds of two pairs read 20 % under rounds of one: scaled to the level of the shape with
+    /// most flows; a shape measured in one pair only, or flows a suspect explains, set no level.
+    #[test]
+    fn round_shapes_are_scaled_to_the_commonest_shape() {
+        // Two pairs in rounds of two (4 flows at 16), three lone pairs (6 flows at 19.2).
+        let flows = [
+            flow("a", "b", 16.0),
+            flow("b", "a", 16.0),
+            flow("c", "d", 16.0),
+            flow("d", "c", 16.0),
+            flow("a", "c", 19.2),
+            flow("c", "a", 19.2),
+            flow("b", "d", 19.2),
+            flow("d", "b", 19.2),
+            flow("a", "d", 19.2),
+            flow("d", "a", 19.2),
+        ];
+        let shapes = [2, 2, 2, 2, 1, 1, 1, 1, 1, 1];
+        let pairs = [0, 0, 1, 1, 2, 2, 3, 3, 4, 4];
+        let f = shape_scale(&flows, &shapes, &pairs, |_| false);
+        assert!((f[&2] - 1.2).abs() < 1e-12, "{f:?}");
+        assert!((f[&1] - 1.0).abs() < 1e-12, "{f:?}");
+        // The lone-pair shape down to one pair: its level is that pair's own, so it stays as
+        // read and rounds of two become the reference.
+        let f = shape_scale(&flows[..6], &shapes[..6], &pairs[..6], |_| false);
+        assert_eq!(f.get(&1), None, "{f:?}");
+        assert!((f[&2] - 1.0).abs() < 1e-12, "{f:?}");
+        // A slow node's flows (pinned on it) do not pull its shape's level down.
+        let mut slow = flows;
+        slow[0].value = 0.2;
+        slow[1].value = 0.2;
+        let f = shape_scale(&slow, &shapes, &pairs, |f| {
+            f.sender == "b" && f.receiver == "a" || f.sender == "a" && f.receiver == "b"
+        });
+        assert_eq!(f.get(&2), None, "one unpinned pair left: {f:?}");
+        let f = shape_scale(&slow, &shapes, &pairs, |_| false);
+        assert!(
+            f[&2] > 1.2,
+            "unpinned, the slow pair drags its shape's level: {f:?}"
+        );
+    }
 }

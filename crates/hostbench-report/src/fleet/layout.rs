@@ -151,6 +151,11 @@ impl FleetDir {
         self.node_dir(node).join("run.json")
     }
 
+    /// The node's verdict document (`fleet check`; hostbench/check/v1).
+    pub fn node_check(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("check.json")
+    }
+
     pub fn node_status(&self, node: &str) -> PathBuf {
         self.node_dir(node).join("status.json")
     }

@@ -1,7 +1,8 @@
 //! Fleets: the directory `hostbench fleet run` fills from many nodes at once (`layout`), and the
 //! fleet report made from it: the document (`doc`, `hostbench/fleet/v1`), read from the directory
 //! by `build` with the headline figures of `figures` and the statistics of `stats`, and rendered
-//! as a terminal or Markdown table (`text`) and an HTML page (`html`).
+//! as a terminal or Markdown table (`text`) and an HTML page (`html`); `verdicts` is `fleet
+//! check`'s table of node verdicts.
 
 pub mod attribute;
 mod build;
@@ -11,6 +12,7 @@ mod html;
 pub mod layout;
 pub mod stats;
 mod text;
+pub mod verdicts;
 
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@
 //! per node (`lock`).
 
 mod lock;
-mod slurm;
+pub(crate) mod slurm;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -105,7 +105,16 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         let _ = SLURM_NODE.set(n.clone());
     }
     let lvl = level_name(args.level);
-    let node_key = slurm_node.clone().unwrap_or_else(slurm::own_hostname);
+    // Slurm's name for this node where a step or a health check runs it: nodes that share a
+    // host name (a test cluster of namespaces, a container per node) are still told apart.
+    let node_key = slurm_node
+        .clone()
+        .or_else(|| {
+            std::env::var("SLURMD_NODENAME")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(slurm::own_hostname);
     let question = format!(
         "level={lvl} only={:?} expect={:?} baseline={:?} peak_share={:?} tolerance={:?} \
          disk_dir={:?} health_root={:?}",
@@ -115,7 +124,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         args.peak_share,
         args.tolerance,
         args.disk_dir,
-        std::env::var_os("HOSTBENCH_HEALTH_ROOT")
+        hostbench_core::health::fixture_root()
     );
     let bound = max_time.unwrap_or(lock::WAIT_DEFAULT);
     let may_reuse =

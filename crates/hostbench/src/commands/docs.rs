@@ -58,6 +58,9 @@ pub fn schema(args: &crate::cli::SchemaArgs) -> anyhow::Result<Exit> {
         crate::cli::SchemaDoc::Result => hostbench_core::model::result_schema(),
         crate::cli::SchemaDoc::Fleet => hostbench_report::fleet::fleet_schema(),
         crate::cli::SchemaDoc::Check => hostbench_core::check::check_schema(),
+        crate::cli::SchemaDoc::FleetCheck => {
+            hostbench_report::fleet::verdicts::fleet_check_schema()
+        }
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, &schema)?;

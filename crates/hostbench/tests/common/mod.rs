@@ -189,6 +189,27 @@ pub fn dram_size(host: &hostbench_core::model::Host, floor: u64, align: u64) -> 
 }
 
 /// Whether the tests run as root (namespaces, mounts and Slurm need it; CI always is).
+/// `doc` validates against `hostbench schema KIND` (check, fleet-check, …).
+pub fn assert_valid(kind: &str, doc: &Value) {
+    let schema: Value = serde_json::from_slice(
+        &hostbench()
+            .args(["schema", kind])
+            .output()
+            .expect("schema")
+            .stdout,
+    )
+    .expect("schema JSON");
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    assert!(
+        validator.is_valid(doc),
+        "{:?}",
+        validator
+            .iter_errors(doc)
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+    );
+}
+
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()

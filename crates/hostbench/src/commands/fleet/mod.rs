@@ -1,5 +1,6 @@
-//! `hostbench fleet run | report`.
+//! `hostbench fleet run | report | check`.
 
+mod check;
 mod report;
 mod run;
 
@@ -10,5 +11,6 @@ pub fn run(args: &FleetArgs) -> anyhow::Result<Exit> {
     match &args.command {
         FleetCommand::Run(a) => run::run(a),
         FleetCommand::Report(a) => report::run(a),
+        FleetCommand::Check(a) => check::run(a),
     }
 }

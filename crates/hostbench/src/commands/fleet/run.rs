@@ -98,20 +98,7 @@ fn config(args: &FleetRunArgs) -> anyhow::Result<FleetConfig> {
     settings::percent("outlier", &args.outlier)?;
     let out = std::path::absolute(&args.out)
         .map_err(|e| BenchError::invalid(format!("--out {}: {e}", args.out.display())))?;
-    let scratch = args
-        .dir
-        .as_ref()
-        .map(|d| {
-            if d.is_absolute() {
-                Ok(d.clone())
-            } else {
-                Err(BenchError::invalid(format!(
-                    "--dir {}: give an absolute path (it is resolved on every node)",
-                    d.display()
-                )))
-            }
-        })
-        .transpose()?;
+    let scratch = node_path("--dir", args.dir.as_ref())?;
     let exe = std::env::current_exe()
         .map_err(|e| BenchError::Failed(format!("this binary's path: {e}")))?;
     let profile = settings::profile(args.profile).name().to_string();
@@ -165,5 +152,24 @@ fn config(args: &FleetRunArgs) -> anyhow::Result<FleetConfig> {
         forward_args: forward,
         exe,
         quiet: args.quiet,
+        job: hostbench_fleet::NodeJob::Run,
     })
+}
+
+/// A node-local path given on the submitting host: absolute, since every node resolves it.
+pub(super) fn node_path(
+    flag: &str,
+    p: Option<&std::path::PathBuf>,
+) -> Result<Option<std::path::PathBuf>, hostbench_core::BenchError> {
+    p.map(|d| {
+        if d.is_absolute() {
+            Ok(d.clone())
+        } else {
+            Err(hostbench_core::BenchError::invalid(format!(
+                "{flag} {}: give an absolute path (it is resolved on every node)",
+                d.display()
+            )))
+        }
+    })
+    .transpose()
 }

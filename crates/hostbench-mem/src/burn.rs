@@ -90,6 +90,33 @@ pub fn physical_address(virt: usize) -> Option<u64> {
     (entry >> 63 == 1 && pfn != 0).then(|| pfn * page as u64 + (virt % page) as u64)
 }
 
+/// Compare every word with `want(index)`: the wrong words' count and the first (address, expected,
+/// got). Generic so the expected value is computed inline and the compare loop vectorises; an OR of
+/// XORs per block, and only a bad block is searched word by word.
+#[inline(always)]
+fn check<F: Fn(usize) -> u64>(words: &[u64], want: F) -> (u64, Option<(usize, u64, u64)>) {
+    let addr0 = words.as_ptr() as usize;
+    let mut bad = 0;
+    let mut first = None;
+    for (b, block) in words.chunks(512).enumerate() {
+        let off = b * 512;
+        let diff = block
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (k, &w)| acc | (w ^ want(off + k)));
+        if diff != 0 {
+            for (k, &w) in block.iter().enumerate() {
+                let e = want(off + k);
+                if w != e {
+                    bad += 1;
+                    first.get_or_insert((addr0 + (off + k) * 8, e, w));
+                }
+            }
+        }
+    }
+    (bad, first)
+}
+
 /// (bytes moved, wrong words, the first wrong one as (virtual address, expected, got)).
 type ChunkResult = (u64, u64, Option<(usize, u64, u64)>);
 
@@ -104,8 +131,21 @@ fn pass_chunk(
 ) -> ChunkResult {
     let addr0 = words.as_ptr() as usize;
     let at = |i: usize| addr0 + i * 8;
-    for (i, w) in words.iter_mut().enumerate() {
-        *w = p.value(pass, base + i, at(i));
+    // Constant patterns fill and compare with one splatted value (memset speed); the others
+    // compute each word's value inline.
+    let constant = match p {
+        Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
+            Some(p.value(pass, 0, 0))
+        }
+        Pattern::Random | Pattern::AddressInAddress => None,
+    };
+    match constant {
+        Some(v) => words.fill(v),
+        None => {
+            for (i, w) in words.iter_mut().enumerate() {
+                *w = p.value(pass, base + i, at(i));
+            }
+        }
     }
     if let Some(i) = flip {
         // The injected fault: one bit of one word changes after it was written.
@@ -114,36 +154,26 @@ fn pass_chunk(
     let mut moved = 2 * words.len() as u64 * 8;
     let mut bad = 0u64;
     let mut first = None;
-    let mut check = |words: &[u64], want: &dyn Fn(usize) -> u64| {
-        // Compare in blocks with an OR of XORs (vectorises); only a bad block is searched.
-        for (b, block) in words.chunks(512).enumerate() {
-            let off = b * 512;
-            let diff = block
-                .iter()
-                .enumerate()
-                .fold(0u64, |acc, (k, &w)| acc | (w ^ want(off + k)));
-            if diff != 0 {
-                for (k, &w) in block.iter().enumerate() {
-                    let e = want(off + k);
-                    if w != e {
-                        bad += 1;
-                        first.get_or_insert((at(off + k), e, w));
-                    }
-                }
-            }
+    let mut tally = |(b, f): (u64, Option<(usize, u64, u64)>)| {
+        bad += b;
+        if first.is_none() {
+            first = f;
         }
     };
-    check(words, &|i| p.value(pass, base + i, at(i)));
-    if p == Pattern::MovingInversions {
+    match constant {
+        Some(v) => tally(check(words, |_| v)),
+        None => tally(check(words, |i| p.value(pass, base + i, at(i)))),
+    }
+    if let Some(v) = constant.filter(|_| p == Pattern::MovingInversions) {
         // Up: write the inverse; down: read it and restore the pattern, checking both ways.
         for w in words.iter_mut() {
             *w = !*w;
         }
-        check(words, &|i| !p.value(pass, base + i, at(i)));
+        tally(check(words, |_| !v));
         for w in words.iter_mut().rev() {
             *w = !*w;
         }
-        check(words, &|i| p.value(pass, base + i, at(i)));
+        tally(check(words, |_| v));
         moved += 6 * words.len() as u64 * 8;
     }
     (moved, bad, first)

@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod buffer;
 pub mod build_info;
+pub mod burn;
 pub mod check;
 pub mod clock;
 pub mod conditions;

@@ -6,6 +6,7 @@
 //! per core, and the peak with its basis, so an efficiency below 100 % can be read for what it is.
 
 pub mod amx;
+pub mod burn;
 pub mod effective;
 pub mod engine;
 pub mod isa;

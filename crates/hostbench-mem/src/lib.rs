@@ -14,6 +14,7 @@
 //! * `numa` — the NUMA matrix: bandwidth and latency from each node's CPUs to each node's memory.
 
 pub mod bandwidth;
+pub mod burn;
 pub mod c2c;
 pub mod dmi;
 pub use hostbench_core::buffer;

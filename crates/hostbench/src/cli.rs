@@ -58,6 +58,31 @@ pub enum Command {
     /// The JSON Schema of a document on stdout: the result (`hostbench/result/v1`, default) or
     /// the fleet report (`hostbench/fleet/v1`).
     Schema(SchemaArgs),
+    /// Burn-in: every CPU unit, memory patterns (and the disk with --disk-dir) for a set time,
+    /// every result checked; exit 0 pass, 1 any wrong result (named on the first line).
+    Burn(BurnArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BurnArgs {
+    /// How long to burn in all (e.g. 60s, 10m).
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+    /// Which resources, comma-separated: cpu, mem, gpu, disk.
+    #[arg(long)]
+    pub only: Option<String>,
+    /// Share of min(MemAvailable, cgroup limit) the memory patterns cover (0 to 0.9).
+    #[arg(long, default_value = "0.5")]
+    pub mem_share: String,
+    /// Scratch directory for the disk burn (the disk is burned only when this is given).
+    #[arg(long)]
+    pub disk_dir: Option<PathBuf>,
+    /// Write the record as JSON to FILE, or `-` for stdout.
+    #[arg(long)]
+    pub json: Option<String>,
+    /// Write burn.json and burn.md (with the timeline table) into DIR.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! One module per verb; each resolves its settings, runs through the shared runner and hands the
 //! result to `emit`, which prints the table and writes the JSON the same way for every verb.
 
+mod burn;
 mod check;
 mod cpu;
 mod disk;
@@ -50,6 +51,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<Exit> {
         Command::Completions(args) => docs::completions(&args),
         Command::Man(args) => docs::man(&args),
         Command::Schema(args) => docs::schema(&args),
+        Command::Burn(args) => burn::run(&args),
     }
 }
 

@@ -1,0 +1,316 @@
+//! Burn-in records and the fault-injection hook shared by the CPU, memory and GPU burns.
+//!
+//! Why here: every burn unit reports the same shape (where it ran, how many results were checked,
+//! how many were wrong, the first wrong value with its differing bits), and the verdict and the
+//! JSON are built from that one shape whichever crate ran the unit. The fault hook
+//! (`HOSTBENCH_FAULT`) lives here too so each crate parses it the same way; it only ever changes a
+//! value inside hostbench's own buffers, after it was computed or written, so the detection path is
+//! exercised end to end without touching anything else on the machine.
+
+use serde::{Deserialize, Serialize};
+
+use crate::BenchError;
+
+/// The environment variable that injects one fault (see `docs/burn.md`).
+pub const FAULT_ENV: &str = "HOSTBENCH_FAULT";
+
+/// One injected fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fault {
+    /// Make unit `unit`'s result wrong on logical CPU `cpu` once `after` results were checked there.
+    Cpu {
+        cpu: usize,
+        unit: String,
+        after: u64,
+    },
+    /// Flip one bit of the word at index `after` (modulo the buffer) after it was written.
+    MemFlip { after: u64 },
+    /// Make GPU block `block`'s checksum wrong.
+    GpuBlock { block: u64 },
+}
+
+impl Fault {
+    /// Parse `cpu:N:UNIT[:after=K]`, `mem:flip[:after=N]` or `gpu:block:N`.
+    pub fn parse(text: &str) -> Result<Fault, BenchError> {
+        let bad = |why: &str| BenchError::invalid(format!("{FAULT_ENV}={text:?}: {why}"));
+        let parts: Vec<&str> = text.split(':').collect();
+        let after = |part: Option<&&str>| -> Result<u64, BenchError> {
+            match part {
+                None => Ok(0),
+                Some(p) => p
+                    .strip_prefix("after=")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| bad("expected after=N with N a whole number")),
+            }
+        };
+        match parts.as_slice() {
+            ["cpu", cpu, unit, rest @ ..] if rest.len() <= 1 => {
+                let cpu = cpu
+                    .parse()
+                    .map_err(|_| bad("the CPU must be a whole number"))?;
+                if unit.is_empty() {
+                    return Err(bad("the unit is empty"));
+                }
+                Ok(Fault::Cpu {
+                    cpu,
+                    unit: (*unit).to_string(),
+                    after: after(rest.first())?,
+                })
+            }
+            ["mem", "flip", rest @ ..] if rest.len() <= 1 => Ok(Fault::MemFlip {
+                after: after(rest.first())?,
+            }),
+            ["gpu", "block", n] => Ok(Fault::GpuBlock {
+                block: n
+                    .parse()
+                    .map_err(|_| bad("the block must be a whole number"))?,
+            }),
+            _ => Err(bad(
+                "expected cpu:CPU:UNIT[:after=N], mem:flip[:after=N] or gpu:block:N",
+            )),
+        }
+    }
+
+    /// The fault named by `HOSTBENCH_FAULT`, `None` when it is unset or empty.
+    pub fn from_env() -> Result<Option<Fault>, BenchError> {
+        match std::env::var(FAULT_ENV) {
+            Ok(v) if !v.trim().is_empty() => Fault::parse(v.trim()).map(Some),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(std::env::VarError::NotUnicode(_)) => {
+                Err(BenchError::invalid(format!("{FAULT_ENV}: not valid UTF-8")))
+            }
+        }
+    }
+
+    /// The fault as written in `HOSTBENCH_FAULT`.
+    pub fn describe(&self) -> String {
+        match self {
+            Fault::Cpu { cpu, unit, after } => format!("cpu:{cpu}:{unit}:after={after}"),
+            Fault::MemFlip { after } => format!("mem:flip:after={after}"),
+            Fault::GpuBlock { block } => format!("gpu:block:{block}"),
+        }
+    }
+}
+
+/// The first wrong value a unit produced: what the closed form (or the reference CPU) says, what
+/// came back, and which bits differ.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Mismatch {
+    /// Where: `chain 3`, `word 0x7f..` (virtual address), `block 12`.
+    pub location: String,
+    /// The expected value's bits, in hex.
+    pub expected: String,
+    /// The value read, in hex.
+    pub got: String,
+    /// Bit positions (0 = least significant) where the two differ.
+    pub bits: Vec<u32>,
+    /// Anything else that places the error: the physical address, the DIMM.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Mismatch {
+    pub fn of_bits(location: impl Into<String>, expected: u64, got: u64) -> Mismatch {
+        let diff = expected ^ got;
+        Mismatch {
+            location: location.into(),
+            expected: format!("{expected:#018x}"),
+            got: format!("{got:#018x}"),
+            bits: (0..64).filter(|b| diff >> b & 1 == 1).collect(),
+            detail: None,
+        }
+    }
+}
+
+/// How a burn unit ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitStatus {
+    /// Every result checked was right.
+    Pass,
+    /// At least one result was wrong.
+    Fail,
+    /// The unit did not run (absent, refused, killed): never counted as passed.
+    NotRun,
+}
+
+impl UnitStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnitStatus::Pass => "pass",
+            UnitStatus::Fail => "fail",
+            UnitStatus::NotRun => "not run",
+        }
+    }
+}
+
+/// One unit's burn on one place (a CPU, all CPUs, a memory range, a GPU).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UnitRun {
+    /// `cpu`, `mem`, `disk`, `gpu`.
+    pub resource: String,
+    /// Where it ran: `cpu1`, `all`, a memory size, `gpu0`.
+    pub place: String,
+    /// The logical CPU when it ran pinned to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<usize>,
+    /// `each` (one CPU at a time) or `all` (every CPU at once).
+    pub phase: String,
+    /// The unit: `avx512-f64`, `int-lcg`, `fma-chain`, `walking-ones`, …
+    pub unit: String,
+    pub status: UnitStatus,
+    /// Results compared with their expected value.
+    pub checks: u64,
+    pub errors: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<Mismatch>,
+    /// Work per second while it ran (`rate_unit` says of what).
+    pub rate: f64,
+    pub rate_unit: String,
+    pub seconds: f64,
+    /// Why it did not run, or other notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl UnitRun {
+    pub fn new(resource: &str, place: &str, phase: &str, unit: &str, rate_unit: &str) -> UnitRun {
+        UnitRun {
+            resource: resource.into(),
+            place: place.into(),
+            cpu: None,
+            phase: phase.into(),
+            unit: unit.into(),
+            status: UnitStatus::NotRun,
+            checks: 0,
+            errors: 0,
+            first_error: None,
+            rate: 0.0,
+            rate_unit: rate_unit.into(),
+            seconds: 0.0,
+            note: None,
+        }
+    }
+
+    pub fn not_run(resource: &str, place: &str, unit: &str, why: impl Into<String>) -> UnitRun {
+        let mut u = UnitRun::new(resource, place, "-", unit, "-");
+        u.note = Some(why.into());
+        u
+    }
+
+    /// Count one wrong result, keeping the first.
+    pub fn record_error(&mut self, m: Mismatch) {
+        self.errors += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(m);
+        }
+    }
+
+    /// Set the status from what ran: fail on any error, pass when something was checked.
+    pub fn settle(&mut self) {
+        self.status = if self.errors > 0 {
+            UnitStatus::Fail
+        } else if self.checks > 0 {
+            UnitStatus::Pass
+        } else {
+            UnitStatus::NotRun
+        };
+    }
+}
+
+/// One point of the timeline: a unit's rate over one interval, with the conditions beside it.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelinePoint {
+    /// Seconds from the start of the burn to the interval's end.
+    pub t_s: f64,
+    pub unit: String,
+    pub rate: f64,
+    pub rate_unit: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_mhz: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temp_c: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+}
+
+/// The current mean clock of the allowed CPUs (`cpu MHz` in /proc/cpuinfo), where the kernel
+/// reports one.
+pub fn clock_mhz_now() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let mhz: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("cpu MHz"))
+        .filter_map(|l| l.split(':').nth(1)?.trim().parse().ok())
+        .collect();
+    (!mhz.is_empty()).then(|| mhz.iter().sum::<f64>() / mhz.len() as f64)
+}
+
+/// The hottest thermal zone in °C, where one is readable.
+pub fn temperature_c_now() -> Option<f64> {
+    let dir = std::fs::read_dir("/sys/class/thermal").ok()?;
+    dir.filter_map(|e| {
+        let p = e.ok()?.path().join("temp");
+        let milli: f64 = std::fs::read_to_string(p).ok()?.trim().parse().ok()?;
+        Some(milli / 1000.0)
+    })
+    .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_fault_form() {
+        assert_eq!(
+            Fault::parse("cpu:1:fma:after=1000").unwrap(),
+            Fault::Cpu {
+                cpu: 1,
+                unit: "fma".into(),
+                after: 1000
+            }
+        );
+        assert_eq!(
+            Fault::parse("mem:flip").unwrap(),
+            Fault::MemFlip { after: 0 }
+        );
+        assert_eq!(
+            Fault::parse("gpu:block:7").unwrap(),
+            Fault::GpuBlock { block: 7 }
+        );
+        for bad in [
+            "cpu:x:fma",
+            "cpu:1:",
+            "mem:flip:after=z",
+            "disk",
+            "gpu:block",
+            "",
+        ] {
+            assert!(
+                matches!(Fault::parse(bad), Err(BenchError::InvalidInput(_))),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn mismatch_names_the_differing_bits() {
+        let m = Mismatch::of_bits("chain 0", 0b1010, 0b0011);
+        assert_eq!(m.bits, vec![0, 3]);
+        assert_eq!(m.expected, "0x000000000000000a");
+    }
+
+    #[test]
+    fn a_unit_with_nothing_checked_is_not_passed() {
+        let mut u = UnitRun::new("cpu", "cpu0", "each", "int-lcg", "checks/s");
+        u.settle();
+        assert_eq!(u.status, UnitStatus::NotRun);
+        u.checks = 3;
+        u.settle();
+        assert_eq!(u.status, UnitStatus::Pass);
+        u.record_error(Mismatch::of_bits("x", 1, 0));
+        u.settle();
+        assert_eq!(u.status, UnitStatus::Fail);
+    }
+}

@@ -1,0 +1,408 @@
+//! `hostbench burn`: the burn-in verb. Parses and checks every input before anything runs, runs
+//! the CPU and memory burns from their crates, reads the hardware error counters before and after,
+//! and prints the verdict on the first line (the failing CPU or address and unit, or `PASS`).
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use hostbench_core::burn::{Fault, TimelinePoint, UnitRun, UnitStatus};
+use hostbench_core::model::Health;
+use hostbench_core::{affinity, host, units, BenchError};
+use serde::Serialize;
+
+use crate::cli::BurnArgs;
+use crate::Exit;
+
+const RESOURCES: [&str; 4] = ["cpu", "mem", "gpu", "disk"];
+
+/// The saved burn record (`hostbench/burn/v1`).
+#[derive(Debug, Serialize)]
+struct BurnRecord {
+    schema: &'static str,
+    verdict: String,
+    reason: String,
+    duration_s: f64,
+    cpu_model: String,
+    cpus: Vec<usize>,
+    /// The fault injected through `HOSTBENCH_FAULT`, when one was: such a record is a test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fault_injected: Option<String>,
+    mem_bytes: u64,
+    mem_huge_bytes: Option<u64>,
+    units: Vec<UnitRun>,
+    timeline: Vec<TimelinePoint>,
+    warnings: Vec<String>,
+    health_before: Health,
+    health_after: Health,
+}
+
+struct Plan {
+    duration: Duration,
+    only: Vec<&'static str>,
+    mem_share: f64,
+    fault: Option<Fault>,
+}
+
+fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
+    let duration = units::parse_duration(&args.duration)
+        .map_err(|e| BenchError::invalid(format!("--duration: {e}")))?;
+    if duration.is_zero() {
+        return Err(BenchError::invalid("--duration: must be above zero"));
+    }
+    let only = match &args.only {
+        None => vec!["cpu", "mem"],
+        Some(list) => list
+            .split(',')
+            .map(|w| {
+                RESOURCES
+                    .iter()
+                    .copied()
+                    .find(|r| *r == w.trim())
+                    .ok_or_else(|| {
+                        BenchError::invalid(format!(
+                            "--only: unknown resource {w:?} (cpu, mem, gpu, disk)"
+                        ))
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    let mem_share: f64 = args
+        .mem_share
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0 && *f <= 0.9)
+        .ok_or_else(|| {
+            BenchError::invalid(format!(
+                "--mem-share: {:?} is not a share above 0 and at most 0.9",
+                args.mem_share
+            ))
+        })?;
+    let fault = Fault::from_env()?;
+    hostbench_cpu::burn::validate_fault(&fault)?;
+    Ok(Plan {
+        duration,
+        only,
+        mem_share,
+        fault,
+    })
+}
+
+/// Timeline interval: per minute for long runs, per 10 s under 10 min, finer for short tests.
+fn interval(d: Duration) -> Duration {
+    if d >= Duration::from_secs(600) {
+        Duration::from_secs(60)
+    } else if d >= Duration::from_secs(60) {
+        Duration::from_secs(10)
+    } else {
+        (d / 6).max(Duration::from_millis(200))
+    }
+}
+
+pub fn run(args: &BurnArgs) -> anyhow::Result<Exit> {
+    let plan = parse(args)?;
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("--out {}", dir.display()))?;
+    }
+    let cpus = affinity::allowed_cpus();
+    let inv = host::inventory();
+    let health_before = super::health_counters();
+    let wants = |r: &str| plan.only.contains(&r);
+    let parts = plan
+        .only
+        .iter()
+        .filter(|r| matches!(**r, "cpu" | "mem"))
+        .count()
+        .max(1);
+    let share = plan.duration / parts as u32;
+    let step = interval(plan.duration);
+    let mut units = Vec::new();
+    let mut timeline = Vec::new();
+    if wants("cpu") {
+        let cfg = hostbench_cpu::burn::CpuBurnConfig {
+            cpus: cpus.clone(),
+            each: share / 2,
+            all: share / 2,
+            interval: step,
+            fault: plan.fault.clone(),
+            linpack_n: if share >= Duration::from_secs(20) {
+                2000
+            } else {
+                256
+            },
+        };
+        let b = hostbench_cpu::burn::run(&cfg)?;
+        units.extend(b.units);
+        timeline.extend(b.timeline);
+    }
+    let mem_bytes =
+        (host::available_memory_bytes() as f64 * plan.mem_share) as u64 & !((2 << 20) - 1);
+    let mut mem_huge_bytes = None;
+    if wants("mem") {
+        let cfg = hostbench_mem::burn::MemBurnConfig {
+            bytes: mem_bytes as usize,
+            cpus: cpus.clone(),
+            duration: share,
+            interval: step,
+            fault: plan.fault.clone(),
+        };
+        let b = hostbench_mem::burn::run(&cfg)?;
+        mem_huge_bytes = b.huge_bytes;
+        units.extend(b.units);
+        timeline.extend(b.timeline);
+    }
+    if wants("gpu") {
+        units.push(UnitRun::not_run(
+            "gpu",
+            "-",
+            "gpu",
+            "no GPU burn in this build (no device checked)",
+        ));
+    }
+    if wants("disk") {
+        let why = match &args.disk_dir {
+            None => "needs --disk-dir",
+            Some(_) => "no disk burn in this build",
+        };
+        units.push(UnitRun::not_run("disk", "-", "disk", why));
+    }
+    let health_after = super::health_counters();
+    let warnings = slowdowns(&timeline);
+    let (verdict, reason, exit) = verdict(&units, &plan.only);
+    let record = BurnRecord {
+        schema: "hostbench/burn/v1",
+        verdict,
+        reason,
+        duration_s: plan.duration.as_secs_f64(),
+        cpu_model: inv.cpu.model.clone(),
+        cpus,
+        fault_injected: plan.fault.as_ref().map(Fault::describe),
+        mem_bytes,
+        mem_huge_bytes,
+        units,
+        timeline,
+        warnings,
+        health_before,
+        health_after,
+    };
+    let text = render(&record);
+    let json = serde_json::to_string_pretty(&record)?;
+    match args.json.as_deref() {
+        Some("-") => {
+            eprint!("{text}");
+            outln!("{json}");
+        }
+        Some(path) => {
+            out!("{text}");
+            write(Path::new(path), &json)?;
+        }
+        None => out!("{text}"),
+    }
+    if let Some(dir) = &args.out {
+        write(&dir.join("burn.json"), &json)?;
+        write(&dir.join("burn.md"), &markdown(&record))?;
+    }
+    Ok(exit)
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The verdict, its first-line reason, and the exit code.
+fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
+    if let Some(u) = units.iter().find(|u| u.status == UnitStatus::Fail) {
+        let place = match u.resource.as_str() {
+            "mem" => format!(
+                "memory {}",
+                u.first_error
+                    .as_ref()
+                    .map_or(u.place.clone(), |m| m.location.clone())
+            ),
+            _ => u.place.clone(),
+        };
+        let first = u.first_error.as_ref().map_or(String::new(), |m| {
+            format!(
+                " (first at {}: expected {} got {}, bits {:?}{})",
+                m.location,
+                m.expected,
+                m.got,
+                m.bits,
+                m.detail
+                    .as_ref()
+                    .map_or(String::new(), |d| format!("; {d}"))
+            )
+        });
+        let total: u64 = units
+            .iter()
+            .filter(|v| v.place == u.place && v.unit == u.unit)
+            .map(|v| v.errors)
+            .sum();
+        let reason = format!("{place} {}: {total} wrong results{first}", u.unit);
+        return ("fail".into(), reason, Exit::Failure);
+    }
+    // A planned resource none of whose units ran is not a pass.
+    let missing: Vec<&str> = only
+        .iter()
+        .copied()
+        .filter(|r| {
+            !units
+                .iter()
+                .any(|u| u.resource == *r && u.status == UnitStatus::Pass)
+        })
+        .collect();
+    if !missing.is_empty() {
+        let reason = format!("not run: {}", missing.join(", "));
+        return ("unknown".into(), reason, Exit::Unknown);
+    }
+    let checks: u64 = units.iter().map(|u| u.checks).sum();
+    (
+        "pass".into(),
+        format!("{checks} results checked, 0 wrong"),
+        Exit::Ok,
+    )
+}
+
+/// A unit whose rate fell more than 10 % from its first full interval to its last full one.
+fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
+    let mut names: Vec<&str> = timeline.iter().map(|p| p.unit.as_str()).collect();
+    names.dedup();
+    let mut out = Vec::new();
+    for name in names {
+        let pts: Vec<&TimelinePoint> = timeline.iter().filter(|p| p.unit == name).collect();
+        // The first and last intervals are partial (the phase starts and stops inside them).
+        if pts.len() < 4 {
+            continue;
+        }
+        let (a, b) = (pts[1], pts[pts.len() - 2]);
+        if b.rate < 0.9 * a.rate {
+            let cond = |p: &TimelinePoint| {
+                format!(
+                    "clock {} MHz, {} °C",
+                    p.clock_mhz.map_or("?".into(), |c| format!("{c:.0}")),
+                    p.temp_c.map_or("?".into(), |t| format!("{t:.0}"))
+                )
+            };
+            out.push(format!(
+                "warn {name}: rate fell {:.0} % over the run ({:.3e} → {:.3e} {}; {} → {})",
+                100.0 * (1.0 - b.rate / a.rate),
+                a.rate,
+                b.rate,
+                a.rate_unit,
+                cond(a),
+                cond(b)
+            ));
+        }
+    }
+    out
+}
+
+fn render(r: &BurnRecord) -> String {
+    let mut s = format!("{} {}\n", r.verdict.to_uppercase(), r.reason);
+    if let Some(f) = &r.fault_injected {
+        s += &format!("fault injected: HOSTBENCH_FAULT={f} (this record is a test)\n");
+    }
+    let cpu_ran = r.units.iter().any(|u| u.cpu.is_some());
+    for &cpu in r.cpus.iter().filter(|_| cpu_ran) {
+        let mine: Vec<&UnitRun> = r.units.iter().filter(|u| u.cpu == Some(cpu)).collect();
+        let bad: Vec<String> = mine
+            .iter()
+            .filter(|u| u.errors > 0)
+            .map(|u| format!("{} {} ({} errors)", u.unit, u.phase, u.errors))
+            .collect();
+        let checks: u64 = mine.iter().map(|u| u.checks).sum();
+        let mut names: Vec<&str> = mine.iter().map(|u| u.unit.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        if bad.is_empty() && checks > 0 {
+            s += &format!(
+                "cpu{cpu}: pass ({} units, {checks} results checked)\n",
+                names.len()
+            );
+        } else if bad.is_empty() {
+            s += &format!("cpu{cpu}: not run\n");
+        } else {
+            s += &format!("cpu{cpu}: fail: {}\n", bad.join(", "));
+        }
+    }
+    for u in r.units.iter().filter(|u| u.cpu.is_none()) {
+        match u.status {
+            UnitStatus::NotRun => {
+                s += &format!(
+                    "{} {}: not run ({})\n",
+                    u.resource,
+                    u.unit,
+                    u.note.as_deref().unwrap_or("-")
+                )
+            }
+            st => {
+                s += &format!(
+                    "{} {} {}: {} ({} errors, {:.2} {}{})\n",
+                    u.resource,
+                    u.place,
+                    u.unit,
+                    st.name(),
+                    u.errors,
+                    if u.rate_unit == "GB/s" {
+                        u.rate
+                    } else {
+                        u.rate / 1e9
+                    },
+                    if u.rate_unit == "GB/s" { "GB/s" } else { "G" },
+                    if u.rate_unit == "GB/s" {
+                        ""
+                    } else {
+                        &u.rate_unit
+                    },
+                )
+            }
+        }
+    }
+    for w in &r.warnings {
+        s += &format!("{w}\n");
+    }
+    s
+}
+
+fn markdown(r: &BurnRecord) -> String {
+    let mut s = format!(
+        "# Burn-in: {} — {}\n\n{} for {:.0} s on {} (CPUs {:?})\n\n",
+        r.verdict.to_uppercase(),
+        r.reason,
+        r.schema,
+        r.duration_s,
+        r.cpu_model,
+        r.cpus
+    );
+    s += "| unit | place | phase | status | checks | errors | rate |\n|---|---|---|---|---:|---:|---:|\n";
+    for u in &r.units {
+        s += &row(&[
+            u.unit.clone(),
+            u.place.clone(),
+            u.phase.clone(),
+            u.status.name().into(),
+            u.checks.to_string(),
+            u.errors.to_string(),
+            format!("{:.3e} {}", u.rate, u.rate_unit),
+        ]);
+    }
+    s += "\n## Timeline\n\n| t (s) | unit | rate | clock (MHz) | temp (°C) |\n|---:|---|---:|---:|---:|\n";
+    for p in &r.timeline {
+        s += &row(&[
+            format!("{:.1}", p.t_s),
+            p.unit.clone(),
+            format!("{:.3e} {}", p.rate, p.rate_unit),
+            p.clock_mhz.map_or("-".into(), |c| format!("{c:.0}")),
+            p.temp_c.map_or("-".into(), |t| format!("{t:.0}")),
+        ]);
+    }
+    for w in &r.warnings {
+        s += &format!("\n- {w}");
+    }
+    s
+}
+
+/// One Markdown table row.
+fn row(cells: &[String]) -> String {
+    format!("| {} |\n", cells.join(" | "))
+}

@@ -1,0 +1,192 @@
+//! `hostbench burn` end to end: a short clean burn passes with every CPU covered and the timeline
+//! present; each injected fault (`HOSTBENCH_FAULT`) fails with the first line naming the CPU or
+//! address and the unit while the other CPU passes; bad input is one line and exit 2.
+
+use std::process::{Command, Output};
+
+fn burn(args: &[&str], fault: Option<&str>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hostbench"));
+    c.arg("burn").args(args).env_remove("HOSTBENCH_FAULT");
+    if let Some(f) = fault {
+        c.env("HOSTBENCH_FAULT", f);
+    }
+    c.output().expect("run hostbench")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn allowed_cpus() -> Vec<usize> {
+    hostbench_core::affinity::allowed_cpus()
+}
+
+#[test]
+fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = burn(
+        &[
+            "--duration",
+            "3s",
+            "--mem-share",
+            "0.002",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.lines().next().unwrap().starts_with("PASS "), "{text}");
+    for cpu in allowed_cpus() {
+        assert!(text.contains(&format!("cpu{cpu}: pass")), "{text}");
+    }
+    assert!(!text.contains("fault injected"), "{text}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
+    assert_eq!(rec["verdict"], "pass");
+    assert!(rec.get("fault_injected").is_none());
+    let units = rec["units"].as_array().unwrap();
+    // Every unit this CPU has ran on every CPU in the each-CPU phase, and none failed.
+    let names = |cpu: usize| -> std::collections::BTreeSet<String> {
+        units
+            .iter()
+            .filter(|u| u["cpu"] == cpu && u["phase"] == "each")
+            .map(|u| u["unit"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let first = names(allowed_cpus()[0]);
+    assert!(
+        first.contains("int-lcg") && first.contains("fma-chain"),
+        "{first:?}"
+    );
+    assert!(first.len() >= 3, "{first:?}");
+    for cpu in allowed_cpus() {
+        assert_eq!(names(cpu), first, "cpu{cpu}");
+    }
+    for pattern in [
+        "walking-ones",
+        "walking-zeros",
+        "moving-inversions",
+        "random",
+        "address-in-address",
+    ] {
+        assert!(
+            units
+                .iter()
+                .any(|u| u["unit"] == pattern && u["status"] == "pass"),
+            "{pattern}"
+        );
+    }
+    assert!(units.iter().all(|u| u["errors"] == 0));
+    assert!(!rec["timeline"].as_array().unwrap().is_empty());
+    let md = std::fs::read_to_string(out.join("burn.md")).unwrap();
+    assert!(md.contains("## Timeline"), "{md}");
+}
+
+#[test]
+fn an_injected_cpu_fault_names_that_cpu_and_unit_first() {
+    let cpus = allowed_cpus();
+    let bad = *cpus.last().unwrap();
+    let fault = format!("cpu:{bad}:fma:after=100");
+    let o = burn(&["--duration", "2s", "--only", "cpu"], Some(&fault));
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("FAIL cpu{bad} fma-chain:")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("fault injected: HOSTBENCH_FAULT={fault}")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("cpu{bad}: fail")), "{text}");
+    for cpu in cpus.iter().filter(|c| **c != bad) {
+        assert!(text.contains(&format!("cpu{cpu}: pass")), "{text}");
+    }
+}
+
+#[test]
+fn an_injected_integer_fault_names_the_int_unit() {
+    let cpu = allowed_cpus()[0];
+    let o = burn(
+        &["--duration", "1s", "--only", "cpu"],
+        Some(&format!("cpu:{cpu}:int")),
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.starts_with(&format!("FAIL cpu{cpu} int-lcg:")),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_injected_memory_flip_names_the_address_and_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let o = burn(
+        &[
+            "--duration",
+            "1s",
+            "--only",
+            "mem",
+            "--mem-share",
+            "0.001",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        Some("mem:flip:after=777"),
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("FAIL memory 0x"), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("walking-ones"),
+        "{text}"
+    );
+    assert!(text.contains("bits [5]"), "{text}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert_eq!(rec["fault_injected"], "mem:flip:after=777");
+    assert_eq!(rec["verdict"], "fail");
+}
+
+#[test]
+fn a_planned_unit_that_cannot_run_is_not_a_pass() {
+    let o = burn(&["--duration", "1s", "--only", "gpu"], None);
+    let text = stdout(&o);
+    assert_ne!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("UNKNOWN not run: gpu"), "{text}");
+    assert!(text.contains("gpu gpu: not run"), "{text}");
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    for (args, fault) in [
+        (vec!["--duration", "soon"], None),
+        (vec!["--duration", "0s"], None),
+        (vec!["--only", "cpu,tape"], None),
+        (vec!["--mem-share", "1.5"], None),
+        (vec!["--mem-share", "x"], None),
+        (vec![], Some("cpu:one:fma")),
+        (vec![], Some("cpu:0:avx2-fma-f64")),
+        (vec![], Some("mem:flip:after=-1")),
+    ] {
+        let o = burn(&args, fault);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?} {fault:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: nothing measured before the check"
+        );
+    }
+}

@@ -968,10 +968,14 @@ pub struct FleetReportArgs {
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     /// quick (about 20 s: the counters, the inventory and a short probe per subsystem), standard
-    /// (the standard run's figures, about 2 minutes) or long (standard; the burn-in soak joins it
-    /// when it exists).
+    /// (the standard run's figures, about 2 minutes) or long (standard, then the burn-in soak of
+    /// `hostbench burn` for --duration).
     #[arg(long, value_enum, default_value = "quick")]
     pub level: LevelArg,
+    /// The long level's burn-in soak (CPU and memory, with --disk-dir the disk too): e.g. 10m,
+    /// 1h. Default 10m. Only with --level long.
+    #[arg(long, value_name = "D")]
+    pub duration: Option<String>,
     /// Expectation file: a --spec TOML file with an [expect] section (inventory, figure floors,
     /// counter limits, required sources); the figures are held against it first.
     #[arg(long, value_name = "FILE")]

@@ -422,6 +422,19 @@ fn bad_input_is_one_line_and_exit_2_before_anything_is_measured() {
             "--json",
         ),
         (vec!["--level".into(), "forever".into()], "forever"),
+        (
+            vec!["--duration".into(), "4s".into()],
+            "--duration 4s: only the long level has a soak",
+        ),
+        (
+            vec![
+                "--level".into(),
+                "long".into(),
+                "--duration".into(),
+                "soon".into(),
+            ],
+            "--duration soon: not a duration",
+        ),
     ] {
         let (code, out, err) = check(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
         assert_eq!(code, Some(2), "{args:?}: {out}{err}");
@@ -545,6 +558,40 @@ fn a_fleets_median_node_of_this_cpu_model_is_the_baseline() {
 /// scontrol that hangs is cut off by --max-time; a
 /// Slurm whose node list does not have this host is refused too (the cluster test in
 /// tests/fleet.rs shows it: here scontrol would wait for a controller that is not there).
+/// The long level's soak is `hostbench burn`: a wrong result on one CPU (injected through the
+/// documented `HOSTBENCH_FAULT` hook) fails the node, and its first line names the CPU and the
+/// unit; the standard figures before it pass (their floor at 1 % of peak).
+#[test]
+fn the_long_level_soaks_and_a_wrong_result_fails_the_node() {
+    let _one = serial();
+    let out = hostbench()
+        .args([
+            "check",
+            "--level",
+            "long",
+            "--only",
+            "cpu",
+            "--peak-share",
+            "0.01",
+        ])
+        .args(["--duration", "3s"])
+        .env("HOSTBENCH_FAULT", "cpu:1:fma")
+        .output()
+        .expect("check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let first = first_line(&text);
+    assert!(
+        first.starts_with("FAIL burn 3 s: cpu1 fma-chain: ") && first.contains("wrong results"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with("pass    cpu.flops")),
+        "{text}"
+    );
+}
+
 #[test]
 fn drain_and_resume_outside_slurm_are_one_line_errors() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -104,6 +104,30 @@ pub fn run(args: &BurnArgs) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir).with_context(|| format!("--out {}", dir.display()))?;
     }
+    let (record, exit) = soak(args, &plan)?;
+    let text = render(&record);
+    let json = serde_json::to_string_pretty(&record)?;
+    match args.json.as_deref() {
+        Some("-") => {
+            eprint!("{text}");
+            outln!("{json}");
+        }
+        Some(path) => {
+            out!("{text}");
+            write(Path::new(path), &json)?;
+        }
+        None => out!("{text}"),
+    }
+    if let Some(dir) = &args.out {
+        write(&dir.join("burn.json"), &json)?;
+        write(&dir.join("burn.md"), &markdown(&record))?;
+    }
+    Ok(exit)
+}
+
+/// The burn itself, printing nothing: its record and the exit code its verdict maps to
+/// (`check --level long` folds it into the node's verdict).
+fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let cpus = affinity::allowed_cpus();
     let inv = host::inventory();
     let health_before = super::health_counters();
@@ -185,24 +209,47 @@ pub fn run(args: &BurnArgs) -> anyhow::Result<Exit> {
         health_before,
         health_after,
     };
-    let text = render(&record);
-    let json = serde_json::to_string_pretty(&record)?;
-    match args.json.as_deref() {
-        Some("-") => {
-            eprint!("{text}");
-            outln!("{json}");
-        }
-        Some(path) => {
-            out!("{text}");
-            write(Path::new(path), &json)?;
-        }
-        None => out!("{text}"),
-    }
-    if let Some(dir) = &args.out {
-        write(&dir.join("burn.json"), &json)?;
-        write(&dir.join("burn.md"), &markdown(&record))?;
-    }
-    Ok(exit)
+    Ok((record, exit))
+}
+
+/// `check --level long --duration D`: the burn of CPU and memory (and the disk with
+/// `disk_dir`) for `duration`, as a check row: `burn`, pass or fail with its first-line reason,
+/// unknown where a planned unit could not run.
+pub(crate) fn soak_check(
+    duration: &str,
+    disk_dir: Option<&Path>,
+) -> anyhow::Result<hostbench_core::check::Check> {
+    use hostbench_core::check::{Check, Verdict};
+    let args = BurnArgs {
+        duration: duration.to_string(),
+        only: None,
+        mem_share: "0.5".into(),
+        disk_dir: disk_dir.map(Path::to_path_buf),
+        json: None,
+        out: None,
+    };
+    let plan = parse(&args)?;
+    let (record, _) = soak(&args, &plan)?;
+    let checked: u64 = record.units.iter().map(|u| u.checks).sum();
+    Ok(Check {
+        id: "burn".into(),
+        kind: "burn".into(),
+        measured: serde_json::Value::from(checked),
+        unit: Some("results checked".into()),
+        expected: None,
+        verdict: match record.verdict.as_str() {
+            "pass" => Verdict::Pass,
+            "fail" => Verdict::Fail,
+            _ => Verdict::Unknown,
+        },
+        reason: format!(
+            "burn {:.0} s: {}",
+            plan.duration.as_secs_f64(),
+            record.reason
+        ),
+        diagnosis: Vec::new(),
+        retry: None,
+    })
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {

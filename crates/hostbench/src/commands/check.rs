@@ -86,6 +86,23 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         })?),
         None => None,
     };
+    if let Some(d) = &args.duration {
+        if args.level != LevelArg::Long {
+            return Err(BenchError::invalid(format!(
+                "--duration {d}: only the long level has a soak (--level long)"
+            ))
+            .into());
+        }
+        match hostbench_core::units::parse_duration(d) {
+            Ok(t) if !t.is_zero() => {}
+            _ => {
+                return Err(BenchError::invalid(format!(
+                    "--duration {d}: not a duration above zero (e.g. 10m, 1h)"
+                ))
+                .into())
+            }
+        }
+    }
     let chosen = subsystem::select(&SUBSYSTEMS, args.only.as_deref(), None)?;
     // The bound covers everything from here, asking scontrol included.
     if let Some(d) = max_time {
@@ -304,6 +321,11 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
             Err(why) => reported.push(judge::reported(r, why)),
         }
     }
+    // The long level's soak: every result of the burn checked; a wrong one fails the node.
+    if args.level == LevelArg::Long {
+        let d = args.duration.as_deref().unwrap_or(LONG_SOAK);
+        checks.push(super::burn::soak_check(d, args.disk_dir.as_deref())?);
+    }
     // A case that could not run is never a pass.
     for s in &first.skipped {
         checks.push(Check {
@@ -484,6 +506,11 @@ fn conclude_with(
 
 /// How many passes of the probes an expectation is written from (see `worst_of`).
 const WRITE_PASSES: usize = 3;
+
+/// The long level's soak when --duration is not given: DCGM's level 3 is about 15 minutes, and
+/// ten minutes of every unit at its peak is the shortest soak that heats a node to its steady
+/// state.
+const LONG_SOAK: &str = "10m";
 
 /// Each figure of `first` at its worst over `first` and `more` (the lowest throughput, the
 /// highest latency): the level a healthy node may be found at.
@@ -706,7 +733,7 @@ fn render(doc: &CheckDoc, quiet: bool, long: bool) -> String {
     if long {
         let _ = writeln!(
             o,
-            "long: the standard level's figures; the burn-in soak is not built yet, so none ran"
+            "long: the standard level's figures, then the burn-in soak (`hostbench burn`)"
         );
     }
     o

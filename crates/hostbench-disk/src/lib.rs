@@ -19,6 +19,7 @@
 //! (more with a cache in the spec file), refused in one line where the free space cannot hold
 //! that; a smaller `--size` asked for explicitly runs with every record marked (`size_file`).
 
+pub mod burn;
 pub mod engine;
 pub mod reference;
 pub use hostbench_core::histogram;

@@ -190,3 +190,30 @@ fn bad_input_is_one_line_and_exit_2() {
         );
     }
 }
+
+/// `--disk-dir`: the disk joins the burn (write, read back, verify every checksummed unit) in a
+/// scratch directory that is gone afterwards.
+#[test]
+fn the_disk_burn_verifies_its_file_and_leaves_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let o = burn(
+        &[
+            "--duration",
+            "2s",
+            "--only",
+            "disk",
+            "--disk-dir",
+            dir.path().to_str().expect("utf-8"),
+        ],
+        None,
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("PASS "), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("disk ") && l.contains("write-read-verify: pass")),
+        "{text}"
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+}

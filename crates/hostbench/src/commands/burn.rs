@@ -51,6 +51,7 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
         return Err(BenchError::invalid("--duration: must be above zero"));
     }
     let only = match &args.only {
+        None if args.disk_dir.is_some() => vec!["cpu", "mem", "disk"],
         None => vec!["cpu", "mem"],
         Some(list) => list
             .split(',')
@@ -135,7 +136,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let parts = plan
         .only
         .iter()
-        .filter(|r| matches!(**r, "cpu" | "mem"))
+        .filter(|r| matches!(**r, "cpu" | "mem" | "disk"))
         .count()
         .max(1);
     let share = plan.duration / parts as u32;
@@ -184,11 +185,19 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         ));
     }
     if wants("disk") {
-        let why = match &args.disk_dir {
-            None => "needs --disk-dir",
-            Some(_) => "no disk burn in this build",
-        };
-        units.push(UnitRun::not_run("disk", "-", "disk", why));
+        match &args.disk_dir {
+            None => units.push(UnitRun::not_run("disk", "-", "disk", "needs --disk-dir")),
+            Some(dir) => {
+                let cfg = hostbench_disk::burn::DiskBurnConfig {
+                    dir: dir.clone(),
+                    duration: share,
+                    interval: step,
+                };
+                let b = hostbench_disk::burn::run(&cfg)?;
+                units.push(b.unit);
+                timeline.extend(b.timeline);
+            }
+        }
     }
     let health_after = super::health_counters();
     let warnings = slowdowns(&timeline);

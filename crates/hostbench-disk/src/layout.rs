@@ -10,7 +10,7 @@ use std::path::Path;
 use hostbench_core::buffer::Pages;
 use hostbench_core::BenchError;
 
-use crate::target::{self, DirectIo};
+use crate::place::{self, DirectIo};
 use crate::workload::{self, Op};
 use crate::*;
 
@@ -111,7 +111,7 @@ pub(crate) fn lay_out(
     }
     lay_out_buffered(&f, done, bytes, verify, seed).map_err(io)?;
     f.sync_all().map_err(io)?;
-    target::evict_cache(f.as_raw_fd()).map_err(io)?;
+    place::evict_cache(f.as_raw_fd()).map_err(io)?;
     Ok(layout)
 }
 

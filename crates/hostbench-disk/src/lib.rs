@@ -28,8 +28,11 @@ mod layout;
 pub mod reference;
 mod run;
 pub use hostbench_core::histogram;
+pub mod place;
 pub mod subsystem;
-pub mod target;
+/// The module's old name (it was `target/`, which build tools and readers take for Cargo's
+/// output directory); kept so code written against `hostbench_disk::target` still compiles.
+pub use place as target;
 pub mod workload;
 
 pub(crate) use layout::slice_bytes;
@@ -255,8 +258,8 @@ impl DiskConfig {
 mod tests {
     use super::*;
     use crate::layout::*;
+    use crate::place::DirectIo;
     use crate::run::*;
-    use crate::target::DirectIo;
     use hostbench_core::spec::Spec;
     use std::fs::{File, OpenOptions};
     use std::os::fd::AsRawFd;
@@ -320,14 +323,10 @@ mod tests {
     /// (not tmpfs and the like), or `None`.
     fn direct_dir() -> Option<(tempfile::TempDir, (usize, usize))> {
         let dir = tempfile::tempdir().unwrap();
-        if target::fs_info(dir.path())
-            .unwrap()
-            .caching_note()
-            .is_some()
-        {
+        if place::fs_info(dir.path()).unwrap().caching_note().is_some() {
             return None;
         }
-        match target::direct_io(dir.path()) {
+        match place::direct_io(dir.path()) {
             DirectIo::Supported {
                 mem_align,
                 offset_align,
@@ -437,8 +436,8 @@ mod tests {
         }
     }
 
-    fn fs_with(free_mib: u64, total_mib: u64) -> target::FsInfo {
-        target::FsInfo {
+    fn fs_with(free_mib: u64, total_mib: u64) -> place::FsInfo {
+        place::FsInfo {
             fs_type: "ext4".into(),
             magic: 0xEF53,
             free_bytes: free_mib << 20,
@@ -533,7 +532,7 @@ mod tests {
     #[test]
     fn an_explicit_small_file_is_honoured_and_marked() {
         let dir = tempfile::tempdir().unwrap();
-        let fs = target::fs_info(dir.path()).unwrap();
+        let fs = place::fs_info(dir.path()).unwrap();
         let cfg = DiskConfig {
             file_bytes: Some(8 << 20),
             ..DiskConfig::default()

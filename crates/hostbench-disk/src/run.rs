@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::engine::EngineKind;
 use crate::histogram::LatencyHist;
 use crate::layout::*;
-use crate::target::{self, DirectIo};
+use crate::place::{self, DirectIo};
 use crate::workload::{self};
 use crate::*;
 
@@ -31,10 +31,10 @@ pub(crate) struct Setup {
     /// smaller than asked.
     pub(crate) sizing: Sizing,
     pub(crate) dio: DirectIo,
-    pub(crate) fs: target::FsInfo,
-    pub(crate) device: Option<target::DeviceInfo>,
+    pub(crate) fs: place::FsInfo,
+    pub(crate) device: Option<place::DeviceInfo>,
     /// The overlay's upper directory, where `dir` is on an overlay this namespace can see.
-    pub(crate) overlay: Option<target::OverlayUpper>,
+    pub(crate) overlay: Option<place::OverlayUpper>,
     /// How the data file was written.
     pub(crate) layout: Layout,
 }
@@ -69,7 +69,7 @@ pub(crate) fn one_sample(
     if !direct {
         // Buffered: whatever earlier samples left in the page cache must not be read back.
         let f = File::open(&setup.file).map_err(|e| BenchError::io(&setup.file, e))?;
-        target::evict_cache(f.as_raw_fd()).map_err(|e| BenchError::io(&setup.file, e))?;
+        place::evict_cache(f.as_raw_fd()).map_err(|e| BenchError::io(&setup.file, e))?;
     }
     let slice = slice_bytes(setup.file_bytes, c);
     let per_thread_io = cfg.io_bytes.map(|b| (b / c.threads as u64).max(c.block));
@@ -241,13 +241,13 @@ impl Sizing {
 pub(crate) fn size_file(
     cfg: &DiskConfig,
     dir: &Path,
-    fs: &target::FsInfo,
+    fs: &place::FsInfo,
     spec: &Spec,
     min_bytes: u64,
 ) -> Result<Sizing, BenchError> {
     let (floor, floor_basis) = size_floor(spec);
     if let Some(b) = cfg.file_bytes {
-        target::check_free_space(dir, b, "the data file (--size)")?;
+        place::check_free_space(dir, b, "the data file (--size)")?;
         let note = (b < floor).then(|| {
             format!(
                 "working file {} (asked with --size) is below the {} floor ({floor_basis}): the \
@@ -269,7 +269,7 @@ pub(crate) fn size_file(
     const MIB: u64 = 1 << 20;
     let asked = DEFAULT_FILE_BYTES.max(floor);
     let tenth = (fs.free_bytes as f64 * DEFAULT_FREE_FRACTION) as u64 / MIB * MIB;
-    let usable = target::usable_bytes(fs);
+    let usable = place::usable_bytes(fs);
     let mut used = asked.min(tenth.max(floor)).max(min_bytes);
     if used > usable {
         // Not a tenth, but still the floor where the margin allows it.
@@ -367,8 +367,8 @@ pub fn run_disk(
     spec: &Spec,
 ) -> Result<(), BenchError> {
     cfg.validate()?;
-    let dir = target::check_dir(&cfg.dir)?;
-    let fs = target::fs_info(&dir)?;
+    let dir = place::check_dir(&cfg.dir)?;
+    let fs = place::fs_info(&dir)?;
     let max_threads = cfg.cases.iter().map(|c| c.threads).max().unwrap_or(1) as u64;
     let max_block = cfg.cases.iter().map(|c| c.block).max().unwrap_or(4096);
     let sizing = match size_file(cfg, &dir, &fs, spec, max_block * max_threads) {
@@ -398,16 +398,16 @@ pub fn run_disk(
         }
     }
     let overlay = (fs.fs_type == "overlay")
-        .then(|| target::overlay_upper(&dir))
+        .then(|| place::overlay_upper(&dir))
         .flatten();
-    let dio = target::direct_io(&dir);
+    let dio = place::direct_io(&dir);
     if cfg.direct == DirectChoice::On {
         for c in &cfg.cases {
             aligned_for_direct(c, &dio)
                 .map_err(|why| BenchError::invalid(format!("--direct on: {why}")))?;
         }
     }
-    let work = target::WorkDir::create(&dir)?;
+    let work = place::WorkDir::create(&dir)?;
     // The file is written the way the cases will write: with O_DIRECT where they use it (see
     // `lay_out`).
     let layout_direct = match (&dio, cfg.direct) {
@@ -428,10 +428,10 @@ pub fn run_disk(
         sizing,
         dio,
         // An overlay has no device of its own: the upper directory's is the one written.
-        device: target::device_info(&dir).or_else(|| {
+        device: place::device_info(&dir).or_else(|| {
             overlay
                 .as_ref()
-                .and_then(|o| target::device_info(Path::new(&o.upperdir)))
+                .and_then(|o| place::device_info(Path::new(&o.upperdir)))
         }),
         overlay,
         fs,
@@ -755,10 +755,10 @@ pub(crate) fn run_one(
                 rec.extra.insert("interval_bytes_per_s".into(), json!(series));
             }
             let write = c.op.writes() && !c.op.reads();
-            rec.set_peak(target::disk_peak(device.as_ref(), spec, write, false));
+            rec.set_peak(place::disk_peak(device.as_ref(), spec, write, false));
             let mut ir = record_from_samples(&iops_case, iops);
             common(&mut ir);
-            ir.set_peak(target::disk_peak(device.as_ref(), spec, write, true));
+            ir.set_peak(place::disk_peak(device.as_ref(), spec, write, true));
             let mut lr = record_from_samples(&lat_case, p50s);
             common(&mut lr);
             let s = lat.fill_stats(&mut lr.stats);

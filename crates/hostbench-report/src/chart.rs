@@ -35,6 +35,10 @@
 //! Text is measured and, in PNGs, drawn with an embedded DejaVu Sans, so a machine without fonts
 //! draws the same picture.
 
+//!
+//! This file holds the chart model and the choice of charts; each kind's builder lives in its own
+//! module (`figures`: scaling, working set, peaks, efficiency, ratios; `load`: loaded latency,
+//! rate search, under load, transactions; `heatmap`), and the drawing in `draw` (issue 53).
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Once;

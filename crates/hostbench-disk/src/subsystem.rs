@@ -84,8 +84,8 @@ impl Subsystem for Disk {
     }
 
     fn prepare(&self) {
-        // Scratch directories are removed on Ctrl-C too; see `target::install_signal_cleanup`.
-        crate::target::install_signal_cleanup();
+        // Scratch directories are removed on Ctrl-C too; see `place::install_signal_cleanup`.
+        crate::place::install_signal_cleanup();
     }
 
     fn summary(&self) -> &'static str {

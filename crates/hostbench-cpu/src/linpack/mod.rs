@@ -66,6 +66,7 @@ mod micro;
 pub mod mxp;
 pub mod openblas;
 mod panel;
+pub mod run;
 mod sync;
 mod system;
 

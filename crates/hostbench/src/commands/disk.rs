@@ -9,7 +9,7 @@ use crate::Exit;
 pub fn run(args: &DiskArgs) -> anyhow::Result<Exit> {
     // Before any thread exists, so every thread inherits the blocked signals and Ctrl-C reaches
     // the cleanup thread, which removes the scratch directory.
-    hostbench_disk::target::install_signal_cleanup();
+    hostbench_disk::place::install_signal_cleanup();
     let common = settings::common(&args.common)?;
     let cfg = settings::disk(args, &common)?;
     let host = super::host_inventory(&common.spec);

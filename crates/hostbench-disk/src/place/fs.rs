@@ -274,7 +274,7 @@ fn check_free_space_in(fs: &FsInfo, dir: &Path, needed: u64, what: &str) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::test_util::msg;
+    use crate::place::test_util::msg;
 
     #[test]
     fn fs_info_tmpfs_and_tempdir() {

@@ -306,7 +306,7 @@ pub(super) fn now_nanos() -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::check_dir;
+    use crate::place::check_dir;
 
     #[test]
     fn direct_io_tempdir() {

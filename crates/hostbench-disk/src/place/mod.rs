@@ -1,5 +1,6 @@
-//! The target directory: what filesystem and device it is on, whether O_DIRECT works there and
-//! with which alignment, and the safety rules for writing into it.
+//! The place written to (this module was `target/`, a name build tools and readers take for
+//! Cargo's output): the target directory, what filesystem and device it is on, whether O_DIRECT
+//! works there and with which alignment, and the safety rules for writing into it.
 //!
 //! Why this is its own module: a disk benchmark is only as honest as what it knows about where it
 //! writes. fio errors out when O_DIRECT is refused, hard-codes nothing about alignment, never checks

@@ -89,7 +89,7 @@ fn read_only_mount(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::test_util::msg;
+    use crate::place::test_util::msg;
 
     #[test]
     fn check_dir_missing() {

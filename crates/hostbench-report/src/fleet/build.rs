@@ -212,9 +212,10 @@ fn pair_figure<'a>(
                 .into(),
         );
     }
-    let pinned_on_other = |f: &Flow, n: &str| {
+    // Whether a suspect other than `except` explains flow `f` (`None`: any suspect).
+    let pinned = |f: &Flow, except: Option<&str>| {
         a.suspects.iter().any(|s| {
-            s.node != n
+            Some(s.node.as_str()) != except
                 && match s.role.as_str() {
                     "send" => s.node == f.sender,
                     "receive" => s.node == f.receiver,
@@ -224,7 +225,7 @@ fn pair_figure<'a>(
     };
     let shape_of: Vec<usize> = plain.iter().map(|f| f.shape).collect();
     let pair_of: Vec<usize> = flows.iter().map(|(_, _, k)| *k).collect();
-    let factors = shape_scale(&plain, &shape_of, &pair_of, |f| pinned_on_other(f, ""));
+    let factors = shape_scale(&plain, &shape_of, &pair_of, |f| pinned(f, None));
     let scale = |k: usize| factors.get(&k).copied().unwrap_or(1.0);
     let per_node = nodes
         .iter()
@@ -241,7 +242,7 @@ fn pair_figure<'a>(
             let own: Vec<f64> = plain
                 .iter()
                 .zip(&shape_of)
-                .filter(|(f, _)| (&f.sender == n || &f.receiver == n) && !pinned_on_other(f, n))
+                .filter(|(f, _)| (&f.sender == n || &f.receiver == n) && !pinned(f, Some(n)))
                 .map(|(f, k)| f.value * scale(*k))
                 .collect();
             let values = if own.is_empty() { all } else { own };
@@ -258,7 +259,7 @@ fn pair_figure<'a>(
     // The flows' own spread (those no suspect explains, at their shape's level).
     let unpinned: Vec<f64> = plain
         .iter()
-        .filter(|f| !pinned_on_other(f, ""))
+        .filter(|f| !pinned(f, None))
         .map(|f| f.value * scale(f.shape))
         .collect();
     let noise = stats::summarize(&unpinned).map(|s| s.mad);

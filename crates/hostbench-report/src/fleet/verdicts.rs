@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use hostbench_core::check::Verdict;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,8 +30,7 @@ pub struct Answer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeVerdict {
     pub node: String,
-    /// pass, warn, fail or unknown.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// One line: the node's own reason, or the figure the fleet's median failed.
     pub reason: String,
     /// What decided it: `node` (its own check), `fleet median` or `no answer`.
@@ -44,7 +44,7 @@ pub struct FleetCheck {
     pub fleet_id: String,
     pub level: String,
     /// The worst node verdict.
-    pub verdict: String,
+    pub verdict: Verdict,
     /// "the expectation file" or "the fleet median (30 % margin)".
     pub yardstick: String,
     pub nodes: Vec<NodeVerdict>,
@@ -59,23 +59,18 @@ pub fn fleet_check_schema() -> Value {
     schema
 }
 
-/// Severity order: a fail outranks an unknown, which outranks a warn and a pass.
-pub fn rank(verdict: &str) -> u8 {
-    match verdict {
-        "pass" => 0,
-        "warn" => 1,
-        "unknown" => 2,
-        _ => 3,
-    }
-}
-
 /// One measured figure of a node's check document.
 struct Figure<'a> {
     id: &'a str,
     value: f64,
     unit: &'a str,
     lower_is_better: bool,
-    own: &'a str,
+    own: Verdict,
+}
+
+/// A verdict as a check document writes it; anything else (absent, misspelt) is unknown.
+fn verdict_of(v: &Value) -> Verdict {
+    Verdict::deserialize(v).unwrap_or(Verdict::Unknown)
 }
 
 fn figures(doc: &Value) -> Vec<Figure<'_>> {
@@ -92,7 +87,7 @@ fn figures(doc: &Value) -> Vec<Figure<'_>> {
                             .filter(|v| v.is_finite() && *v > 0.0)?,
                         unit: c["unit"].as_str().unwrap_or(""),
                         lower_is_better: c["expected"]["op"] == "<=",
-                        own: c["verdict"].as_str().unwrap_or("unknown"),
+                        own: verdict_of(&c["verdict"]),
                     })
                 })
                 .collect()
@@ -129,7 +124,7 @@ pub fn judge(answers: &[Answer], margin: Option<f64>) -> Vec<NodeVerdict> {
                 Err(why) => {
                     return NodeVerdict {
                         node: a.node.clone(),
-                        verdict: "unknown".into(),
+                        verdict: Verdict::Unknown,
                         reason: format!("{}: no verdict: {why}", a.node),
                         basis: "no answer".into(),
                     }
@@ -137,7 +132,7 @@ pub fn judge(answers: &[Answer], margin: Option<f64>) -> Vec<NodeVerdict> {
             };
             let own = NodeVerdict {
                 node: a.node.clone(),
-                verdict: doc["verdict"].as_str().unwrap_or("unknown").to_string(),
+                verdict: verdict_of(&doc["verdict"]),
                 reason: doc["reason"].as_str().unwrap_or("").to_string(),
                 basis: "node".into(),
             };
@@ -146,7 +141,7 @@ pub fn judge(answers: &[Answer], margin: Option<f64>) -> Vec<NodeVerdict> {
             };
             let below: Vec<String> = figures(doc)
                 .into_iter()
-                .filter(|f| f.own != "unknown")
+                .filter(|f| f.own != Verdict::Unknown)
                 .filter_map(|f| {
                     let values = peers.get(&(model(doc), f.id.to_string()))?;
                     if values.len() < 3 {
@@ -177,8 +172,8 @@ pub fn judge(answers: &[Answer], margin: Option<f64>) -> Vec<NodeVerdict> {
                 })
                 .collect();
             match below.first() {
-                Some(first) if rank(&own.verdict) < rank("fail") => NodeVerdict {
-                    verdict: "fail".into(),
+                Some(first) if own.verdict < Verdict::Fail => NodeVerdict {
+                    verdict: Verdict::Fail,
                     reason: if below.len() == 1 {
                         first.clone()
                     } else {
@@ -239,8 +234,9 @@ mod tests {
             ]),
             Some(0.30),
         );
-        let v: Vec<&str> = t.iter().map(|n| n.verdict.as_str()).collect();
-        assert_eq!(v, ["pass", "pass", "fail", "pass"], "{t:?}");
+        let v: Vec<Verdict> = t.iter().map(|n| n.verdict).collect();
+        use Verdict::{Fail, Pass};
+        assert_eq!(v, [Pass, Pass, Fail, Pass], "{t:?}");
         assert_eq!(t[2].basis, "fleet median");
         assert!(
             t[2].reason.contains("cpu.flops f64") && t[2].reason.contains("under the fleet median")
@@ -254,13 +250,13 @@ mod tests {
             ]),
             Some(0.30),
         );
-        assert!(t.iter().all(|n| n.verdict == "pass"), "{t:?}");
+        assert!(t.iter().all(|n| n.verdict == Verdict::Pass), "{t:?}");
         // With an expectation file, the node's own verdict alone.
         let t = judge(
             &answers(&[(100.0, "pass"), (98.0, "pass"), (65.0, "pass")]),
             None,
         );
-        assert!(t.iter().all(|n| n.verdict == "pass"), "{t:?}");
+        assert!(t.iter().all(|n| n.verdict == Verdict::Pass), "{t:?}");
     }
 
     /// A figure the node found unknown (a quota, a neighbour) stays unknown under the median;
@@ -271,17 +267,17 @@ mod tests {
             &answers(&[(100.0, "pass"), (98.0, "pass"), (40.0, "unknown")]),
             Some(0.30),
         );
-        assert_eq!(t[2].verdict, "unknown", "{t:?}");
+        assert_eq!(t[2].verdict, Verdict::Unknown, "{t:?}");
         assert_eq!(t[2].basis, "node");
         let t = judge(&answers(&[(100.0, "pass"), (40.0, "pass")]), Some(0.30));
-        assert!(t.iter().all(|n| n.verdict == "pass"), "{t:?}");
+        assert!(t.iter().all(|n| n.verdict == Verdict::Pass), "{t:?}");
         let mut a = answers(&[(100.0, "pass"), (98.0, "pass")]);
         a.push(Answer {
             node: "n3".into(),
             doc: Err("its check exited with code 137".into()),
         });
         let t = judge(&a, Some(0.30));
-        assert_eq!(t[2].verdict, "unknown");
+        assert_eq!(t[2].verdict, Verdict::Unknown);
         assert!(
             t[2].reason.starts_with("n3: no verdict: its check exited"),
             "{t:?}"
@@ -290,10 +286,6 @@ mod tests {
         let mut a = answers(&[(100.0, "pass"), (98.0, "pass"), (99.0, "pass")]);
         a[1].doc = Ok(doc("fail", 98.0, "pass"));
         let t = judge(&a, Some(0.30));
-        assert_eq!(
-            (t[1].verdict.as_str(), t[1].basis.as_str()),
-            ("fail", "node")
-        );
-        assert_eq!(rank("fail"), 3);
+        assert_eq!((t[1].verdict, t[1].basis.as_str()), (Verdict::Fail, "node"));
     }
 }

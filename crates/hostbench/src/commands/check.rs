@@ -349,11 +349,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
         });
     }
     let (verdict, reason) = judge::node(&checks);
-    let level = match args.level {
-        LevelArg::Quick => "quick",
-        LevelArg::Standard => "standard",
-        LevelArg::Long => "long",
-    };
+    let level = level_name(args.level);
     let doc = CheckDoc {
         schema: CHECK_SCHEMA.into(),
         tool: Tool::default(),
@@ -419,7 +415,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     Ok(conclude(verdict, &doc.reason, args, slurm_node.as_deref()))
 }
 
-fn level_name(l: LevelArg) -> &'static str {
+pub(crate) fn level_name(l: LevelArg) -> &'static str {
     match l {
         LevelArg::Quick => "quick",
         LevelArg::Standard => "standard",

@@ -9,12 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
+use hostbench_core::check::Verdict;
 use hostbench_core::BenchError;
 use hostbench_fleet::{Busy, FleetConfig, NodeJob, PairSchedule};
 use hostbench_report::fleet::layout::FleetDir;
 use hostbench_report::fleet::verdicts::{self, Answer, FleetCheck, NodeVerdict};
 
-use crate::cli::{BusyArg, FleetCheckArgs, LevelArg, UnknownIs};
+use crate::cli::{BusyArg, FleetCheckArgs, UnknownIs};
 use crate::settings;
 use crate::Exit;
 
@@ -32,22 +33,21 @@ pub fn run(args: &FleetCheckArgs) -> anyhow::Result<Exit> {
         Some(t) => Some(settings::out_target("json", t)?),
         None => None,
     };
-    let inside = std::env::var("SLURM_JOB_ID").is_ok_and(|j| !j.is_empty());
+    let inside = inside_allocation();
     if args.drain && !inside {
         hostbench_fleet::slurm::require("scontrol")?;
     }
     let cfg = config(args)?;
     let outcome = hostbench_fleet::run(&cfg)?;
     let dir = &outcome.dir;
-    let level = level_name(args.level);
+    let level = super::super::check::level_name(args.level);
     let answers = answers(dir)?;
     let nodes = verdicts::judge(&answers, args.expect.is_none().then_some(margin));
     let worst = nodes
         .iter()
-        .map(|n| n.verdict.as_str())
-        .max_by_key(|v| verdicts::rank(v))
-        .unwrap_or("unknown")
-        .to_string();
+        .map(|n| n.verdict)
+        .max()
+        .unwrap_or(Verdict::Unknown);
     let doc = FleetCheck {
         schema: verdicts::FLEET_CHECK_SCHEMA.into(),
         fleet_id: dir
@@ -56,7 +56,7 @@ pub fn run(args: &FleetCheckArgs) -> anyhow::Result<Exit> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         level: level.into(),
-        verdict: worst.clone(),
+        verdict: worst,
         yardstick: match &args.expect {
             Some(f) => format!("the expectation file {}", f.display()),
             None => format!(
@@ -83,14 +83,13 @@ pub fn run(args: &FleetCheckArgs) -> anyhow::Result<Exit> {
     }
     if !inside {
         for n in &doc.nodes {
-            let verdict = parse_verdict(&n.verdict);
-            let treat_as_fail = verdict == hostbench_core::check::Verdict::Fail
-                || (verdict == hostbench_core::check::Verdict::Unknown
+            let treat_as_fail = n.verdict == Verdict::Fail
+                || (n.verdict == Verdict::Unknown
                     && args.unknown_is == Some(UnknownIs::Fail)
                     && n.basis != "no answer");
             for line in super::super::check::slurm::act(
                 &n.node,
-                verdict,
+                n.verdict,
                 &n.reason,
                 treat_as_fail,
                 args.drain,
@@ -107,47 +106,34 @@ pub fn run(args: &FleetCheckArgs) -> anyhow::Result<Exit> {
         }
         None => {}
     }
-    Ok(match (worst.as_str(), args.unknown_is) {
-        ("pass" | "warn", _) => Exit::Ok,
-        ("unknown", Some(UnknownIs::Ok)) => Exit::Ok,
-        ("unknown", None) => Exit::Unknown,
+    Ok(match (worst, args.unknown_is) {
+        (Verdict::Pass | Verdict::Warn, _) => Exit::Ok,
+        (Verdict::Unknown, Some(UnknownIs::Ok)) => Exit::Ok,
+        (Verdict::Unknown, None) => Exit::Unknown,
         _ => Exit::Failure,
     })
 }
 
-fn level_name(level: LevelArg) -> &'static str {
-    match level {
-        LevelArg::Quick => "quick",
-        LevelArg::Standard => "standard",
-        LevelArg::Long => "long",
-    }
-}
-
-fn parse_verdict(v: &str) -> hostbench_core::check::Verdict {
-    use hostbench_core::check::Verdict;
-    match v {
-        "pass" => Verdict::Pass,
-        "warn" => Verdict::Warn,
-        "fail" => Verdict::Fail,
-        _ => Verdict::Unknown,
-    }
+/// Inside a Slurm allocation (the batch job re-running this command), not its submitter.
+fn inside_allocation() -> bool {
+    std::env::var("SLURM_JOB_ID").is_ok_and(|j| !j.is_empty())
 }
 
 /// The terminal table: a first line with the finding (the failing nodes named, or "every node
 /// passes"), then one line a node, worst first.
 fn table(doc: &FleetCheck) -> Vec<String> {
     let mut rows: Vec<&NodeVerdict> = doc.nodes.iter().collect();
-    rows.sort_by_key(|n| std::cmp::Reverse(verdicts::rank(&n.verdict)));
-    let named = |v: &str| -> Vec<String> {
+    rows.sort_by_key(|n| std::cmp::Reverse(n.verdict));
+    let named = |v: Verdict| -> Vec<String> {
         rows.iter()
             .filter(|n| n.verdict == v)
             .map(|n| n.node.clone())
             .collect()
     };
-    let (fails, unknown) = (named("fail"), named("unknown"));
+    let (fails, unknown) = (named(Verdict::Fail), named(Verdict::Unknown));
     let mut first = format!(
         "{} fleet check, level {}, {} node{}",
-        doc.verdict.to_uppercase(),
+        doc.verdict.word(),
         doc.level,
         doc.nodes.len(),
         if doc.nodes.len() == 1 { "" } else { "s" }
@@ -171,7 +157,7 @@ fn table(doc: &FleetCheck) -> Vec<String> {
         out.push(format!(
             "  {:width$}  {:7}  {}{}",
             n.node,
-            n.verdict,
+            n.verdict.name(),
             n.reason,
             if n.basis == "fleet median" {
                 " [fleet median]"
@@ -242,7 +228,7 @@ fn config(args: &FleetCheckArgs) -> anyhow::Result<FleetConfig> {
         })
         .transpose()?;
     let disk = super::run::node_path("--disk-dir", args.disk_dir.as_ref())?;
-    let inside = std::env::var("SLURM_JOB_ID").is_ok_and(|j| !j.is_empty());
+    let inside = inside_allocation();
     let nodes = match &args.nodes {
         Some(n) => match n.trim().parse::<usize>() {
             Ok(n) if n > 0 => n,
@@ -261,7 +247,7 @@ fn config(args: &FleetCheckArgs) -> anyhow::Result<FleetConfig> {
     };
     let exe = std::env::current_exe()
         .map_err(|e| BenchError::Failed(format!("this binary's path: {e}")))?;
-    let level = level_name(args.level);
+    let level = super::super::check::level_name(args.level);
     // Each node's `hostbench check` arguments.
     let mut run_args = vec!["--level".to_string(), level.to_string()];
     if let Some(e) = &expect {

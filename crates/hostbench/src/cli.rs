@@ -976,6 +976,10 @@ pub struct CheckArgs {
     /// 1h. Default 10m. Only with --level long.
     #[arg(long, value_name = "D")]
     pub duration: Option<String>,
+    /// The long level's memory soak covers this share of min(MemAvailable, cgroup limit), as
+    /// `hostbench burn --mem-share` (0 to 0.9, default 0.5). Only with --level long.
+    #[arg(long, value_name = "F")]
+    pub mem_share: Option<String>,
     /// Expectation file: a --spec TOML file with an [expect] section (inventory, figure floors,
     /// counter limits, required sources); the figures are held against it first.
     #[arg(long, value_name = "FILE")]

@@ -29,20 +29,28 @@ fn check(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String, String) 
     )
 }
 
-/// An expectation written by `--write-expect` from this host's own quick check.
-fn own_expectation(dir: &Path) -> PathBuf {
-    let file = dir.join("node.toml");
-    let (code, out, err) = check(
-        &["--write-expect", file.to_str().expect("utf-8"), "--quiet"],
-        &[],
-    );
-    assert!(matches!(code, Some(0 | 1 | 5)), "{code:?}: {out}{err}");
-    let text = std::fs::read_to_string(&file).expect("written");
-    assert!(
-        text.contains("[expect]") && text.contains("[[expect.figure]]"),
-        "{text}"
-    );
-    file
+/// An expectation written by `--write-expect` from this host's own quick check: written once per
+/// test binary, by the first case that needs it (holding `serial()`, so on a quiet host), and
+/// shared; writing it takes three passes of the quick level, the longest step of these cases.
+fn own_expectation() -> &'static Path {
+    static WRITTEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    WRITTEN.get_or_init(|| {
+        // Cargo's scratch directory for integration tests: a static is never dropped, so a
+        // temporary directory would be left behind in /tmp.
+        let file = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("check-node-{}.toml", std::process::id()));
+        let (code, out, err) = check(
+            &["--write-expect", file.to_str().expect("utf-8"), "--quiet"],
+            &[],
+        );
+        assert!(matches!(code, Some(0 | 1 | 5)), "{code:?}: {out}{err}");
+        let text = std::fs::read_to_string(&file).expect("written");
+        assert!(
+            text.contains("[expect]") && text.contains("[[expect.figure]]"),
+            "{text}"
+        );
+        file
+    })
 }
 
 fn doc(path: &Path) -> Value {
@@ -112,7 +120,7 @@ fn first_line(out: &str) -> &str {
 fn its_own_expectation_passes_and_the_document_follows_its_schema() {
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
-    let expect = own_expectation(dir.path());
+    let expect = own_expectation();
     let json = dir.path().join("check.json");
     let prom = dir.path().join("check.prom");
     let (code, out, err) = check(
@@ -306,8 +314,7 @@ fn a_cpu_quota_makes_a_short_figure_unknown_not_fail() {
         eprintln!("needs 2 CPUs: skipped");
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let expect = own_expectation(dir.path());
+    let expect = own_expectation();
     // A quarter of the CPUs the probe uses: far below the floor written without it.
     let group = QuotaGroup::new(cpus.len() as f64 / 4.0).expect("a cgroup with a CPU quota");
     let out = group.run(&["check", "--expect", expect.to_str().expect("utf-8")]);
@@ -329,8 +336,7 @@ fn a_busy_neighbour_makes_a_short_figure_unknown_not_fail() {
         eprintln!("needs 2 CPUs: skipped");
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let expect = own_expectation(dir.path());
+    let expect = own_expectation();
     // Two busy loops on every CPU the probe uses: each of its threads gets a third of a CPU.
     let _busy: Vec<Busy> = cpus
         .iter()
@@ -434,6 +440,19 @@ fn bad_input_is_one_line_and_exit_2_before_anything_is_measured() {
                 "soon".into(),
             ],
             "--duration soon: not a duration",
+        ),
+        (
+            vec!["--mem-share".into(), "0.1".into()],
+            "--mem-share 0.1: only the long level has a soak",
+        ),
+        (
+            vec![
+                "--level".into(),
+                "long".into(),
+                "--mem-share".into(),
+                "0.95".into(),
+            ],
+            "--mem-share: \"0.95\" is not a share above 0 and at most 0.9",
         ),
     ] {
         let (code, out, err) = check(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
@@ -574,7 +593,9 @@ fn the_long_level_soaks_and_a_wrong_result_fails_the_node() {
             "--peak-share",
             "0.01",
         ])
-        .args(["--duration", "3s"])
+        // The memory patterns each cover their whole buffer however short the soak: a small one
+        // keeps this case to the CPU's fault it is about.
+        .args(["--duration", "3s", "--mem-share", "0.02"])
         .env("HOSTBENCH_FAULT", "cpu:1:fma")
         .output()
         .expect("check");

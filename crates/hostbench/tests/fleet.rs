@@ -185,6 +185,37 @@ impl Drop for Cluster {
     }
 }
 
+/// Each step's time on stderr (seen with `--nocapture`, and in a failing test's output): the
+/// cluster tests are the suite's longest, and this says where their time goes.
+struct Steps {
+    test: &'static str,
+    name: &'static str,
+    start: Instant,
+}
+
+impl Steps {
+    fn new(test: &'static str) -> Self {
+        Steps {
+            test,
+            name: "cluster up",
+            start: Instant::now(),
+        }
+    }
+
+    fn next(&mut self, name: &'static str) {
+        let took = self.start.elapsed().as_secs_f64();
+        eprintln!("[{}] {}: {took:.1} s", self.test, self.name);
+        self.name = name;
+        self.start = Instant::now();
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        self.next("");
+    }
+}
+
 fn text(out: &Output) -> String {
     format!(
         "stdout:\n{}\nstderr:\n{}",
@@ -268,6 +299,7 @@ fn wait_child(child: &mut Child, limit: Duration) -> Output {
 #[test]
 fn fleet_on_a_three_node_slurm_cluster() {
     let _turn = cluster_turn();
+    let mut steps = Steps::new("3 nodes");
     let Some(cluster) = Cluster::up() else {
         return;
     };
@@ -275,6 +307,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
     let db = work.path().join("history.sqlite");
     let db_arg = db.display().to_string();
 
+    steps.next("bad requests");
     // Bad requests: refused in one line with exit code 2, before anything is queued.
     for (args, needle) in [
         (vec!["--nodes", "5"], "partition all has 3 nodes"),
@@ -324,6 +357,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
         "a refused fleet queued nothing"
     );
 
+    steps.next("1. shaped fleet");
     // 1. Three nodes, node3's NIC shaped to 200 Mbit/s: measured, paired in a ring, reported.
     let shaped = StdCommand::new("ip")
         .args(["netns", "exec", &cluster.ns("node3")])
@@ -474,6 +508,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
         "the other direction of every pair"
     );
 
+    steps.next("1b-1c. half and third");
     // 1b-1c. The slowdowns operators meet (issue 52): a port at half or a third of its healthy
     // rate (a 25 GbE port trained at 10 GbE is 2.5 ×), shaped from the healthy rate measured
     // just before (the one pair without node3 in run 1), not from a figure written here. On
@@ -494,6 +529,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
     // back the ACKs of what it receives.
     assert_network_suspect(&egress, "node1", &["send", "both"]);
 
+    steps.next("1d. fleet check");
     // 1d. `fleet check` (issue 50): node2's counters from a fixture tree with an uncorrected
     // DIMM error, node3 unable to leave its verdict (a directory where its check.json goes):
     // node2 fails with the same reason its own check gives and is drained with it, node3 is
@@ -563,6 +599,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
             == "idle"
     });
 
+    steps.next("2. busy node");
     // 2. A node busy with another job: --busy skip measures the idle ones and says why.
     let blocker = cluster.job_on("node1", "sleep 300");
     let blocker = blocker.trim().to_string();
@@ -622,6 +659,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
             == "idle"
     });
 
+    steps.next("3. node dies");
     // 3. node2 dies mid-run (slurmd, step daemon and run killed): the others are kept, exit 3.
     let out_b = work.path().join("fleet-b");
     let mut child = cluster.spawn_fleet(&[
@@ -692,6 +730,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
         "{node2}"
     );
 
+    steps.next("4. job cancelled");
     // 4. The job cancelled mid-run: what the nodes measured stays, each node says why it ended.
     //    node2 is down now, so Slurm allocates the other two.
     let out_c = work.path().join("fleet-c");
@@ -743,6 +782,7 @@ fn fleet_on_a_three_node_slurm_cluster() {
     }
     assert!(kept > 0, "the measured cases survive the cancellation");
 
+    steps.next("5. history");
     // 5. The history holds both fleets per node; they compare node by node and by median.
     let list = common::hostbench()
         .args(["history", "list", "--db", &db_arg])
@@ -839,12 +879,16 @@ fn healthy_rate(dir: &Path, leave_out: &[&str]) -> f64 {
     v[v.len() / 2]
 }
 
-/// `fleet run` on the cluster's first `nodes` nodes with the network schedule `pairs` and small
-/// CPU work (the test is of the network phase), into `out`; its fleet directory. Scale 0.4
-/// makes each pair's test 0.2 s: at 0.05 s (scale 0.02) a pair's two directions differed by
-/// 20 % here and a shaper's first bucket was a fifth of the test, so a port at half its rate
-/// read 1.5 × slow.
+/// `fleet run` on the cluster's first `nodes` nodes with the network schedule `pairs` and the
+/// least per-node work (the test is of the network phase), into `out`; its fleet directory.
+/// Scale 0.4 makes each pair's test 0.2 s: at 0.05 s (scale 0.02) a pair's two directions
+/// differed by 20 % here and a shaper's first bucket was a fifth of the test, so a port at half
+/// its rate read 1.5 × slow. The per-node phase is the disk's quick cases (under a second of
+/// CPU each at this scale): the CPU's took 9 s of CPU per node, and five nodes on two CPUs
+/// spent most of each run there.
 fn fleet_net_run(cluster: &Cluster, nodes: usize, pairs: &str, out: &Path) -> PathBuf {
+    let scratch = cluster.state.join("scratch");
+    std::fs::create_dir_all(&scratch).expect("scratch");
     let run = cluster
         .hostbench()
         .args([
@@ -855,7 +899,8 @@ fn fleet_net_run(cluster: &Cluster, nodes: usize, pairs: &str, out: &Path) -> Pa
             "--net-pairs",
             pairs,
         ])
-        .args(["--profile", "quick", "--only", "cpu", "--scale", "0.4"])
+        .args(["--profile", "quick", "--only", "disk", "--scale", "0.4"])
+        .args(["--dir", &scratch.display().to_string()])
         .args(["--no-history", "--out", &out.display().to_string()])
         .output()
         .expect("fleet run");
@@ -964,10 +1009,12 @@ fn suspects_of(net: &Value) -> Vec<(String, String)> {
 #[test]
 fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
     let _turn = cluster_turn();
+    let mut steps = Steps::new("ring of 5");
     let Some(cluster) = Cluster::up_with("hbr", 5, "203.0.113") else {
         return;
     };
     let work = tempfile::tempdir().expect("tmp");
+    steps.next("healthy run");
     let healthy = fleet_net_run(&cluster, 5, "ring", &work.path().join("fleet-healthy"));
     let doc = json(&healthy.join("fleet.json"));
     let net = doc["figures"]
@@ -990,11 +1037,13 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
     );
     let rate = healthy_rate(&healthy, &[]);
 
+    steps.next("a third, both ways, ring");
     shape(&cluster, "node2", Some(rate / 3.0), true);
     let third = fleet_net_run(&cluster, 5, "ring", &work.path().join("fleet-third"));
     shape(&cluster, "node2", None, true);
     assert_network_suspect(&third, "node2", &["both"]);
 
+    steps.next("half, egress, all pairs");
     shape(&cluster, "node4", Some(rate / 2.0), false);
     let half = fleet_net_run(&cluster, 5, "all", &work.path().join("fleet-half"));
     shape(&cluster, "node4", None, false);
@@ -1002,6 +1051,7 @@ fn fleet_names_a_node_slow_both_ways_on_a_ring_of_five() {
 
     // `fleet check` on five nodes (issue 50): node4's counters with an uncorrected DIMM error:
     // node4 alone fails, with its own check's reason; the other four pass.
+    steps.next("fleet check");
     let roots = work.path().join("roots");
     edac_fault(&roots, "node4", 5);
     let (out, doc) = fleet_check(&cluster, &roots, &work.path().join("fleet-check"), &[]);

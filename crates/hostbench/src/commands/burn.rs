@@ -68,17 +68,7 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
             })
             .collect::<Result<_, _>>()?,
     };
-    let mem_share: f64 = args
-        .mem_share
-        .parse()
-        .ok()
-        .filter(|f: &f64| f.is_finite() && *f > 0.0 && *f <= 0.9)
-        .ok_or_else(|| {
-            BenchError::invalid(format!(
-                "--mem-share: {:?} is not a share above 0 and at most 0.9",
-                args.mem_share
-            ))
-        })?;
+    let mem_share = mem_share(&args.mem_share)?;
     let fault = Fault::from_env()?;
     hostbench_cpu::burn::validate_fault(&fault)?;
     Ok(Plan {
@@ -87,6 +77,19 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
         mem_share,
         fault,
     })
+}
+
+/// `--mem-share` (of `burn` and of `check --level long`): a share above 0 and at most 0.9 of
+/// min(MemAvailable, cgroup limit); more would leave the node's own processes nothing.
+pub(crate) fn mem_share(text: &str) -> Result<f64, BenchError> {
+    text.parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite() && *f > 0.0 && *f <= 0.9)
+        .ok_or_else(|| {
+            BenchError::invalid(format!(
+                "--mem-share: {text:?} is not a share above 0 and at most 0.9"
+            ))
+        })
 }
 
 /// Timeline interval: per minute for long runs, per 10 s under 10 min, finer for short tests.
@@ -226,13 +229,14 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
 /// unknown where a planned unit could not run.
 pub(crate) fn soak_check(
     duration: &str,
+    mem_share: &str,
     disk_dir: Option<&Path>,
 ) -> anyhow::Result<hostbench_core::check::Check> {
     use hostbench_core::check::{Check, Verdict};
     let args = BurnArgs {
         duration: duration.to_string(),
         only: None,
-        mem_share: "0.5".into(),
+        mem_share: mem_share.into(),
         disk_dir: disk_dir.map(Path::to_path_buf),
         json: None,
         out: None,

@@ -103,6 +103,15 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
             }
         }
     }
+    if let Some(m) = &args.mem_share {
+        if args.level != LevelArg::Long {
+            return Err(BenchError::invalid(format!(
+                "--mem-share {m}: only the long level has a soak (--level long)"
+            ))
+            .into());
+        }
+        super::burn::mem_share(m)?;
+    }
     let chosen = subsystem::select(&SUBSYSTEMS, args.only.as_deref(), None)?;
     // The bound covers everything from here, asking scontrol included.
     if let Some(d) = max_time {
@@ -324,7 +333,8 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<Exit> {
     // The long level's soak: every result of the burn checked; a wrong one fails the node.
     if args.level == LevelArg::Long {
         let d = args.duration.as_deref().unwrap_or(LONG_SOAK);
-        checks.push(super::burn::soak_check(d, args.disk_dir.as_deref())?);
+        let share = args.mem_share.as_deref().unwrap_or(LONG_MEM_SHARE);
+        checks.push(super::burn::soak_check(d, share, args.disk_dir.as_deref())?);
     }
     // A case that could not run is never a pass.
     for s in &first.skipped {
@@ -507,6 +517,8 @@ const WRITE_PASSES: usize = 3;
 /// ten minutes of every unit at its peak is the shortest soak that heats a node to its steady
 /// state.
 const LONG_SOAK: &str = "10m";
+/// The long level's memory soak covers what `hostbench burn` covers by default.
+const LONG_MEM_SHARE: &str = "0.5";
 
 /// Each figure of `first` at its worst over `first` and `more` (the lowest throughput, the
 /// highest latency): the level a healthy node may be found at.

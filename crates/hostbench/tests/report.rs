@@ -45,6 +45,28 @@ fn real_run(out: &Path, db: &Path) -> PathBuf {
     dirs[0].clone()
 }
 
+/// One small real run shared by the cases that read only its results directory (the files, the
+/// history's first run, chromium's rendering), made once per test binary: `(results directory,
+/// history database)`. It lives in Cargo's scratch directory for integration tests, as a static
+/// is never dropped; an earlier process's copy is removed first.
+fn first_run() -> &'static (PathBuf, PathBuf) {
+    static FIRST: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    FIRST.get_or_init(|| {
+        let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        if let Ok(entries) = std::fs::read_dir(scratch) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("report-first-run-") {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
+            }
+        }
+        let base = scratch.join(format!("report-first-run-{}", std::process::id()));
+        std::fs::create_dir_all(&base).expect("scratch");
+        let db = base.join("h.sqlite");
+        (real_run(&base.join("results"), &db), db)
+    })
+}
+
 fn write_json(dir: &Path, name: &str, run: &RunResult) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, serde_json::to_string_pretty(run).expect("json")).expect("write");
@@ -58,8 +80,9 @@ fn s(p: &Path) -> &str {
 #[test]
 fn run_writes_every_report_file_and_stores_the_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let db = tmp.path().join("h.sqlite");
-    let dir = real_run(&tmp.path().join("results"), &db);
+    // The shared first run; the second run below goes into its history (no other case reads it).
+    let (dir, db) = first_run();
+    let (dir, db) = (dir.clone(), db.clone());
     for f in ["run.json", "records.csv", "report.md", "report.html"] {
         let len = std::fs::metadata(dir.join(f)).map(|m| m.len()).unwrap_or(0);
         assert!(len > 100, "{f} missing or empty");
@@ -200,7 +223,7 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         return;
     };
     let tmp = tempfile::tempdir().expect("tempdir");
-    let dir = real_run(&tmp.path().join("results"), &tmp.path().join("h.sqlite"));
+    let dir = &first_run().0;
     let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
     // A figure with neither a limit nor a reference stands alone: its card says why once, never
     // a "no theoretical limit" line under every figure.

@@ -901,3 +901,6 @@ fn toml_str(s: &str) -> String {
     o.push('"');
     o
 }
+
+#[cfg(test)]
+mod tests;

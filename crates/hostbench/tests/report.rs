@@ -55,7 +55,10 @@ fn first_run() -> &'static (PathBuf, PathBuf) {
         let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
         if let Ok(entries) = std::fs::read_dir(scratch) {
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with("report-first-run-") {
+                if e.file_name()
+                    .to_string_lossy()
+                    .starts_with("report-first-run-")
+                {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
             }

@@ -217,7 +217,12 @@ fn more_cpus_than_the_host_has_and_a_floor_above_any_peak_fail_naming_them() {
         "[expect]\ncpus = 4096\n\n[[expect.figure]]\nbenchmark = \"cpu.flops\"\nparams = { dtype = \"f64\" }\nmin = 1e18\n",
     )
     .expect("write");
-    let (code, out, err) = check(&["--expect", file.to_str().expect("utf-8")], &[]);
+    // The CPU probe alone (the counters and the inventory are always read): the floor is on
+    // its figure, and the other probes' seconds would test nothing more here.
+    let (code, out, err) = check(
+        &["--expect", file.to_str().expect("utf-8"), "--only", "cpu"],
+        &[],
+    );
     assert_eq!(code, Some(1), "{out}{err}");
     let line = first_line(&out);
     let cpus = hostbench_core::affinity::allowed_cpus().len();
@@ -238,6 +243,8 @@ fn more_cpus_than_the_host_has_and_a_floor_above_any_peak_fail_naming_them() {
             file.to_str().expect("utf-8"),
             "--unknown-is",
             "ok",
+            "--only",
+            "cpu",
         ],
         &[],
     );
@@ -262,7 +269,11 @@ fn an_uncorrected_memory_error_fails_the_node_and_an_unreadable_required_source_
     let _one = serial();
     let dir = tempfile::tempdir().expect("tempdir");
     let root = faulty_root(dir.path());
-    let (code, out, err) = check(&["--quiet"], &[("HOSTBENCH_HEALTH_ROOT", &root)]);
+    // The counters decide these verdicts; the CPU probe alone stands for the figures.
+    let (code, out, err) = check(
+        &["--quiet", "--only", "cpu"],
+        &[("HOSTBENCH_HEALTH_ROOT", &root)],
+    );
     assert_eq!(code, Some(1), "{out}{err}");
     assert_eq!(
         out.lines().count(),
@@ -283,7 +294,7 @@ fn an_uncorrected_memory_error_fails_the_node_and_an_unreadable_required_source_
     let f = file.to_str().expect("utf-8");
     let env = [("HOSTBENCH_HEALTH_ROOT", empty.as_path())];
     let with_floor = |extra: &[&str]| {
-        let mut a = vec!["--expect", f, "--peak-share", "0.000001"];
+        let mut a = vec!["--expect", f, "--peak-share", "0.000001", "--only", "cpu"];
         a.extend_from_slice(extra);
         check(&a, &env)
     };

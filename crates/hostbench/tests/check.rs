@@ -37,8 +37,11 @@ fn own_expectation() -> &'static Path {
     WRITTEN.get_or_init(|| {
         // Cargo's scratch directory for integration tests: a static is never dropped, so a
         // temporary directory would be left behind in /tmp.
-        let file = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("check-node-{}.toml", std::process::id()));
+        // Named node.toml, as an operator's would be: the verdicts cite it by name.
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("check-expect-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("scratch");
+        let file = dir.join("node.toml");
         let (code, out, err) = check(
             &["--write-expect", file.to_str().expect("utf-8"), "--quiet"],
             &[],

@@ -117,6 +117,28 @@ fn check<F: Fn(usize) -> u64>(words: &[u64], want: F) -> (u64, Option<(usize, u6
     (bad, first)
 }
 
+/// Write `want(i)` into every word, flip the injected fault's bit, and compare every word.
+#[inline(always)]
+fn fill_and_check<F: Fn(usize) -> u64 + Copy>(
+    words: &mut [u64],
+    flip: Option<usize>,
+    want: F,
+) -> (u64, Option<(usize, u64, u64)>) {
+    for (i, w) in words.iter_mut().enumerate() {
+        *w = want(i);
+    }
+    inject(words, flip);
+    check(words, want)
+}
+
+/// The injected fault (`HOSTBENCH_FAULT=mem:flip`): one bit of one word changes after it was
+/// written.
+fn inject(words: &mut [u64], flip: Option<usize>) {
+    if let Some(i) = flip {
+        words[i] ^= 1 << 5;
+    }
+}
+
 /// (bytes moved, wrong words, the first wrong one as (virtual address, expected, got)).
 type ChunkResult = (u64, u64, Option<(usize, u64, u64)>);
 
@@ -139,18 +161,6 @@ fn pass_chunk(
         }
         Pattern::Random | Pattern::AddressInAddress => None,
     };
-    match constant {
-        Some(v) => words.fill(v),
-        None => {
-            for (i, w) in words.iter_mut().enumerate() {
-                *w = p.value(pass, base + i, at(i));
-            }
-        }
-    }
-    if let Some(i) = flip {
-        // The injected fault: one bit of one word changes after it was written.
-        words[i] ^= 1 << 5;
-    }
     let mut moved = 2 * words.len() as u64 * 8;
     let mut bad = 0u64;
     let mut first = None;
@@ -160,10 +170,23 @@ fn pass_chunk(
             first = f;
         }
     };
-    match constant {
-        Some(v) => tally(check(words, |_| v)),
-        None => tally(check(words, |i| p.value(pass, base + i, at(i)))),
-    }
+    // One loop per pattern, its value function known to the compiler: matched once here rather
+    // than per word, the fill and the compare vectorise (address-in-address and random ran at a
+    // third and a fifth of the constant patterns' rate with the match inside the loop).
+    tally(match p {
+        Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
+            // A constant fills at memset speed.
+            let v = p.value(pass, 0, 0);
+            words.fill(v);
+            inject(words, flip);
+            check(words, |_| v)
+        }
+        Pattern::Random => {
+            let seed = pass.wrapping_mul(0x1_0000_0001);
+            fill_and_check(words, flip, |i| mix64(seed ^ (base + i) as u64))
+        }
+        Pattern::AddressInAddress => fill_and_check(words, flip, |i| at(i) as u64 ^ pass),
+    });
     if let Some(v) = constant.filter(|_| p == Pattern::MovingInversions) {
         // Up: write the inverse; down: read it and restore the pattern, checking both ways.
         for w in words.iter_mut() {

@@ -6,47 +6,10 @@
 //! Every cause is measured, never guessed; where none is found the diagnosis says which sources
 //! were read, so "none found" is itself a finding.
 
-use serde::{Deserialize, Serialize};
-
-use super::{cpu_list, Conditions};
-use crate::model::{Host, Record};
-
-/// One cause of a shortfall (cause ids: add, never rename).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Diagnosis {
-    /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
-    /// `power_cap`, `affinity`, `memory_pressure`, `solve_overhead` (a LINPACK solve's own
-    /// overhead), `sender_behind` (a paced stream's sender that did not keep its schedule; like
-    /// `solve_overhead` the benchmark's, not a condition of the machine), `kernel_io` (the
-    /// kernel's interrupts and threads on a disk or network benchmark's CPUs: its own I/O being
-    /// completed, also the benchmark's) or `none_found`.
-    pub cause: String,
-    /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
-    /// the source counts events but cannot size them (thermal throttling, reclaim).
-    pub share: f64,
-    /// What was measured, naming the figure: "steal 31 % of CPU time on CPUs 8–15".
-    pub text: String,
-}
-
-impl Diagnosis {
-    fn new(cause: &str, share: f64, text: String) -> Self {
-        Self {
-            cause: cause.into(),
-            share: share.clamp(0.0, 1.0),
-            text,
-        }
-    }
-
-    /// A condition the record was measured under (what `compare` may excuse a difference by,
-    /// and a noisy record's warning may name), rather than "none found" or the benchmark's own
-    /// overhead.
-    pub fn is_condition(&self) -> bool {
-        !matches!(
-            self.cause.as_str(),
-            "none_found" | "solve_overhead" | "sender_behind" | "kernel_io"
-        )
-    }
-}
+use super::cpu_list;
+// The type is the result schema's (`model`); re-exported so its old path keeps working.
+pub use crate::model::Diagnosis;
+use crate::model::{Conditions, Host, Record};
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
 /// which its shares are judged: 4 ticks per CPU.

@@ -8,7 +8,7 @@
 
 use super::cpu_list;
 // The type is the result schema's (`model`); re-exported so its old path keeps working.
-pub use crate::model::Diagnosis;
+pub use crate::model::{Cause, Diagnosis};
 use crate::model::{Conditions, Host, Record};
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
@@ -115,7 +115,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     let oversubscribed = threads.is_some_and(|t| allowed > 0 && t > allowed);
     if let (Some(t), true) = (threads, oversubscribed) {
         out.push(Diagnosis::new(
-            "affinity",
+            Cause::Affinity,
             1.0 - allowed as f64 / t as f64,
             format!(
                 "{t} threads on {allowed} allowed CPU{} (the affinity mask: taskset, cpuset or \
@@ -140,7 +140,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
                 format!("cgroup quota of {q:.1} CPU")
             });
             out.push(Diagnosis::new(
-                "cgroup_quota",
+                Cause::CgroupQuota,
                 share,
                 format!(
                     "{quota} for {} thread{}: throttled {} times ({:.2} of {:.2} CPU-seconds)",
@@ -172,7 +172,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             cpus
         };
         out.push(Diagnosis::new(
-            "steal",
+            Cause::Steal,
             steal,
             format!(
                 "steal {} of CPU time on CPU{} {} (the hypervisor ran something else)",
@@ -239,11 +239,11 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         } else {
             text
         };
-        out.push(Diagnosis::new("cpu_contention", other, text));
+        out.push(Diagnosis::new(Cause::CpuContention, other, text));
     }
     if io && kernel_found {
         out.push(Diagnosis::new(
-            "kernel_io",
+            Cause::KernelIo,
             kernel,
             format!(
                 "the kernel's interrupts and threads used {} of CPU{} {} ({}): most likely \
@@ -260,7 +260,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         .filter(|h| ticks_ok && *h >= 0.05f64.max(floor))
     {
         out.push(Diagnosis::new(
-            "cpu_contention",
+            Cause::CpuContention,
             h,
             format!(
                 "hostbench's own threads outside the measurement (an OpenCL runtime's workers, \
@@ -276,7 +276,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
             let used = t.min(ctx.cores.max(1));
             if e < used as f64 - 0.25 {
                 out.push(Diagnosis::new(
-                    "shared_cores",
+                    Cause::SharedCores,
                     1.0 - e / used as f64,
                     format!(
                         "{} CPUs give the FMA rate of {e:.1}: threads on them share execution \
@@ -296,7 +296,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     if let Some(c) = &cond.clock_hz {
         if c.start > 0.0 && c.end < c.start * 0.95 {
             out.push(Diagnosis::new(
-                "clock_drop",
+                Cause::ClockDrop,
                 1.0 - c.end / c.start,
                 format!(
                     "the clock fell from {:.2} GHz to {:.2} GHz during the record ({})",
@@ -309,7 +309,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
     }
     if let Some(n) = cond.thermal_throttle_events.filter(|n| *n > 0) {
         out.push(Diagnosis::new(
-            "thermal",
+            Cause::Thermal,
             0.0,
             format!("{n} thermal-throttle events on the record's CPUs"),
         ));
@@ -320,7 +320,7 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         .filter(|m| m.swap_in_pages + m.direct_reclaim_pages > 0)
     {
         out.push(Diagnosis::new(
-            "memory_pressure",
+            Cause::MemoryPressure,
             0.0,
             format!(
                 "{} pages swapped in and {} scanned by direct reclaim during the record",
@@ -357,14 +357,14 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
                 ),
                 _ => format!("GPU clock held at {clock} by its power cap"),
             };
-            out.push(Diagnosis::new("power_cap", share, text));
+            out.push(Diagnosis::new(Cause::PowerCap, share, text));
         }
         if g.clock_reasons
             .iter()
             .any(|r| r == "sw_thermal" || r == "hw_thermal")
         {
             out.push(Diagnosis::new(
-                "thermal",
+                Cause::Thermal,
                 0.0,
                 format!(
                     "GPU clock held down for temperature{}",
@@ -410,7 +410,7 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
         format!(": {}", parts.join(" and "))
     };
     Some(Diagnosis::new(
-        "solve_overhead",
+        Cause::SolveOverhead,
         1.0 - of,
         format!(
             "the solve reached {} of the FMA rate measured beside it{n}{parts}; both shrink as \
@@ -456,7 +456,7 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
             )
         });
         return Some(Diagnosis::new(
-            "sender_behind",
+            Cause::SenderBehind,
             which.len() as f64 / n as f64,
             format!(
                 "the sender fell behind its schedule or sent late in {} of {n}{least}: those \
@@ -473,7 +473,7 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
         )
     });
     Some(Diagnosis::new(
-        "sender_behind",
+        Cause::SenderBehind,
         1.0 - sent / offered,
         format!(
             "the sender fell behind its schedule: it sent {} of the {} offered ({:.0} %), so \
@@ -512,12 +512,8 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     // only beside a shortfall; a sender far behind its schedule makes the figure the sender's,
     // so it is said even where there is no peak.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE
-            && !matches!(
-                d.cause.as_str(),
-                "shared_cores" | "solve_overhead" | "kernel_io"
-            ))
-            || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
+        (d.share >= LARGE_CAUSE && !d.cause.only_beside_a_shortfall())
+            || d.cause.counts_at_any_share()
     });
     if short.is_none() && !large {
         return;
@@ -533,7 +529,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
     rec.diagnosis = found;
     if clean {
         rec.diagnosis.push(Diagnosis::new(
-            "none_found",
+            Cause::NoneFound,
             0.0,
             format!("no {what} found among: {}", sources_read(&cond)),
         ));

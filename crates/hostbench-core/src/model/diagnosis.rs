@@ -4,7 +4,9 @@
 //! Plain data with serde; the inference that produces it (`crate::conditions::diagnose`) imports
 //! it, never the other way round (issue 53).
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One cause of a shortfall (cause ids: add, never rename).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -15,7 +17,8 @@ pub struct Diagnosis {
     /// `solve_overhead` the benchmark's, not a condition of the machine), `kernel_io` (the
     /// kernel's interrupts and threads on a disk or network benchmark's CPUs: its own I/O being
     /// completed, also the benchmark's) or `none_found`.
-    pub cause: String,
+    #[schemars(with = "String")]
+    pub cause: Cause,
     /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
     /// the source counts events but cannot size them (thermal throttling, reclaim).
     pub share: f64,
@@ -25,9 +28,9 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// A cause with its share clamped to 0–1.
-    pub fn new(cause: &str, share: f64, text: String) -> Self {
+    pub fn new(cause: Cause, share: f64, text: String) -> Self {
         Self {
-            cause: cause.into(),
+            cause,
             share: share.clamp(0.0, 1.0),
             text,
         }
@@ -37,9 +40,228 @@ impl Diagnosis {
     /// and a noisy record's warning may name), rather than "none found" or the benchmark's own
     /// overhead.
     pub fn is_condition(&self) -> bool {
-        !matches!(
-            self.cause.as_str(),
-            "none_found" | "solve_overhead" | "sender_behind" | "kernel_io"
-        )
+        self.cause.is_condition()
+    }
+}
+
+/// What a diagnosis names, serialised as its id (`cgroup_quota`, `steal`…). Ids are the
+/// contract: a new cause adds a variant and an id, none is ever renamed. An id this build does
+/// not know (a newer hostbench's, read from its run.json) is kept as `Other` and written back
+/// unchanged, so an older build still loads and re-renders such a file.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// Threads beyond the CPUs the affinity mask allows.
+    Affinity,
+    /// A cgroup CPU quota below the threads, or its throttling.
+    CgroupQuota,
+    /// Other processes' (or hostbench's own helpers') CPU time on the record's CPUs.
+    CpuContention,
+    /// Time the hypervisor gave to something else.
+    Steal,
+    /// CPUs that share execution units (hidden SMT, an overcommitted host).
+    SharedCores,
+    /// The core clock fell during the record.
+    ClockDrop,
+    /// Thermal throttling (CPU events or a GPU held down for temperature).
+    Thermal,
+    /// A GPU clock held by its power cap.
+    PowerCap,
+    /// Swap-ins or direct reclaim during the record.
+    MemoryPressure,
+    /// A LINPACK solve's own overhead (the benchmark's, not the machine's).
+    SolveOverhead,
+    /// A paced sender that did not keep its schedule (the benchmark's).
+    SenderBehind,
+    /// The kernel completing a disk or network benchmark's own I/O (the benchmark's).
+    KernelIo,
+    /// Nothing among the sources read explains the shortfall.
+    NoneFound,
+    /// An id this build does not know, kept as read.
+    Other(String),
+}
+
+impl Cause {
+    /// The id written to the result.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Cause::Affinity => "affinity",
+            Cause::CgroupQuota => "cgroup_quota",
+            Cause::CpuContention => "cpu_contention",
+            Cause::Steal => "steal",
+            Cause::SharedCores => "shared_cores",
+            Cause::ClockDrop => "clock_drop",
+            Cause::Thermal => "thermal",
+            Cause::PowerCap => "power_cap",
+            Cause::MemoryPressure => "memory_pressure",
+            Cause::SolveOverhead => "solve_overhead",
+            Cause::SenderBehind => "sender_behind",
+            Cause::KernelIo => "kernel_io",
+            Cause::NoneFound => "none_found",
+            Cause::Other(id) => id,
+        }
+    }
+
+    /// The cause an id names (`Other` for one this build does not know).
+    pub fn from_id(id: &str) -> Cause {
+        const KNOWN: [Cause; 13] = [
+            Cause::Affinity,
+            Cause::CgroupQuota,
+            Cause::CpuContention,
+            Cause::Steal,
+            Cause::SharedCores,
+            Cause::ClockDrop,
+            Cause::Thermal,
+            Cause::PowerCap,
+            Cause::MemoryPressure,
+            Cause::SolveOverhead,
+            Cause::SenderBehind,
+            Cause::KernelIo,
+            Cause::NoneFound,
+        ];
+        KNOWN
+            .into_iter()
+            .find(|c| c.as_str() == id)
+            .unwrap_or_else(|| Cause::Other(id.to_string()))
+    }
+
+    /// A condition the record was measured under, rather than "none found" or the benchmark's
+    /// own work (its solve's overhead, its sender, the kernel completing its I/O). An unknown
+    /// id counts as a condition, as it did when ids were plain strings.
+    pub fn is_condition(&self) -> bool {
+        match self {
+            Cause::NoneFound | Cause::SolveOverhead | Cause::SenderBehind | Cause::KernelIo => {
+                false
+            }
+            Cause::Affinity
+            | Cause::CgroupQuota
+            | Cause::CpuContention
+            | Cause::Steal
+            | Cause::SharedCores
+            | Cause::ClockDrop
+            | Cause::Thermal
+            | Cause::PowerCap
+            | Cause::MemoryPressure
+            | Cause::Other(_) => true,
+        }
+    }
+
+    /// A cause that matters whatever its share: fewer CPUs than threads (the mask or the
+    /// quota) make them take turns, which no measured share sizes fully.
+    pub fn counts_at_any_share(&self) -> bool {
+        match self {
+            Cause::Affinity | Cause::CgroupQuota => true,
+            Cause::CpuContention
+            | Cause::Steal
+            | Cause::SharedCores
+            | Cause::ClockDrop
+            | Cause::Thermal
+            | Cause::PowerCap
+            | Cause::MemoryPressure
+            | Cause::SolveOverhead
+            | Cause::SenderBehind
+            | Cause::KernelIo
+            | Cause::NoneFound
+            | Cause::Other(_) => false,
+        }
+    }
+
+    /// A cause that explains a shortfall but is no finding on a record that did not fall
+    /// short, however large: the host's standing sharing of execution units, and the
+    /// benchmark's own overhead or I/O.
+    pub fn only_beside_a_shortfall(&self) -> bool {
+        match self {
+            Cause::SharedCores | Cause::SolveOverhead | Cause::KernelIo => true,
+            Cause::Affinity
+            | Cause::CgroupQuota
+            | Cause::CpuContention
+            | Cause::Steal
+            | Cause::ClockDrop
+            | Cause::Thermal
+            | Cause::PowerCap
+            | Cause::MemoryPressure
+            | Cause::SenderBehind
+            | Cause::NoneFound
+            | Cause::Other(_) => false,
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for Cause {
+    fn from(id: &str) -> Cause {
+        Cause::from_id(id)
+    }
+}
+
+/// Compared with an id as written: `d.cause == "steal"`.
+impl PartialEq<&str> for Cause {
+    fn eq(&self, id: &&str) -> bool {
+        self.as_str() == *id
+    }
+}
+
+impl PartialEq<str> for Cause {
+    fn eq(&self, id: &str) -> bool {
+        self.as_str() == id
+    }
+}
+
+impl Serialize for Cause {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Cause {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Cause, D::Error> {
+        let id = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        Ok(Cause::from_id(&id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_id_round_trips_and_an_unknown_one_is_kept_as_read() {
+        for id in [
+            "affinity",
+            "cgroup_quota",
+            "cpu_contention",
+            "steal",
+            "shared_cores",
+            "clock_drop",
+            "thermal",
+            "power_cap",
+            "memory_pressure",
+            "solve_overhead",
+            "sender_behind",
+            "kernel_io",
+            "none_found",
+        ] {
+            let c = Cause::from_id(id);
+            assert!(!matches!(c, Cause::Other(_)), "{id} is known");
+            assert_eq!(serde_json::to_value(&c).unwrap(), serde_json::json!(id));
+        }
+        // A newer build's cause, in an older build: loaded, judged a condition, written back.
+        let text = r#"{"cause":"numa_remote","share":0.2,"text":"x"}"#;
+        let d: Diagnosis = serde_json::from_str(text).unwrap();
+        assert_eq!(d.cause, Cause::Other("numa_remote".into()));
+        assert!(d.is_condition());
+        assert_eq!(serde_json::to_string(&d).unwrap(), text);
+        // Anything but a string is refused, as it was.
+        assert!(serde_json::from_str::<Diagnosis>(r#"{"cause":3,"share":0,"text":""}"#).is_err());
+    }
+
+    #[test]
+    fn the_schema_still_says_a_cause_is_a_string() {
+        let s = schemars::schema_for!(Diagnosis).to_value();
+        assert_eq!(s["properties"]["cause"]["type"], "string");
     }
 }

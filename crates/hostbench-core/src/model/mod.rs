@@ -15,7 +15,7 @@ pub use conditions::{
     CgroupConditions, ClockSpan, Conditions, CpuShare, GpuConditions, KernelThreadShare,
     MemoryPressure,
 };
-pub use diagnosis::Diagnosis;
+pub use diagnosis::{Cause, Diagnosis};
 pub use record::{Incomplete, Metric, Peak, Record, Reference, Stats, PAGES_GRANTED};
 
 /// Schema identifier written into every result file.

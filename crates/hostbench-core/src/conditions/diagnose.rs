@@ -8,15 +8,15 @@
 
 use super::cpu_list;
 // The type is the result schema's (`model`); re-exported so its old path keeps working.
-pub use crate::model::{Cause, Diagnosis};
+pub use crate::model::{Cause, Diagnosis, Trigger};
 use crate::model::{Conditions, Host, Record};
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
 /// which its shares are judged: 4 ticks per CPU.
 pub const MAX_RESOLUTION: f64 = 0.25;
 
-/// Below this share of its peak a record is a shortfall.
-pub const SHORT_OF_PEAK: f64 = 0.90;
+/// Below this share of its peak a record is a shortfall (the model's, where the trigger is).
+pub use crate::model::SHORT_OF_PEAK;
 /// A scaling step below this share of linear is a shortfall.
 pub const SHORT_OF_LINEAR: f64 = 0.80;
 /// A cause this large is reported even on a record that is not short.
@@ -485,15 +485,10 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
     ))
 }
 
-/// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread.
+/// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread
+/// ([`Trigger::shortfall`] of its own figures).
 pub fn shortfall(rec: &Record) -> Option<String> {
-    if let Some(e) = rec.efficiency.filter(|e| *e < SHORT_OF_PEAK) {
-        return Some(format!("{:.0} % of its peak", e * 100.0));
-    }
-    if rec.stats.n > 1 && rec.stats.cv > crate::stats::NOISY_CV {
-        return Some(format!("CV {:.1} %", rec.stats.cv * 100.0));
-    }
-    None
+    Trigger::of(rec).shortfall()
 }
 
 /// Set `rec.diagnosis` (and `efficiency_effective`) from its conditions: the causes when it is
@@ -505,7 +500,11 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         return;
     };
     let found = causes(rec, &cond, ctx);
-    let short = trigger.or_else(|| shortfall(rec));
+    let why = Trigger {
+        elsewhere: trigger,
+        ..Trigger::of(rec)
+    };
+    let short = why.reason();
     // Shared execution units are the host's standing property, measured once per run, and the
     // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
     // record that did not fall short did not meet it. A LINPACK solve's overhead, too, is said
@@ -527,6 +526,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         "condition of the machine"
     };
     rec.diagnosis = found;
+    rec.trigger = Some(why);
     if clean {
         rec.diagnosis.push(Diagnosis::new(
             Cause::NoneFound,
@@ -542,11 +542,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
             format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
         };
         let cause = format!("{}{disturbed}", first.text);
-        for w in rec.warnings.iter_mut().filter(|w| w.starts_with("noisy:")) {
-            if let Some((head, _)) = w.split_once("; rerun") {
-                *w = format!("{head}: {cause}");
-            }
-        }
+        rec.note_noise(Some(&cause));
     }
 }
 

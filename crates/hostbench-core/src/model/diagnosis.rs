@@ -8,6 +8,8 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::Record;
+
 /// One cause of a shortfall (cause ids: add, never rename).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diagnosis {
@@ -41,6 +43,49 @@ impl Diagnosis {
     /// overhead.
     pub fn is_condition(&self) -> bool {
         self.cause.is_condition()
+    }
+}
+
+/// Below this share of its peak a record is a shortfall.
+pub const SHORT_OF_PEAK: f64 = 0.90;
+
+/// Why a record was diagnosed: its shortfalls. Kept on the record by the diagnosis
+/// (`Record::trigger`) so the reports say why a record was looked into without inferring it
+/// again; not written to the result (the JSON is unchanged), and for a record read back from a
+/// file its own figures give all but `elsewhere` ([`Trigger::of`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trigger {
+    /// Its efficiency, where below [`SHORT_OF_PEAK`].
+    pub below_peak: Option<f64>,
+    /// Its samples' coefficient of variation, where beyond [`super::NOISY_CV`].
+    pub noisy: Option<f64>,
+    /// A shortfall only other records show: a scaling step below linear ("2→4 threads gave
+    /// 1.31× (55 % of linear)"), or `check`'s yardstick.
+    pub elsewhere: Option<String>,
+}
+
+impl Trigger {
+    /// The shortfalls a record's own figures show: below its peak, samples spread.
+    pub fn of(rec: &Record) -> Trigger {
+        Trigger {
+            below_peak: rec.efficiency.filter(|e| *e < SHORT_OF_PEAK),
+            noisy: (rec.stats.n > 1 && rec.stats.cv > super::NOISY_CV).then_some(rec.stats.cv),
+            elsewhere: None,
+        }
+    }
+
+    /// The record's own shortfall in words, against its peak first: "62 % of its peak",
+    /// "CV 5.5 %".
+    pub fn shortfall(&self) -> Option<String> {
+        if let Some(e) = self.below_peak {
+            return Some(format!("{:.0} % of its peak", e * 100.0));
+        }
+        self.noisy.map(|cv| format!("CV {:.1} %", cv * 100.0))
+    }
+
+    /// Why the record was looked into: a shortfall found elsewhere, else its own.
+    pub fn reason(&self) -> Option<String> {
+        self.elsewhere.clone().or_else(|| self.shortfall())
     }
 }
 
@@ -257,6 +302,67 @@ mod tests {
         assert_eq!(serde_json::to_string(&d).unwrap(), text);
         // Anything but a string is refused, as it was.
         assert!(serde_json::from_str::<Diagnosis>(r#"{"cause":3,"share":0,"text":""}"#).is_err());
+    }
+
+    fn noisy_record() -> Record {
+        let case =
+            crate::runner::Case::new("mem.bandwidth", super::super::Metric::Throughput, "B/s");
+        crate::runner::record_from_samples(&case, vec![1.0, 2.0, 3.0])
+    }
+
+    #[test]
+    fn the_trigger_is_stored_by_the_diagnosis_and_read_back_from_a_record_s_own_figures() {
+        let mut r = noisy_record();
+        r.conditions = Some(super::super::Conditions::default());
+        let ctx = crate::conditions::diagnose::Context::default();
+        crate::conditions::diagnose::apply(&mut r, &ctx, Some("2→4 threads gave 1.10×".into()));
+        let stored = r.trigger.clone().expect("stored by the diagnosis");
+        assert_eq!(stored.elsewhere.as_deref(), Some("2→4 threads gave 1.10×"));
+        assert_eq!(stored.reason().as_deref(), Some("2→4 threads gave 1.10×"));
+        assert_eq!(
+            stored.shortfall(),
+            Some(format!("CV {:.1} %", r.stats.cv * 100.0))
+        );
+        // Not written: read back, the record's own figures give the same shortfall.
+        let back: Record = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert!(back.trigger.is_none());
+        assert_eq!(back.trigger().shortfall(), stored.shortfall());
+        assert_eq!(back.trigger().elsewhere, None);
+        // A record at its peak and steady has no trigger of its own.
+        let case =
+            crate::runner::Case::new("cpu.flops", super::super::Metric::Throughput, "FLOP/s");
+        let steady = crate::runner::record_from_samples(&case, vec![2.0; 3]);
+        assert_eq!(steady.trigger(), Trigger::default());
+    }
+
+    #[test]
+    fn the_noisy_warning_is_written_once_and_names_its_cause_in_place() {
+        let mut r = noisy_record();
+        r.warnings.push("another".into());
+        let plain = r.warnings[0].clone();
+        assert!(
+            plain.starts_with("noisy: CV ")
+                && plain.ends_with("; rerun on a quiet machine or raise --repeat")
+        );
+        r.note_noise(None);
+        assert_eq!(r.warnings.len(), 2, "not written twice");
+        r.note_noise(Some("steal 12 %"));
+        assert!(
+            r.warnings[0].ends_with(" (> 5 %): steal 12 %"),
+            "{}",
+            r.warnings[0]
+        );
+        assert_eq!(r.warnings[1], "another");
+        // A second diagnosis (check's, with its yardstick) keeps the first one's words.
+        r.note_noise(Some("other"));
+        assert!(r.warnings[0].ends_with(": steal 12 %"));
+        assert_eq!(
+            r.warnings
+                .iter()
+                .filter(|w| w.starts_with("noisy:"))
+                .count(),
+            1
+        );
     }
 
     #[test]

@@ -15,8 +15,8 @@ pub use conditions::{
     CgroupConditions, ClockSpan, Conditions, CpuShare, GpuConditions, KernelThreadShare,
     MemoryPressure,
 };
-pub use diagnosis::{Cause, Diagnosis};
-pub use record::{Incomplete, Metric, Peak, Record, Reference, Stats, PAGES_GRANTED};
+pub use diagnosis::{Cause, Diagnosis, Trigger, SHORT_OF_PEAK};
+pub use record::{Incomplete, Metric, Peak, Record, Reference, Stats, NOISY_CV, PAGES_GRANTED};
 
 /// Schema identifier written into every result file.
 pub const SCHEMA: &str = "hostbench/result/v1";

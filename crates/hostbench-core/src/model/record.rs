@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::conditions::Conditions;
-use super::diagnosis::Diagnosis;
+use super::diagnosis::{Diagnosis, Trigger};
 use super::Params;
 
 /// Whether larger or smaller values are better; decides which of min/max is "best".
@@ -24,6 +24,9 @@ pub enum Metric {
 /// and the kernel backed too little of its memory with them, even after a second request: its
 /// figure is not a huge-page figure, and no headline may present it as one.
 pub const PAGES_GRANTED: &str = "pages_granted";
+
+/// CV above which a record carries a "noisy" warning (DESIGN.md §5).
+pub const NOISY_CV: f64 = 0.05;
 
 /// One measured case.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -59,6 +62,10 @@ pub struct Record {
     /// record is kept, not trusted as complete: the run's exit code counts it as a failed case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<Incomplete>,
+    /// Why `diagnosis` was made, set by the diagnosis; not part of the result (a record read
+    /// back has none: [`Record::trigger`] then reads its own figures).
+    #[serde(skip)]
+    pub trigger: Option<Trigger>,
 }
 
 /// Why a record holds fewer samples than its case asked for.
@@ -129,6 +136,36 @@ impl Record {
     /// Whether the record's limit was inferred from its own host's run rather than documented.
     pub fn has_inferred_peak(&self) -> bool {
         self.extra.contains_key("inferred_peak")
+    }
+
+    /// Why the record was diagnosed: as the diagnosis stored it, or for a record read back
+    /// from a file (which does not store it) the shortfalls its own figures show.
+    pub fn trigger(&self) -> Trigger {
+        self.trigger.clone().unwrap_or_else(|| Trigger::of(self))
+    }
+
+    /// Write the "noisy" warning of a record whose samples spread beyond [`NOISY_CV`], the one
+    /// place its words are made: without a cause (as measured, with what to do about it), or,
+    /// once the diagnosis has measured one, naming it in place of the advice. Its place among
+    /// the warnings is kept.
+    pub fn note_noise(&mut self, cause: Option<&str>) {
+        if !(self.stats.n > 1 && self.stats.cv > NOISY_CV) {
+            return;
+        }
+        let head = format!(
+            "noisy: CV {:.1} % over {} samples (> {:.0} %)",
+            self.stats.cv * 100.0,
+            self.stats.n,
+            NOISY_CV * 100.0
+        );
+        let plain = format!("{head}; rerun on a quiet machine or raise --repeat");
+        let at = self.warnings.iter().position(|w| *w == plain);
+        match (cause, at) {
+            (None, None) => self.warnings.push(plain),
+            (Some(cause), Some(i)) => self.warnings[i] = format!("{head}: {cause}"),
+            // Already written, or named a cause already.
+            (None, Some(_)) | (Some(_), None) => {}
+        }
     }
 
     /// A parameter as a display string (strings unquoted).

@@ -3,7 +3,6 @@
 //! Split out of `summary.rs` (issue 53: no source file over 1,000 lines); the other exporters
 //! (cards, HTML, Markdown) reach these through `summary`'s re-exports.
 
-use hostbench_core::conditions::diagnose::shortfall;
 use hostbench_core::model::{Cause, Diagnosis, Metric, Record, RunResult};
 
 use crate::units::human;
@@ -64,7 +63,7 @@ pub fn first_cause(r: &Record) -> Option<String> {
 /// what was: "CV 5.5 %, and no cause found among: steal, …".
 pub fn no_cause(r: &Record) -> Option<String> {
     let d = leading(r).filter(|d| d.cause == Cause::NoneFound)?;
-    Some(match shortfall(r) {
+    Some(match r.trigger().shortfall() {
         Some(why) => format!("{why}, and {}", d.text),
         None => d.text.clone(),
     })

@@ -16,7 +16,9 @@ pub use conditions::{
     MemoryPressure,
 };
 pub use diagnosis::{Cause, Diagnosis, Trigger, SHORT_OF_PEAK};
-pub use record::{Incomplete, Metric, Peak, Record, Reference, Stats, NOISY_CV, PAGES_GRANTED};
+pub use record::{
+    Incomplete, Metric, Peak, Record, Reference, Stats, KEPT_SCHEDULE, NOISY_CV, PAGES_GRANTED,
+};
 
 /// Schema identifier written into every result file.
 pub const SCHEMA: &str = "hostbench/result/v1";

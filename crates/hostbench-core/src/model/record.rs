@@ -28,6 +28,10 @@ pub const PAGES_GRANTED: &str = "pages_granted";
 /// CV above which a record carries a "noisy" warning (DESIGN.md §5).
 pub const NOISY_CV: f64 = 0.05;
 
+/// A paced sender (`extra.offered_bps` beside `extra.sent_bps`) that kept this share of its
+/// schedule or more offered the load it was asked for: below it the figure times the sender.
+pub const KEPT_SCHEDULE: f64 = 0.97;
+
 /// One measured case.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Record {

@@ -17,8 +17,7 @@
 
 use std::fmt::Write as _;
 
-use hostbench_core::conditions::diagnose::KEPT_SCHEDULE;
-use hostbench_core::model::{Cause, Metric, Record, RunResult};
+use hostbench_core::model::{Cause, Metric, Record, RunResult, KEPT_SCHEDULE};
 
 use super::{aligned, left_out_line, not_applicable_line, Exporter, LEFT_OUT, NOT_APPLICABLE};
 use crate::error::ReportError;

@@ -30,7 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::error::BenchError;
 use crate::model::{now_rfc3339, Host, Metric, Params, Record, RunResult, Skipped};
-use crate::stats::{summarize, NOISY_CV};
+use crate::stats::summarize;
 
 /// How the runner measures; resolved once from the CLI.
 #[derive(Debug, Clone)]
@@ -671,15 +671,6 @@ pub fn record_from_samples(case: &Case, samples: Vec<f64>) -> Record {
 
 fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>) -> Record {
     let stats = summarize(&samples);
-    let mut warnings = Vec::new();
-    if stats.n > 1 && stats.cv > NOISY_CV {
-        warnings.push(format!(
-            "noisy: CV {:.1} % over {} samples (> {:.0} %); rerun on a quiet machine or raise --repeat",
-            stats.cv * 100.0,
-            stats.n,
-            NOISY_CV * 100.0
-        ));
-    }
     let mut extra = Map::new();
     for (k, mut vs) in extras {
         vs.sort_by(f64::total_cmp);
@@ -691,7 +682,7 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         }
         extra.insert(k, serde_json::json!(med));
     }
-    Record {
+    let mut record = Record {
         benchmark: case.benchmark.clone(),
         params: case.params.clone(),
         metric: case.metric,
@@ -702,13 +693,17 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         peak: None,
         efficiency: None,
         reference: None,
-        warnings,
+        warnings: Vec::new(),
         extra,
         conditions: None,
         diagnosis: Vec::new(),
         efficiency_effective: None,
         incomplete: None,
-    }
+        trigger: None,
+    };
+    // Said as measured; the diagnosis names its cause in it once it has measured one.
+    record.note_noise(None);
+    record
 }
 
 /// Write JSON to `path` atomically: a temporary file in the same directory, fsync, rename.

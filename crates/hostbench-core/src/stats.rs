@@ -6,8 +6,9 @@
 
 use crate::model::Stats;
 
-/// CV above which a record carries a "noisy" warning (DESIGN.md §5).
-pub const NOISY_CV: f64 = 0.05;
+/// CV above which a record carries a "noisy" warning (DESIGN.md §5); part of the result
+/// model, which says when a record is noisy.
+pub use crate::model::NOISY_CV;
 
 /// Summarise samples. Empty input gives all-zero stats with n = 0.
 pub fn summarize(samples: &[f64]) -> Stats {

@@ -126,6 +126,16 @@ pub fn parse_positive(text: &str, what: &str) -> Result<usize, BenchError> {
 
 const SI_PREFIXES: [(f64, &str); 5] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
 
+/// Samples by their 0-based indices, as a reader counts them: "sample 1", "samples 1, 3".
+pub fn sample_list(indices: &[usize]) -> String {
+    let list: Vec<String> = indices.iter().map(|i| (i + 1).to_string()).collect();
+    format!(
+        "sample{} {}",
+        if list.len() == 1 { "" } else { "s" },
+        list.join(", ")
+    )
+}
+
 /// Scale a value in an SI base unit for humans: `9.8e10 FLOP/s` → `98.0 GFLOP/s`.
 /// Seconds scale downwards (ms, µs, ns); everything else upwards with decimal prefixes.
 pub fn format_value(value: f64, unit: &str) -> String {

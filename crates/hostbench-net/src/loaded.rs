@@ -34,7 +34,7 @@ const BURST: u32 = 8;
 /// A sender that sent fewer than this share of the messages due by the end could not offer the
 /// load: the figure would time the sender, not the path.
 /// (The diagnosis names such a record's `sender_behind` by the same share.)
-pub const KEEP_UP: f64 = hostbench_core::conditions::diagnose::KEPT_SCHEDULE;
+pub const KEEP_UP: f64 = hostbench_core::model::KEPT_SCHEDULE;
 
 /// The client's socket for one stream.
 #[derive(Clone, Copy)]

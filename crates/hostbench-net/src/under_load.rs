@@ -14,11 +14,11 @@
 
 use std::cell::RefCell;
 
-use hostbench_core::conditions::diagnose::sample_list;
 use hostbench_core::histogram::LatencyHist;
 use hostbench_core::model::{Metric, Record};
 use hostbench_core::runner::{Case, Sample};
 use hostbench_core::units::format_value;
+use hostbench_core::units::sample_list;
 use hostbench_core::{BenchError, Runner};
 use serde_json::json;
 

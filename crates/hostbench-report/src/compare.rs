@@ -224,7 +224,7 @@ fn change(a: &Record, b: &Record, cfg: &CompareConfig) -> Change {
 fn condition_difference(slower: &Record, faster: &Record) -> Option<String> {
     let d = slower.diagnosis.iter().find(|d| {
         d.is_condition()
-            && (d.share >= 0.05 || matches!(d.cause.as_str(), "affinity" | "cgroup_quota"))
+            && (d.share >= 0.05 || d.cause.counts_at_any_share())
             && !faster.diagnosis.iter().any(|f| f.cause == d.cause)
     })?;
     Some(format!("{} ({})", d.text, d.cause))

@@ -34,6 +34,7 @@ pub fn record(bench: &str, metric: Metric, unit: &str, params: Value, samples: &
         diagnosis: Vec::new(),
         efficiency_effective: None,
         incomplete: None,
+        trigger: None,
     }
 }
 

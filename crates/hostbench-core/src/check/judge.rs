@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::expect::{glob, Bound, Expectation};
 use super::{Check, Expected, Reported, Retry, Verdict};
 use crate::conditions::diagnose::{self, Diagnosis};
-use crate::model::{Health, Host, Metric, Params, Record, Severity};
+use crate::model::{Cause, Health, Host, Metric, Params, Record, Severity};
 use crate::units::{format_bytes_iec, format_value};
 
 /// The default share of its documented peak a figure must reach where nothing else is known.
@@ -246,12 +246,23 @@ pub enum Bearing {
 /// The bearing of a diagnosis's cause. A CPU clock that fell with no thermal event, and a GPU's
 /// software power cap, are the site's or the hypervisor's settings, not faults; heat is the
 /// hardware's (a GPU's hardware slowdown and power brake are read from its clock reasons).
-pub fn bearing(cause: &str) -> Bearing {
+pub fn bearing(cause: &Cause) -> Bearing {
     match cause {
-        "cgroup_quota" | "cpu_contention" | "steal" | "shared_cores" | "affinity"
-        | "memory_pressure" | "power_cap" | "clock_drop" => Bearing::Environment,
-        "thermal" => Bearing::Hardware,
-        _ => Bearing::Neither,
+        Cause::CgroupQuota
+        | Cause::CpuContention
+        | Cause::Steal
+        | Cause::SharedCores
+        | Cause::Affinity
+        | Cause::MemoryPressure
+        | Cause::PowerCap
+        | Cause::ClockDrop => Bearing::Environment,
+        Cause::Thermal => Bearing::Hardware,
+        // An id this build does not know is not judged either way.
+        Cause::SolveOverhead
+        | Cause::SenderBehind
+        | Cause::KernelIo
+        | Cause::NoneFound
+        | Cause::Other(_) => Bearing::Neither,
     }
 }
 

@@ -6,54 +6,17 @@
 //! Every cause is measured, never guessed; where none is found the diagnosis says which sources
 //! were read, so "none found" is itself a finding.
 
-use serde::{Deserialize, Serialize};
-
-use super::{cpu_list, Conditions};
-use crate::model::{Host, Record};
-
-/// One cause of a shortfall (cause ids: add, never rename).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Diagnosis {
-    /// `cgroup_quota`, `cpu_contention`, `steal`, `shared_cores`, `clock_drop`, `thermal`,
-    /// `power_cap`, `affinity`, `memory_pressure`, `solve_overhead` (a LINPACK solve's own
-    /// overhead), `sender_behind` (a paced stream's sender that did not keep its schedule; like
-    /// `solve_overhead` the benchmark's, not a condition of the machine), `kernel_io` (the
-    /// kernel's interrupts and threads on a disk or network benchmark's CPUs: its own I/O being
-    /// completed, also the benchmark's) or `none_found`.
-    pub cause: String,
-    /// The share of the record's CPU time (or throughput) the cause accounts for, 0–1; 0 where
-    /// the source counts events but cannot size them (thermal throttling, reclaim).
-    pub share: f64,
-    /// What was measured, naming the figure: "steal 31 % of CPU time on CPUs 8–15".
-    pub text: String,
-}
-
-impl Diagnosis {
-    fn new(cause: &str, share: f64, text: String) -> Self {
-        Self {
-            cause: cause.into(),
-            share: share.clamp(0.0, 1.0),
-            text,
-        }
-    }
-
-    /// A condition the record was measured under (what `compare` may excuse a difference by,
-    /// and a noisy record's warning may name), rather than "none found" or the benchmark's own
-    /// overhead.
-    pub fn is_condition(&self) -> bool {
-        !matches!(
-            self.cause.as_str(),
-            "none_found" | "solve_overhead" | "sender_behind" | "kernel_io"
-        )
-    }
-}
+use super::cpu_list;
+// The type is the result schema's (`model`); re-exported so its old path keeps working.
+pub use crate::model::{Cause, Diagnosis, Trigger};
+use crate::model::{Conditions, Host, Record};
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
 /// which its shares are judged: 4 ticks per CPU.
 pub const MAX_RESOLUTION: f64 = 0.25;
 
-/// Below this share of its peak a record is a shortfall.
-pub const SHORT_OF_PEAK: f64 = 0.90;
+/// Below this share of its peak a record is a shortfall (the model's, where the trigger is).
+pub use crate::model::SHORT_OF_PEAK;
 /// A scaling step below this share of linear is a shortfall.
 pub const SHORT_OF_LINEAR: f64 = 0.80;
 /// A cause this large is reported even on a record that is not short.
@@ -97,15 +60,9 @@ fn computes(rec: &Record) -> bool {
     )
 }
 
-/// Samples by their 0-based indices, as a reader counts them: "sample 1", "samples 1, 3".
-pub fn sample_list(indices: &[usize]) -> String {
-    let list: Vec<String> = indices.iter().map(|i| (i + 1).to_string()).collect();
-    format!(
-        "sample{} {}",
-        if list.len() == 1 { "" } else { "s" },
-        list.join(", ")
-    )
-}
+/// Samples by their 0-based indices, as a reader counts them (`units`, where net's under-load
+/// client says it too).
+pub use crate::units::sample_list;
 
 /// A share as a whole percentage: "31 %".
 fn pct(x: f64) -> String {
@@ -141,92 +98,185 @@ fn cpu_threads(rec: &Record) -> Option<usize> {
     (rec.benchmark.starts_with("cpu.") || rec.benchmark.starts_with("mem.")).then_some(t)
 }
 
-/// Every cause the conditions show, largest share first.
+/// Every cause the conditions show, largest share first: each cause is its own function over
+/// what was read ([`Reading`]), in the order their ties are listed.
 pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> {
-    let mut out = Vec::new();
-    let threads = cpu_threads(rec);
-    let allowed = cond
-        .cgroup
-        .as_ref()
-        .map_or(ctx.allowed_cpus, |c| c.allowed_cpus);
-    let oversubscribed = threads.is_some_and(|t| allowed > 0 && t > allowed);
-    if let (Some(t), true) = (threads, oversubscribed) {
-        out.push(Diagnosis::new(
-            "affinity",
-            1.0 - allowed as f64 / t as f64,
-            format!(
-                "{t} threads on {allowed} allowed CPU{} (the affinity mask: taskset, cpuset or \
-                 the job's binding): they take turns",
-                if allowed == 1 { "" } else { "s" }
-            ),
-        ));
-    }
-    if let Some(cg) = &cond.cgroup {
-        let t = threads.unwrap_or(cond.cpus.len()).max(1) as f64;
-        // A quota below the threads is a cause for CPU-bound workers; for others (I/O, network)
-        // only the throttling it actually did.
-        let quota_short = threads.and(cg.quota_cpus.filter(|q| *q < t - 0.01));
-        // The kernel sums throttled time over the CPUs' run queues: per CPU-second of the record.
-        let cpu_s = cond.seconds.max(1e-9) * cond.cpus.len().max(1) as f64;
-        let throttled = cg.throttled_s / cpu_s;
-        if quota_short.is_some() || (cg.nr_throttled > 0 && throttled >= 0.01) {
-            let share = quota_short
-                .map_or(0.0, |q| 1.0 - q / t)
-                .max(throttled.min(1.0));
-            let quota = cg.quota_cpus.map_or("a CPU quota".to_string(), |q| {
-                format!("cgroup quota of {q:.1} CPU")
-            });
-            out.push(Diagnosis::new(
-                "cgroup_quota",
-                share,
-                format!(
-                    "{quota} for {} thread{}: throttled {} times ({:.2} of {:.2} CPU-seconds)",
-                    t as usize,
-                    if t as usize == 1 { "" } else { "s" },
-                    cg.nr_throttled,
-                    cg.throttled_s,
-                    cpu_s
-                ),
-            ));
+    let r = Reading::of(rec, cond, ctx);
+    let mut out: Vec<Diagnosis> = [
+        affinity(&r),
+        cgroup_quota(&r),
+        steal(&r),
+        contention(&r),
+        kernel_io(&r),
+        helpers(&r),
+        shared_cores(&r),
+        // Threads taking turns on fewer CPUs wait at every step barrier for a thread that is
+        // not running: that is the oversubscription's shortfall, named above, and no larger n
+        // helps.
+        if r.oversubscribed {
+            None
+        } else {
+            solve_overhead(rec)
+        },
+        sender_behind(rec),
+        clock_drop(&r),
+        thermal_events(&r),
+        memory_pressure(&r),
+        gpu_power_cap(&r),
+        gpu_thermal(&r),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    out.sort_by(|a, b| b.share.total_cmp(&a.share));
+    out
+}
+
+/// What every cause reads: the record, its conditions and host, and the figures several
+/// causes share (the threads against the CPUs allowed, whether the ticks resolve a share, the
+/// kernel's part).
+struct Reading<'a> {
+    rec: &'a Record,
+    cond: &'a Conditions,
+    ctx: &'a Context,
+    /// CPU-bound worker threads ([`cpu_threads`]).
+    threads: Option<usize>,
+    /// CPUs the record could run on (its cgroup's mask, else the process's).
+    allowed: usize,
+    /// More worker threads than allowed CPUs.
+    oversubscribed: bool,
+    /// /proc/stat counts in ticks: over a record shorter than a few ticks per CPU its shares
+    /// are not findings at all, and within two ticks of zero they are noise.
+    ticks_ok: bool,
+    /// Two ticks as a share: the least share that is a finding.
+    floor: f64,
+    /// On a disk or network benchmark the kernel's interrupts and threads mostly complete the
+    /// benchmark's own I/O: they are counted apart (`kernel_io`), not as a neighbour.
+    io: bool,
+    /// The kernel's share of the record's CPUs.
+    kernel: f64,
+    /// Whether that share is a finding.
+    kernel_found: bool,
+}
+
+impl<'a> Reading<'a> {
+    fn of(rec: &'a Record, cond: &'a Conditions, ctx: &'a Context) -> Reading<'a> {
+        let threads = cpu_threads(rec);
+        let allowed = cond
+            .cgroup
+            .as_ref()
+            .map_or(ctx.allowed_cpus, |c| c.allowed_cpus);
+        let ticks_ok = cond.share_resolution.is_none_or(|r| r <= MAX_RESOLUTION);
+        let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
+        let kernel = cond.kernel_share.unwrap_or(0.0);
+        Reading {
+            rec,
+            cond,
+            ctx,
+            threads,
+            allowed,
+            oversubscribed: threads.is_some_and(|t| allowed > 0 && t > allowed),
+            ticks_ok,
+            floor,
+            io: super::does_io(&rec.benchmark),
+            kernel,
+            kernel_found: ticks_ok && kernel >= 0.02f64.max(floor),
         }
     }
-    // /proc/stat counts in ticks: over a record shorter than a few ticks per CPU its shares are
-    // not findings at all, and within two ticks of zero they are noise.
-    let ticks_ok = cond.share_resolution.is_none_or(|r| r <= MAX_RESOLUTION);
-    if let Some(steal) = cond
-        .steal_share
-        .filter(|s| ticks_ok && *s >= 0.02f64.max(2.0 * cond.share_resolution.unwrap_or(0.0)))
-    {
-        let cpus: Vec<usize> = cond
-            .per_cpu
-            .iter()
-            .filter(|c| c.steal_share >= 0.01)
-            .map(|c| c.cpu)
-            .collect();
-        let on = if cpus.is_empty() {
-            cond.cpus.clone()
+
+    /// "s" after a count of the record's CPUs other than one.
+    fn cpus_plural(&self) -> &'static str {
+        if self.cond.cpus.len() == 1 {
+            ""
         } else {
-            cpus
-        };
-        out.push(Diagnosis::new(
-            "steal",
-            steal,
-            format!(
-                "steal {} of CPU time on CPU{} {} (the hypervisor ran something else)",
-                pct(steal),
-                if on.len() == 1 { "" } else { "s" },
-                cpu_list(&on)
-            ),
-        ));
+            "s"
+        }
     }
-    let floor = 2.0 * cond.share_resolution.unwrap_or(0.0);
-    // On a disk or network benchmark the kernel's interrupts and threads mostly complete the
-    // benchmark's own I/O: they are counted apart (`kernel_io`), not as a neighbour.
-    let io = super::does_io(&rec.benchmark);
-    let kernel = cond.kernel_share.unwrap_or(0.0);
-    let kernel_found = ticks_ok && kernel >= 0.02f64.max(floor);
+}
+
+/// More worker threads than the affinity mask allows CPUs: they take turns.
+fn affinity(r: &Reading<'_>) -> Option<Diagnosis> {
+    let t = r.threads.filter(|_| r.oversubscribed)?;
+    let allowed = r.allowed;
+    Some(Diagnosis::new(
+        Cause::Affinity,
+        1.0 - allowed as f64 / t as f64,
+        format!(
+            "{t} threads on {allowed} allowed CPU{} (the affinity mask: taskset, cpuset or \
+             the job's binding): they take turns",
+            if allowed == 1 { "" } else { "s" }
+        ),
+    ))
+}
+
+/// A cgroup CPU quota below the worker threads, or the throttling it did.
+fn cgroup_quota(r: &Reading<'_>) -> Option<Diagnosis> {
+    let (cond, threads) = (r.cond, r.threads);
+    let cg = cond.cgroup.as_ref()?;
+    let t = threads.unwrap_or(cond.cpus.len()).max(1) as f64;
+    // A quota below the threads is a cause for CPU-bound workers; for others (I/O, network)
+    // only the throttling it actually did.
+    let quota_short = threads.and(cg.quota_cpus.filter(|q| *q < t - 0.01));
+    // The kernel sums throttled time over the CPUs' run queues: per CPU-second of the record.
+    let cpu_s = cond.seconds.max(1e-9) * cond.cpus.len().max(1) as f64;
+    let throttled = cg.throttled_s / cpu_s;
+    if !(quota_short.is_some() || (cg.nr_throttled > 0 && throttled >= 0.01)) {
+        return None;
+    }
+    let share = quota_short
+        .map_or(0.0, |q| 1.0 - q / t)
+        .max(throttled.min(1.0));
+    let quota = cg.quota_cpus.map_or("a CPU quota".to_string(), |q| {
+        format!("cgroup quota of {q:.1} CPU")
+    });
+    Some(Diagnosis::new(
+        Cause::CgroupQuota,
+        share,
+        format!(
+            "{quota} for {} thread{}: throttled {} times ({:.2} of {:.2} CPU-seconds)",
+            t as usize,
+            if t as usize == 1 { "" } else { "s" },
+            cg.nr_throttled,
+            cg.throttled_s,
+            cpu_s
+        ),
+    ))
+}
+
+/// Time the hypervisor gave to something else.
+fn steal(r: &Reading<'_>) -> Option<Diagnosis> {
+    let cond = r.cond;
+    let steal = cond
+        .steal_share
+        .filter(|s| r.ticks_ok && *s >= 0.02f64.max(2.0 * cond.share_resolution.unwrap_or(0.0)))?;
+    let cpus: Vec<usize> = cond
+        .per_cpu
+        .iter()
+        .filter(|c| c.steal_share >= 0.01)
+        .map(|c| c.cpu)
+        .collect();
+    let on = if cpus.is_empty() {
+        cond.cpus.clone()
+    } else {
+        cpus
+    };
+    Some(Diagnosis::new(
+        Cause::Steal,
+        steal,
+        format!(
+            "steal {} of CPU time on CPU{} {} (the hypervisor ran something else)",
+            pct(steal),
+            if on.len() == 1 { "" } else { "s" },
+            cpu_list(&on)
+        ),
+    ))
+}
+
+/// Other processes' CPU time on the record's CPUs (on an I/O benchmark, beside the kernel's).
+fn contention(r: &Reading<'_>) -> Option<Diagnosis> {
+    let (cond, io, floor, kernel) = (r.cond, r.io, r.floor, r.kernel);
     let other = cond.other_cpu_share.unwrap_or(0.0) - if io { kernel } else { 0.0 };
-    let other = if ticks_ok && other >= floor {
+    let other = if r.ticks_ok && other >= floor {
         other
     } else {
         0.0
@@ -235,184 +285,206 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         .per_cpu
         .iter()
         .map(|c| (c.cpu, c.other_share - if io { c.kernel_share } else { 0.0 }))
-        .filter(|(_, o)| ticks_ok && *o >= 0.05f64.max(floor))
+        .filter(|(_, o)| r.ticks_ok && *o >= 0.05f64.max(floor))
         .collect();
     // Run-queue waits alone are no finding: where the benchmark's own threads outnumber the
     // CPUs (a loopback test's clients and servers) they wait for each other. Only CPU time that
     // others took is a cause.
-    if other >= 0.02 || !busiest.is_empty() {
-        let mut worst = busiest.clone();
-        worst.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let text = if worst.is_empty() {
-            format!(
-                "other processes used {} of CPU{} {}",
-                pct(other),
-                if cond.cpus.len() == 1 { "" } else { "s" },
-                cpu_list(&cond.cpus)
-            )
-        } else {
-            let parts: Vec<String> = worst
-                .iter()
-                .take(3)
-                .map(|(cpu, o)| format!("{} of CPU {cpu}", pct(*o)))
-                .collect();
-            format!(
-                "{} used {}",
-                if worst.len() == 1 {
-                    "another process"
-                } else {
-                    "other processes"
-                },
-                parts.join(", ")
-            )
-        };
-        // Elsewhere the kernel's time is a neighbour like any other, but one worth naming.
-        let text = if !io && kernel_found {
-            format!(
-                "{text} (the kernel's part {}: {})",
-                pct(kernel.min(other)),
-                kernel_detail(cond)
-            )
-        } else {
-            text
-        };
-        out.push(Diagnosis::new("cpu_contention", other, text));
+    if other < 0.02 && busiest.is_empty() {
+        return None;
     }
-    if io && kernel_found {
-        out.push(Diagnosis::new(
-            "kernel_io",
-            kernel,
-            format!(
-                "the kernel's interrupts and threads used {} of CPU{} {} ({}): most likely \
-                 completing this benchmark's own I/O, a part of what it costs, not a neighbour",
-                pct(kernel),
-                if cond.cpus.len() == 1 { "" } else { "s" },
-                cpu_list(&cond.cpus),
-                kernel_detail(cond)
-            ),
-        ));
+    let mut worst = busiest;
+    worst.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let text = if worst.is_empty() {
+        format!(
+            "other processes used {} of CPU{} {}",
+            pct(other),
+            r.cpus_plural(),
+            cpu_list(&cond.cpus)
+        )
+    } else {
+        let parts: Vec<String> = worst
+            .iter()
+            .take(3)
+            .map(|(cpu, o)| format!("{} of CPU {cpu}", pct(*o)))
+            .collect();
+        format!(
+            "{} used {}",
+            if worst.len() == 1 {
+                "another process"
+            } else {
+                "other processes"
+            },
+            parts.join(", ")
+        )
+    };
+    // Elsewhere the kernel's time is a neighbour like any other, but one worth naming.
+    let text = if !io && r.kernel_found {
+        format!(
+            "{text} (the kernel's part {}: {})",
+            pct(kernel.min(other)),
+            kernel_detail(cond)
+        )
+    } else {
+        text
+    };
+    Some(Diagnosis::new(Cause::CpuContention, other, text))
+}
+
+/// The kernel completing a disk or network benchmark's own I/O on its CPUs.
+fn kernel_io(r: &Reading<'_>) -> Option<Diagnosis> {
+    if !(r.io && r.kernel_found) {
+        return None;
     }
-    if let Some(h) = cond
+    Some(Diagnosis::new(
+        Cause::KernelIo,
+        r.kernel,
+        format!(
+            "the kernel's interrupts and threads used {} of CPU{} {} ({}): most likely \
+             completing this benchmark's own I/O, a part of what it costs, not a neighbour",
+            pct(r.kernel),
+            r.cpus_plural(),
+            cpu_list(&r.cond.cpus),
+            kernel_detail(r.cond)
+        ),
+    ))
+}
+
+/// hostbench's own threads outside the measurement on the record's CPUs.
+fn helpers(r: &Reading<'_>) -> Option<Diagnosis> {
+    let h = r
+        .cond
         .helper_cpu_share
-        .filter(|h| ticks_ok && *h >= 0.05f64.max(floor))
-    {
-        out.push(Diagnosis::new(
-            "cpu_contention",
-            h,
+        .filter(|h| r.ticks_ok && *h >= 0.05f64.max(r.floor))?;
+    Some(Diagnosis::new(
+        Cause::CpuContention,
+        h,
+        format!(
+            "hostbench's own threads outside the measurement (an OpenCL runtime's workers, \
+             a reference tool's threads) used {} of CPU{} {}",
+            pct(h),
+            r.cpus_plural(),
+            cpu_list(&r.cond.cpus)
+        ),
+    ))
+}
+
+/// CPUs that give less independent FMA throughput than their count, for computing threads.
+fn shared_cores(r: &Reading<'_>) -> Option<Diagnosis> {
+    if !computes(r.rec) {
+        return None;
+    }
+    let (e, t) = (r.ctx.effective_cores?, r.threads?);
+    let used = t.min(r.ctx.cores.max(1));
+    (e < used as f64 - 0.25).then(|| {
+        Diagnosis::new(
+            Cause::SharedCores,
+            1.0 - e / used as f64,
             format!(
-                "hostbench's own threads outside the measurement (an OpenCL runtime's workers, \
-                 a reference tool's threads) used {} of CPU{} {}",
-                pct(h),
-                if cond.cpus.len() == 1 { "" } else { "s" },
-                cpu_list(&cond.cpus)
+                "{} CPUs give the FMA rate of {e:.1}: threads on them share execution \
+                 units (hidden SMT or an overcommitted host)",
+                r.ctx.allowed_cpus
             ),
-        ));
-    }
-    if computes(rec) {
-        if let (Some(e), Some(t)) = (ctx.effective_cores, threads) {
-            let used = t.min(ctx.cores.max(1));
-            if e < used as f64 - 0.25 {
-                out.push(Diagnosis::new(
-                    "shared_cores",
-                    1.0 - e / used as f64,
-                    format!(
-                        "{} CPUs give the FMA rate of {e:.1}: threads on them share execution \
-                         units (hidden SMT or an overcommitted host)",
-                        ctx.allowed_cpus
-                    ),
-                ));
-            }
-        }
-    }
-    // Threads taking turns on fewer CPUs wait at every step barrier for a thread that is not
-    // running: that is the oversubscription's shortfall, named above, and no larger n helps.
-    if !oversubscribed {
-        out.extend(solve_overhead(rec));
-    }
-    out.extend(sender_behind(rec));
-    if let Some(c) = &cond.clock_hz {
-        if c.start > 0.0 && c.end < c.start * 0.95 {
-            out.push(Diagnosis::new(
-                "clock_drop",
-                1.0 - c.end / c.start,
-                format!(
-                    "the clock fell from {:.2} GHz to {:.2} GHz during the record ({})",
-                    c.start / 1e9,
-                    c.end / 1e9,
-                    c.source
-                ),
-            ));
-        }
-    }
-    if let Some(n) = cond.thermal_throttle_events.filter(|n| *n > 0) {
-        out.push(Diagnosis::new(
-            "thermal",
-            0.0,
-            format!("{n} thermal-throttle events on the record's CPUs"),
-        ));
-    }
-    if let Some(m) = cond
+        )
+    })
+}
+
+/// The core clock fell during the record.
+fn clock_drop(r: &Reading<'_>) -> Option<Diagnosis> {
+    let c = r.cond.clock_hz.as_ref()?;
+    (c.start > 0.0 && c.end < c.start * 0.95).then(|| {
+        Diagnosis::new(
+            Cause::ClockDrop,
+            1.0 - c.end / c.start,
+            format!(
+                "the clock fell from {:.2} GHz to {:.2} GHz during the record ({})",
+                c.start / 1e9,
+                c.end / 1e9,
+                c.source
+            ),
+        )
+    })
+}
+
+/// Thermal-throttle events on the record's CPUs.
+fn thermal_events(r: &Reading<'_>) -> Option<Diagnosis> {
+    let n = r.cond.thermal_throttle_events.filter(|n| *n > 0)?;
+    Some(Diagnosis::new(
+        Cause::Thermal,
+        0.0,
+        format!("{n} thermal-throttle events on the record's CPUs"),
+    ))
+}
+
+/// Swap-ins and direct reclaim during the record.
+fn memory_pressure(r: &Reading<'_>) -> Option<Diagnosis> {
+    let m = r
+        .cond
         .memory
         .as_ref()
-        .filter(|m| m.swap_in_pages + m.direct_reclaim_pages > 0)
-    {
-        out.push(Diagnosis::new(
-            "memory_pressure",
-            0.0,
-            format!(
-                "{} pages swapped in and {} scanned by direct reclaim during the record",
-                m.swap_in_pages, m.direct_reclaim_pages
-            ),
-        ));
+        .filter(|m| m.swap_in_pages + m.direct_reclaim_pages > 0)?;
+    Some(Diagnosis::new(
+        Cause::MemoryPressure,
+        0.0,
+        format!(
+            "{} pages swapped in and {} scanned by direct reclaim during the record",
+            m.swap_in_pages, m.direct_reclaim_pages
+        ),
+    ))
+}
+
+/// A GPU clock held with NVML's power-cap reason set.
+fn gpu_power_cap(r: &Reading<'_>) -> Option<Diagnosis> {
+    let g = r.cond.gpu.as_ref()?;
+    let capped = g
+        .clock_reasons
+        .iter()
+        .any(|r| r == "sw_power_cap" || r == "hw_power_brake");
+    if !capped {
+        return None;
     }
-    if let Some(g) = &cond.gpu {
-        let capped = g
-            .clock_reasons
-            .iter()
-            .any(|r| r == "sw_power_cap" || r == "hw_power_brake");
-        // The share of the clock the cap took, against the device's maximum.
-        let held = match (g.sm_clock_hz, g.sm_clock_max_hz) {
-            (Some(now), Some(max)) if max > 0.0 && now < max => 1.0 - now / max,
-            _ => 0.0,
-        };
-        if capped {
-            let share = held;
-            let clock = g
-                .sm_clock_hz
-                .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6));
-            // NVML sets the reason for the power management's clock decisions, and its power
-            // reading (after the sample, an average over its own window) can sit far below
-            // the limit while the reason is set (an H200 under tensor load read 262 W of
-            // 700 W): say what was read rather than that the cap held the clock.
-            let text = match (g.power_avg_w.or(g.power_w), g.power_limit_w) {
-                (Some(p), Some(l)) if p >= 0.9 * l => {
-                    format!("GPU clock held at {clock} by its power cap ({p:.0} W of {l:.0} W)")
-                }
-                (Some(p), Some(l)) => format!(
-                    "GPU clock at {clock} with NVML's power-cap reason set ({p:.0} W of \
-                     {l:.0} W over the samples)"
-                ),
-                _ => format!("GPU clock held at {clock} by its power cap"),
-            };
-            out.push(Diagnosis::new("power_cap", share, text));
+    // The share of the clock the cap took, against the device's maximum.
+    let share = match (g.sm_clock_hz, g.sm_clock_max_hz) {
+        (Some(now), Some(max)) if max > 0.0 && now < max => 1.0 - now / max,
+        _ => 0.0,
+    };
+    let clock = g
+        .sm_clock_hz
+        .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6));
+    // NVML sets the reason for the power management's clock decisions, and its power
+    // reading (after the sample, an average over its own window) can sit far below
+    // the limit while the reason is set (an H200 under tensor load read 262 W of
+    // 700 W): say what was read rather than that the cap held the clock.
+    let text = match (g.power_avg_w.or(g.power_w), g.power_limit_w) {
+        (Some(p), Some(l)) if p >= 0.9 * l => {
+            format!("GPU clock held at {clock} by its power cap ({p:.0} W of {l:.0} W)")
         }
-        if g.clock_reasons
-            .iter()
-            .any(|r| r == "sw_thermal" || r == "hw_thermal")
-        {
-            out.push(Diagnosis::new(
-                "thermal",
+        (Some(p), Some(l)) => format!(
+            "GPU clock at {clock} with NVML's power-cap reason set ({p:.0} W of \
+             {l:.0} W over the samples)"
+        ),
+        _ => format!("GPU clock held at {clock} by its power cap"),
+    };
+    Some(Diagnosis::new(Cause::PowerCap, share, text))
+}
+
+/// A GPU clock held down for temperature.
+fn gpu_thermal(r: &Reading<'_>) -> Option<Diagnosis> {
+    let g = r.cond.gpu.as_ref()?;
+    g.clock_reasons
+        .iter()
+        .any(|r| r == "sw_thermal" || r == "hw_thermal")
+        .then(|| {
+            Diagnosis::new(
+                Cause::Thermal,
                 0.0,
                 format!(
                     "GPU clock held down for temperature{}",
                     g.temperature_c
                         .map_or(String::new(), |t| format!(" ({t:.0} °C)"))
                 ),
-            ));
-        }
-    }
-    out.sort_by(|a, b| b.share.total_cmp(&a.share));
-    out
+            )
+        })
 }
 
 /// A LINPACK solve's own overhead (`cpu.linpack`): the share of the FMA rate measured beside it
@@ -447,7 +519,7 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
         format!(": {}", parts.join(" and "))
     };
     Some(Diagnosis::new(
-        "solve_overhead",
+        Cause::SolveOverhead,
         1.0 - of,
         format!(
             "the solve reached {} of the FMA rate measured beside it{n}{parts}; both shrink as \
@@ -459,8 +531,8 @@ fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
 }
 
 /// A paced sender that kept this share of its schedule or more offered the load it was asked
-/// for (`hostbench-net`'s under-load client judges its own records by it too).
-pub const KEPT_SCHEDULE: f64 = 0.97;
+/// for (the model's: net's under-load client and the summary judge its records by it too).
+pub use crate::model::KEPT_SCHEDULE;
 
 /// A latency under load whose paced sender fell behind (`net.latency` with `offered_bps` and
 /// `sent_bps`): the load was not offered, and the round trips timed from each message's due
@@ -493,7 +565,7 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
             )
         });
         return Some(Diagnosis::new(
-            "sender_behind",
+            Cause::SenderBehind,
             which.len() as f64 / n as f64,
             format!(
                 "the sender fell behind its schedule or sent late in {} of {n}{least}: those \
@@ -510,7 +582,7 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
         )
     });
     Some(Diagnosis::new(
-        "sender_behind",
+        Cause::SenderBehind,
         1.0 - sent / offered,
         format!(
             "the sender fell behind its schedule: it sent {} of the {} offered ({:.0} %), so \
@@ -522,15 +594,10 @@ fn sender_behind(rec: &Record) -> Option<Diagnosis> {
     ))
 }
 
-/// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread.
+/// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread
+/// ([`Trigger::shortfall`] of its own figures).
 pub fn shortfall(rec: &Record) -> Option<String> {
-    if let Some(e) = rec.efficiency.filter(|e| *e < SHORT_OF_PEAK) {
-        return Some(format!("{:.0} % of its peak", e * 100.0));
-    }
-    if rec.stats.n > 1 && rec.stats.cv > crate::stats::NOISY_CV {
-        return Some(format!("CV {:.1} %", rec.stats.cv * 100.0));
-    }
-    None
+    Trigger::of(rec).shortfall()
 }
 
 /// Set `rec.diagnosis` (and `efficiency_effective`) from its conditions: the causes when it is
@@ -542,19 +609,19 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         return;
     };
     let found = causes(rec, &cond, ctx);
-    let short = trigger.or_else(|| shortfall(rec));
+    let why = Trigger {
+        elsewhere: trigger,
+        ..Trigger::of(rec)
+    };
+    let short = why.reason();
     // Shared execution units are the host's standing property, measured once per run, and the
     // sharing moves over time (a hypervisor places vCPUs anew): it explains a shortfall, but a
     // record that did not fall short did not meet it. A LINPACK solve's overhead, too, is said
     // only beside a shortfall; a sender far behind its schedule makes the figure the sender's,
     // so it is said even where there is no peak.
     let large = found.iter().any(|d| {
-        (d.share >= LARGE_CAUSE
-            && !matches!(
-                d.cause.as_str(),
-                "shared_cores" | "solve_overhead" | "kernel_io"
-            ))
-            || matches!(d.cause.as_str(), "affinity" | "cgroup_quota")
+        (d.share >= LARGE_CAUSE && !d.cause.only_beside_a_shortfall())
+            || d.cause.counts_at_any_share()
     });
     if short.is_none() && !large {
         return;
@@ -568,9 +635,10 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         "condition of the machine"
     };
     rec.diagnosis = found;
+    rec.trigger = Some(why);
     if clean {
         rec.diagnosis.push(Diagnosis::new(
-            "none_found",
+            Cause::NoneFound,
             0.0,
             format!("no {what} found among: {}", sources_read(&cond)),
         ));
@@ -583,11 +651,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
             format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
         };
         let cause = format!("{}{disturbed}", first.text);
-        for w in rec.warnings.iter_mut().filter(|w| w.starts_with("noisy:")) {
-            if let Some((head, _)) = w.split_once("; rerun") {
-                *w = format!("{head}: {cause}");
-            }
-        }
+        rec.note_noise(Some(&cause));
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{at, finding, numbered, put, read_trim, read_u64, reading, Part};
+use super::source::{at, finding, numbered, put, read_trim, read_u64, reading, Part};
 use crate::model::Severity;
 
 const MC: &str = "sys/devices/system/edac/mc";

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{at, finding, put, read_trim, reading, Part};
+use super::source::{at, finding, put, read_trim, reading, Part};
 use crate::model::{HealthReading, Severity};
 
 /// XIDs that mean the GPU (or its memory or links) is at fault, and what each is.

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::{at, finding, put, read_trim, read_u64, reading, Part};
+use super::source::{at, finding, put, read_trim, read_u64, reading, Part};
 use crate::model::Severity;
 
 const NET: &str = "sys/class/net";

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{at, finding, numbered, put, read_trim, reading, Part};
+use super::source::{at, finding, numbered, put, read_trim, reading, Part};
 use crate::model::{HealthReading, Severity};
 
 const NVME: &str = "sys/class/nvme";

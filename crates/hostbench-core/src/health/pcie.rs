@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use super::{at, finding, put, read_trim, reading, Part};
+use super::source::{at, finding, put, read_trim, reading, Part};
 use crate::model::{HealthReading, Severity};
 
 const DEVICES: &str = "sys/bus/pci/devices";

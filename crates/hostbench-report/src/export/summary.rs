@@ -17,8 +17,7 @@
 
 use std::fmt::Write as _;
 
-use hostbench_core::conditions::diagnose::KEPT_SCHEDULE;
-use hostbench_core::model::{Metric, Record, RunResult};
+use hostbench_core::model::{Cause, Metric, Record, RunResult, KEPT_SCHEDULE};
 
 use super::{aligned, left_out_line, not_applicable_line, Exporter, LEFT_OUT, NOT_APPLICABLE};
 use crate::error::ReportError;
@@ -825,12 +824,12 @@ fn render(run: &RunResult, width: usize) -> Result<String, std::fmt::Error> {
         )?;
     }
     // A diagnosis that found nothing is no diagnosis: those figures are counted above.
-    let mut by_cause: Vec<(&str, usize)> = Vec::new();
+    let mut by_cause: Vec<(&Cause, usize)> = Vec::new();
     for r in &run.records {
-        let Some(c) = leading(r).map(|d| d.cause.as_str()) else {
+        let Some(c) = leading(r).map(|d| &d.cause) else {
             continue;
         };
-        if c == "none_found" {
+        if *c == Cause::NoneFound {
             continue;
         }
         match by_cause.iter_mut().find(|(k, _)| *k == c) {

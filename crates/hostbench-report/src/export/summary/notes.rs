@@ -3,32 +3,53 @@
 //! Split out of `summary.rs` (issue 53: no source file over 1,000 lines); the other exporters
 //! (cards, HTML, Markdown) reach these through `summary`'s re-exports.
 
-use hostbench_core::conditions::diagnose::shortfall;
-use hostbench_core::model::{Metric, Record, RunResult};
+use hostbench_core::model::{Cause, Diagnosis, Metric, Record, RunResult};
 
 use crate::units::human;
 
 /// The diagnosis a record's line leads with: its first, except the kernel's own I/O work
 /// (`kernel_io`), which is context on a disk or network record rather than why it fell short,
 /// and leads only where nothing else was said.
-pub(super) fn leading(r: &Record) -> Option<&hostbench_core::conditions::diagnose::Diagnosis> {
+pub(super) fn leading(r: &Record) -> Option<&Diagnosis> {
     r.diagnosis
         .iter()
-        .find(|d| d.cause != "kernel_io")
+        .find(|d| says_why(&d.cause))
         .or(r.diagnosis.first())
+}
+
+/// Whether a cause says why a figure fell short, and may lead its line, rather than being
+/// context: the kernel completing a disk or network benchmark's own I/O. Matched in full, so a
+/// new cause is placed here when it is added.
+fn says_why(c: &Cause) -> bool {
+    match c {
+        Cause::KernelIo => false,
+        Cause::Affinity
+        | Cause::CgroupQuota
+        | Cause::CpuContention
+        | Cause::Steal
+        | Cause::SharedCores
+        | Cause::ClockDrop
+        | Cause::Thermal
+        | Cause::PowerCap
+        | Cause::MemoryPressure
+        | Cause::SolveOverhead
+        | Cause::SenderBehind
+        | Cause::NoneFound
+        | Cause::Other(_) => true,
+    }
 }
 
 /// Whether a record fell short or varied and the conditions read showed no cause
 /// (`none_found` leads its diagnosis): it is marked in its row, not given a line of its own.
 pub fn unexplained(r: &Record) -> bool {
-    leading(r).is_some_and(|d| d.cause == "none_found")
+    leading(r).is_some_and(|d| d.cause == Cause::NoneFound)
 }
 
 /// The first measured cause of a record's shortfall, for the line under its headline; None
 /// where no cause was found (that is said once for all such figures, see `no_cause_sentence`).
 pub fn first_cause(r: &Record) -> Option<String> {
     let d = leading(r)?;
-    if d.cause == "none_found" {
+    if d.cause == Cause::NoneFound {
         return None;
     }
     Some(if d.share > 0.0 {
@@ -41,8 +62,8 @@ pub fn first_cause(r: &Record) -> Option<String> {
 /// An unexplained record's finding in full, for a hover or a table: why it was looked into and
 /// what was: "CV 5.5 %, and no cause found among: steal, …".
 pub fn no_cause(r: &Record) -> Option<String> {
-    let d = leading(r).filter(|d| d.cause == "none_found")?;
-    Some(match shortfall(r) {
+    let d = leading(r).filter(|d| d.cause == Cause::NoneFound)?;
+    Some(match r.trigger().shortfall() {
         Some(why) => format!("{why}, and {}", d.text),
         None => d.text.clone(),
     })

@@ -4,8 +4,21 @@
 //! base units (`B/s`, `bit/s`, `FLOP/s`, `OP/s`, `IO/s`, `s`); scaling for humans happens only in
 //! formatters. Tables and JSON are both rendered from these structs, so they cannot disagree.
 
+mod conditions;
+mod diagnosis;
+mod record;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+pub use conditions::{
+    CgroupConditions, ClockSpan, Conditions, CpuShare, GpuConditions, KernelThreadShare,
+    MemoryPressure,
+};
+pub use diagnosis::{Cause, Diagnosis, Trigger, SHORT_OF_PEAK};
+pub use record::{
+    Incomplete, Metric, Peak, Record, Reference, Stats, KEPT_SCHEDULE, NOISY_CV, PAGES_GRANTED,
+};
 
 /// Schema identifier written into every result file.
 pub const SCHEMA: &str = "hostbench/result/v1";
@@ -297,169 +310,6 @@ pub struct Cache {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Memory {
     pub total_bytes: u64,
-}
-
-/// Whether larger or smaller values are better; decides which of min/max is "best".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Metric {
-    Throughput,
-    Latency,
-}
-
-/// `extra` key a memory record sets to `"mixed"` when it asked for huge pages (`pages=huge`)
-/// and the kernel backed too little of its memory with them, even after a second request: its
-/// figure is not a huge-page figure, and no headline may present it as one.
-pub const PAGES_GRANTED: &str = "pages_granted";
-
-/// One measured case.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Record {
-    pub benchmark: String,
-    pub params: Params,
-    pub metric: Metric,
-    pub unit: String,
-    /// Median of the samples.
-    pub value: f64,
-    pub stats: Stats,
-    pub samples: Vec<f64>,
-    pub peak: Option<Peak>,
-    /// `value / peak.value` for throughput, `peak.value / value` for latency.
-    pub efficiency: Option<f64>,
-    pub reference: Option<Reference>,
-    pub warnings: Vec<String>,
-    /// Benchmark-specific results that are not the headline value (residual, chains, clock…).
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
-    pub extra: Map<String, Value>,
-    /// What the host did during the measured samples (see `conditions`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<crate::conditions::Conditions>,
-    /// The measured causes of a shortfall, largest first (see `conditions::diagnose`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub diagnosis: Vec<crate::conditions::diagnose::Diagnosis>,
-    /// Efficiency against the effective cores (`host.cpu.effective_cores`) where the record ran
-    /// more threads than the host delivers independent FMA throughput for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub efficiency_effective: Option<f64>,
-    /// Set when the case ended before all its measured samples (its network peer went away):
-    /// `samples` holds the ones that finished, and this says why the rest are missing. Such a
-    /// record is kept, not trusted as complete: the run's exit code counts it as a failed case.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub incomplete: Option<Incomplete>,
-}
-
-/// Why a record holds fewer samples than its case asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Incomplete {
-    /// The error that ended the case, as the failed sample reported it.
-    pub error: String,
-    /// Measured samples the case asked for (`samples` has the ones that finished).
-    pub samples_planned: usize,
-}
-
-impl Record {
-    /// Attach a theoretical limit and derive the efficiency from it.
-    pub fn set_peak(&mut self, peak: Option<Peak>) {
-        self.efficiency = peak.as_ref().and_then(|p| {
-            if p.value <= 0.0 || self.value <= 0.0 {
-                return None;
-            }
-            Some(match self.metric {
-                Metric::Throughput => self.value / p.value,
-                Metric::Latency => p.value / self.value,
-            })
-        });
-        if let Some(e) = self.efficiency {
-            // Above the limit means the limit (or the clock under it) is wrong: say so.
-            if e > 1.05 {
-                self.warnings.push(format!(
-                    "measured {:.0} % of the theoretical limit: the limit's basis is likely wrong",
-                    e * 100.0
-                ));
-            }
-        }
-        self.peak = peak;
-    }
-
-    /// A rate that no document fixes, only this host's own one-thread run (a unit with no
-    /// documented throughput: Zen 4's VNNI and BF16, AMX-FP16, Arm's `bfmmla`…). It is not a
-    /// theoretical limit: `peak` and `efficiency` stay null, the rate is kept with its basis in
-    /// `extra.inferred_peak`, and the record's value over it is `extra.scaling_efficiency`:
-    /// how well the threads scale from one, which cannot come out low the way a distance from
-    /// the hardware's limit can, and is named for what it is.
-    pub fn set_inferred_peak(&mut self, inferred: Peak) {
-        self.set_peak(None);
-        if inferred.value > 0.0 && self.value > 0.0 {
-            let scaling = match self.metric {
-                Metric::Throughput => self.value / inferred.value,
-                Metric::Latency => inferred.value / self.value,
-            };
-            self.extra
-                .insert("scaling_efficiency".into(), Value::from(scaling));
-        }
-        self.extra.insert(
-            "inferred_peak".into(),
-            serde_json::json!({"value": inferred.value, "basis": inferred.basis}),
-        );
-    }
-
-    /// The scaling figure of a record whose only limit is inferred ([`Record::set_inferred_peak`]).
-    pub fn scaling_efficiency(&self) -> Option<f64> {
-        self.extra.get("scaling_efficiency").and_then(Value::as_f64)
-    }
-
-    /// Whether the record asked for huge pages and ran largely on base pages ([`PAGES_GRANTED`]).
-    pub fn pages_mixed(&self) -> bool {
-        self.extra.get(PAGES_GRANTED).and_then(Value::as_str) == Some("mixed")
-    }
-
-    /// Whether the record's limit was inferred from its own host's run rather than documented.
-    pub fn has_inferred_peak(&self) -> bool {
-        self.extra.contains_key("inferred_peak")
-    }
-
-    /// A parameter as a display string (strings unquoted).
-    pub fn param(&self, key: &str) -> Option<String> {
-        self.params.get(key).map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-    }
-}
-
-/// Summary statistics of a record's samples (see `stats::summarize`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Stats {
-    pub n: usize,
-    pub mean: f64,
-    pub median: f64,
-    pub stddev: f64,
-    pub min: f64,
-    pub max: f64,
-    /// Coefficient of variation, stddev / mean.
-    pub cv: f64,
-    /// 95 % confidence interval of the mean (Student's t).
-    pub ci95: [f64; 2],
-    pub p50: Option<f64>,
-    pub p99: Option<f64>,
-    pub p999: Option<f64>,
-}
-
-/// A theoretical limit with the arithmetic that produced it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Peak {
-    pub value: f64,
-    pub basis: String,
-}
-
-/// A reference tool's figure measured side by side.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Reference {
-    pub tool: String,
-    pub version: String,
-    pub value: f64,
-    /// hostbench / reference for throughput; reference / hostbench for latency.
-    pub ratio: f64,
 }
 
 /// A case that produced no record.

@@ -33,6 +33,9 @@ struct BurnRecord {
     units: Vec<UnitRun>,
     timeline: Vec<TimelinePoint>,
     warnings: Vec<String>,
+    /// The units the warnings are about (drawn ringed on burn.html's timeline).
+    #[serde(skip)]
+    warned: Vec<String>,
     health_before: Health,
     health_after: Health,
 }
@@ -125,6 +128,7 @@ pub fn run(args: &BurnArgs) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.out {
         write(&dir.join("burn.json"), &json)?;
         write(&dir.join("burn.md"), &markdown(&record))?;
+        write(&dir.join("burn.html"), &page(&record)?)?;
     }
     Ok(exit)
 }
@@ -203,7 +207,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         }
     }
     let health_after = super::health_counters();
-    let warnings = slowdowns(&timeline);
+    let (warned, warnings) = slowdowns(&timeline).into_iter().unzip();
     let (verdict, reason, exit) = verdict(&units, &plan.only);
     let record = BurnRecord {
         schema: "hostbench/burn/v1",
@@ -218,6 +222,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         units,
         timeline,
         warnings,
+        warned,
         health_before,
         health_after,
     };
@@ -323,8 +328,9 @@ fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
     )
 }
 
-/// A unit whose rate fell more than 10 % from its first full interval to its last full one.
-fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
+/// Each unit whose rate fell more than 10 % from its first full interval to its last full one,
+/// with its warning line.
+fn slowdowns(timeline: &[TimelinePoint]) -> Vec<(String, String)> {
     let mut names: Vec<&str> = timeline.iter().map(|p| p.unit.as_str()).collect();
     names.dedup();
     let mut out = Vec::new();
@@ -343,7 +349,7 @@ fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
                     p.temp_c.map_or("?".into(), |t| format!("{t:.0}"))
                 )
             };
-            out.push(format!(
+            let line = format!(
                 "warn {name}: rate fell {:.0} % over the run ({:.3e} → {:.3e} {}; {} → {})",
                 100.0 * (1.0 - b.rate / a.rate),
                 a.rate,
@@ -351,7 +357,8 @@ fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
                 a.rate_unit,
                 cond(a),
                 cond(b)
-            ));
+            );
+            out.push((name.to_string(), line));
         }
     }
     out
@@ -460,6 +467,28 @@ fn markdown(r: &BurnRecord) -> String {
         s += &format!("\n- {w}");
     }
     s
+}
+
+/// burn.html: the verdict, the units table and the timeline charts (hostbench-report's `burn`).
+fn page(r: &BurnRecord) -> anyhow::Result<String> {
+    let verdict_line = format!("{} {}", r.verdict.to_uppercase(), r.reason);
+    let mut meta = format!(
+        "{} for {:.0} s on {} (CPUs {:?})",
+        r.schema, r.duration_s, r.cpu_model, r.cpus
+    );
+    if let Some(f) = &r.fault_injected {
+        meta += &format!("; fault injected: HOSTBENCH_FAULT={f} (this record is a test)");
+    }
+    Ok(hostbench_report::burn::html(
+        &hostbench_report::burn::BurnPage {
+            verdict_line: &verdict_line,
+            meta: &meta,
+            units: &r.units,
+            timeline: &r.timeline,
+            warnings: &r.warnings,
+            warned: &r.warned,
+        },
+    )?)
 }
 
 /// One Markdown table row.

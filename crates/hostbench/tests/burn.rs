@@ -95,14 +95,14 @@ fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
 /// point's tooltip names its unit: `UNIT at T s: R % (…)`), and the clock and temperature
 /// panels drawn where the record holds readings and said to be "not readable here" where not.
 fn burn_html_draws_the_timeline(out: &std::path::Path, rec: &serde_json::Value) {
-    let html = std::fs::read_to_string(out.join("burn.html")).unwrap();
+    let html = std::fs::read_to_string(out.join("burn.html")).expect("burn.html written");
     assert!(html.contains("<strong>PASS "), "{html}");
     assert!(html.contains("<svg"), "{html}");
-    let timeline = rec["timeline"].as_array().unwrap();
+    let timeline = rec["timeline"].as_array().expect("timeline");
     let expected: std::collections::BTreeSet<&str> = timeline
         .iter()
-        .filter(|p| p["rate"].as_f64().unwrap() > 0.0)
-        .map(|p| p["unit"].as_str().unwrap())
+        .filter(|p| p["rate"].as_f64().expect("rate") > 0.0)
+        .map(|p| p["unit"].as_str().expect("unit"))
         .collect();
     let drawn: std::collections::BTreeSet<&str> = html
         .lines()

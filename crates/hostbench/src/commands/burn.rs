@@ -150,7 +150,16 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let step = interval(plan.duration);
     let mut units = Vec::new();
     let mut timeline = Vec::new();
+    // Each burn times its points from its own start; the record's are from the burn's start.
+    let t0 = std::time::Instant::now();
+    let from_start = |points: Vec<TimelinePoint>, began: f64| {
+        points.into_iter().map(move |mut p| {
+            p.t_s += began;
+            p
+        })
+    };
     if wants("cpu") {
+        let began = t0.elapsed().as_secs_f64();
         let cfg = hostbench_cpu::burn::CpuBurnConfig {
             cpus: cpus.clone(),
             each: share / 2,
@@ -165,12 +174,13 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         };
         let b = hostbench_cpu::burn::run(&cfg)?;
         units.extend(b.units);
-        timeline.extend(b.timeline);
+        timeline.extend(from_start(b.timeline, began));
     }
     let mem_bytes =
         (host::available_memory_bytes() as f64 * plan.mem_share) as u64 & !((2 << 20) - 1);
     let mut mem_huge_bytes = None;
     if wants("mem") {
+        let began = t0.elapsed().as_secs_f64();
         let cfg = hostbench_mem::burn::MemBurnConfig {
             bytes: mem_bytes as usize,
             cpus: cpus.clone(),
@@ -181,7 +191,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         let b = hostbench_mem::burn::run(&cfg)?;
         mem_huge_bytes = b.huge_bytes;
         units.extend(b.units);
-        timeline.extend(b.timeline);
+        timeline.extend(from_start(b.timeline, began));
     }
     if wants("gpu") {
         units.push(UnitRun::not_run(
@@ -195,6 +205,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         match &args.disk_dir {
             None => units.push(UnitRun::not_run("disk", "-", "disk", "needs --disk-dir")),
             Some(dir) => {
+                let began = t0.elapsed().as_secs_f64();
                 let cfg = hostbench_disk::burn::DiskBurnConfig {
                     dir: dir.clone(),
                     duration: share,
@@ -202,7 +213,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
                 };
                 let b = hostbench_disk::burn::run(&cfg)?;
                 units.push(b.unit);
-                timeline.extend(b.timeline);
+                timeline.extend(from_start(b.timeline, began));
             }
         }
     }

@@ -89,6 +89,35 @@ fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
     let md = std::fs::read_to_string(out.join("burn.md")).unwrap();
     assert!(md.contains("## Timeline"), "{md}");
     burn_html_draws_the_timeline(&out, &rec);
+    report_renders_the_saved_burn(&out);
+}
+
+/// `hostbench report burn.json`: the saved record renders again, the page the same as the one
+/// `--out` wrote (the warned units found again from the timeline); a format a burn has not is a
+/// one-line error, exit 2.
+fn report_renders_the_saved_burn(out: &std::path::Path) {
+    let json = out.join("burn.json");
+    let again = out.join("again.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["report", json.to_str().expect("utf-8"), "--html"])
+        .arg(&again)
+        .output()
+        .expect("run hostbench report");
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("PASS "), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&again).expect("again.html"),
+        std::fs::read_to_string(out.join("burn.html")).expect("burn.html")
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["report", json.to_str().expect("utf-8"), "--csv", "-"])
+        .output()
+        .expect("run hostbench report");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--csv"), "{err}");
 }
 
 /// burn.html: the verdict, an inline SVG chart with one drawn line per timeline unit (each

@@ -9,31 +9,34 @@ use anyhow::Context;
 use hostbench_core::burn::{Fault, TimelinePoint, UnitRun, UnitStatus};
 use hostbench_core::model::Health;
 use hostbench_core::{affinity, host, units, BenchError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::BurnArgs;
 use crate::Exit;
 
 const RESOURCES: [&str; 4] = ["cpu", "mem", "gpu", "disk"];
+/// The burn record's schema (`hostbench report` tells it from a run by this).
+const SCHEMA: &str = "hostbench/burn/v1";
 
 /// The saved burn record (`hostbench/burn/v1`).
-#[derive(Debug, Serialize)]
-struct BurnRecord {
-    schema: &'static str,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct BurnRecord {
+    schema: String,
     verdict: String,
     reason: String,
     duration_s: f64,
     cpu_model: String,
     cpus: Vec<usize>,
     /// The fault injected through `HOSTBENCH_FAULT`, when one was: such a record is a test.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fault_injected: Option<String>,
     mem_bytes: u64,
     mem_huge_bytes: Option<u64>,
     units: Vec<UnitRun>,
     timeline: Vec<TimelinePoint>,
     warnings: Vec<String>,
-    /// The units the warnings are about (drawn ringed on burn.html's timeline).
+    /// The units the warnings are about (drawn ringed on burn.html's timeline); not saved, found
+    /// again from the timeline when a saved record is read back.
     #[serde(skip)]
     warned: Vec<String>,
     health_before: Health,
@@ -221,7 +224,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let (warned, warnings) = slowdowns(&timeline).into_iter().unzip();
     let (verdict, reason, exit) = verdict(&units, &plan.only);
     let record = BurnRecord {
-        schema: "hostbench/burn/v1",
+        schema: SCHEMA.into(),
         verdict,
         reason,
         duration_s: plan.duration.as_secs_f64(),
@@ -500,6 +503,78 @@ fn page(r: &BurnRecord) -> anyhow::Result<String> {
             warned: &r.warned,
         },
     )?)
+}
+
+/// `hostbench report burn.json`: a saved burn record (told from a run by its schema) rendered
+/// again: `--html` the page, `--md` the Markdown, else the terminal lines. `None` when `path` is
+/// not a readable burn record, so the run loader reports what it is.
+pub(crate) fn report(path: &Path, args: &crate::cli::ReportArgs) -> anyhow::Result<Option<Exit>> {
+    use hostbench_report::ReportError;
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if value.get("schema").and_then(serde_json::Value::as_str) != Some(SCHEMA) {
+        return Ok(None);
+    }
+    let bad = |why: String| ReportError::bad(format!("{}: {why}", path.display()));
+    for (name, given) in [
+        ("csv", args.csv.is_some()),
+        ("openmetrics", args.openmetrics.is_some()),
+        ("png", args.png.is_some()),
+    ] {
+        if given {
+            return Err(bad(format!(
+                "--{name}: a burn record renders only as --html, --md or on the terminal"
+            ))
+            .into());
+        }
+    }
+    let mut rec: BurnRecord = serde_json::from_value(value).map_err(|e| {
+        bad(format!(
+            "does not follow {SCHEMA}: {}",
+            e.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    })?;
+    rec.warned = slowdowns(&rec.timeline)
+        .into_iter()
+        .map(|(u, _)| u)
+        .collect();
+    // Resolve every target before writing anything, so a bad one writes nothing.
+    let mut targets = Vec::new();
+    for (name, value) in [("html", &args.html), ("md", &args.md)] {
+        if let Some(v) = value {
+            targets.push((name, crate::settings::out_target(name, v)?));
+        }
+    }
+    let mut to_stdout = false;
+    for (name, target) in targets {
+        let text = if name == "html" {
+            page(&rec)?
+        } else {
+            markdown(&rec)
+        };
+        match target {
+            crate::settings::JsonTarget::Stdout => {
+                out!("{text}");
+                to_stdout = true;
+            }
+            crate::settings::JsonTarget::File(p) => {
+                hostbench_report::export::write_atomic(&p, &text)
+                    .map_err(|e| ReportError::bad(format!("--{name}: {e}")))?;
+                eprintln!("wrote {}", p.display());
+            }
+        }
+    }
+    if !args.quiet && !to_stdout {
+        out!("{}", render(&rec));
+    }
+    Ok(Some(Exit::Ok))
 }
 
 /// One Markdown table row.

@@ -4,6 +4,7 @@
 //!   Theoretical | Efficiency | Reference efficiency), derived from records generically;
 //! - `export`: the output formats behind one `Exporter` trait (terminal, Markdown, CSV, HTML,
 //!   JSON) and the report files of a results directory;
+//! - `burn`: the burn-in's page (`burn.html`: verdict, units, timeline charts);
 //! - `chart`: charts derived from the parameters, drawn as SVG or PNG;
 //! - `history`: the SQLite store of every run, versioned and migrated;
 //! - `compare`: two runs record by record, with a statistical verdict per change;
@@ -15,6 +16,7 @@
 //! make a matrix, a loaded-latency curve or a latency-vs-offered-load curve in `chart`), so a new
 //! subsystem's records appear in every table, chart and comparison without a change.
 
+pub mod burn;
 pub mod chart;
 pub mod compare;
 pub mod error;

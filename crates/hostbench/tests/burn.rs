@@ -1,5 +1,5 @@
 //! `hostbench burn` end to end: a short clean burn passes with every CPU covered and the timeline
-//! present; each injected fault (`HOSTBENCH_FAULT`) fails with the first line naming the CPU or
+//! present (burn.md, and burn.html with its timeline chart); each injected fault (`HOSTBENCH_FAULT`) fails with the first line naming the CPU or
 //! address and the unit while the other CPU passes; bad input is one line and exit 2.
 
 use std::process::{Command, Output};
@@ -88,6 +88,78 @@ fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
     assert!(!rec["timeline"].as_array().unwrap().is_empty());
     let md = std::fs::read_to_string(out.join("burn.md")).unwrap();
     assert!(md.contains("## Timeline"), "{md}");
+    burn_html_draws_the_timeline(&out, &rec);
+    report_renders_the_saved_burn(&out);
+}
+
+/// `hostbench report burn.json`: the saved record renders again, the page the same as the one
+/// `--out` wrote (the warned units found again from the timeline); a format a burn has not is a
+/// one-line error, exit 2.
+fn report_renders_the_saved_burn(out: &std::path::Path) {
+    let json = out.join("burn.json");
+    let again = out.join("again.html");
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["report", json.to_str().expect("utf-8"), "--html"])
+        .arg(&again)
+        .output()
+        .expect("run hostbench report");
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("PASS "), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&again).expect("again.html"),
+        std::fs::read_to_string(out.join("burn.html")).expect("burn.html")
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["report", json.to_str().expect("utf-8"), "--csv", "-"])
+        .output()
+        .expect("run hostbench report");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--csv"), "{err}");
+}
+
+/// burn.html: the verdict, an inline SVG chart with one drawn line per timeline unit (each
+/// point's tooltip names its unit: `UNIT at T s: R % (…)`), and the clock and temperature
+/// panels drawn where the record holds readings and said to be "not readable here" where not.
+fn burn_html_draws_the_timeline(out: &std::path::Path, rec: &serde_json::Value) {
+    let html = std::fs::read_to_string(out.join("burn.html")).expect("burn.html written");
+    assert!(html.contains("<strong>PASS "), "{html}");
+    assert!(html.contains("<svg"), "{html}");
+    let timeline = rec["timeline"].as_array().expect("timeline");
+    let expected: std::collections::BTreeSet<&str> = timeline
+        .iter()
+        .filter(|p| p["rate"].as_f64().expect("rate") > 0.0)
+        .map(|p| p["unit"].as_str().expect("unit"))
+        .collect();
+    let drawn: std::collections::BTreeSet<&str> = html
+        .lines()
+        .filter(|l| l.starts_with("<circle"))
+        .filter_map(|l| {
+            let title = l.split("<title>").nth(1)?;
+            let (unit, rest) = title.split_once(" at ")?;
+            rest.contains(" % (").then_some(unit)
+        })
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(drawn, expected, "drawn series vs timeline units");
+    for (key, drawn_title, said) in [
+        (
+            "clock_mhz",
+            "Mean CPU clock per interval",
+            "Mean CPU clock: not readable here",
+        ),
+        (
+            "temp_c",
+            "Hottest temperature per interval",
+            "Hottest temperature: not readable here",
+        ),
+    ] {
+        let read = timeline.iter().any(|p| p.get(key).is_some());
+        assert_eq!(html.contains(drawn_title), read, "{key}: {html}");
+        assert_eq!(html.contains(said), !read, "{key}: {html}");
+    }
 }
 
 #[test]

@@ -9,30 +9,36 @@ use anyhow::Context;
 use hostbench_core::burn::{Fault, TimelinePoint, UnitRun, UnitStatus};
 use hostbench_core::model::Health;
 use hostbench_core::{affinity, host, units, BenchError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::BurnArgs;
 use crate::Exit;
 
 const RESOURCES: [&str; 4] = ["cpu", "mem", "gpu", "disk"];
+/// The burn record's schema (`hostbench report` tells it from a run by this).
+const SCHEMA: &str = "hostbench/burn/v1";
 
 /// The saved burn record (`hostbench/burn/v1`).
-#[derive(Debug, Serialize)]
-struct BurnRecord {
-    schema: &'static str,
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct BurnRecord {
+    schema: String,
     verdict: String,
     reason: String,
     duration_s: f64,
     cpu_model: String,
     cpus: Vec<usize>,
     /// The fault injected through `HOSTBENCH_FAULT`, when one was: such a record is a test.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     fault_injected: Option<String>,
     mem_bytes: u64,
     mem_huge_bytes: Option<u64>,
     units: Vec<UnitRun>,
     timeline: Vec<TimelinePoint>,
     warnings: Vec<String>,
+    /// The units the warnings are about (drawn ringed on burn.html's timeline); not saved, found
+    /// again from the timeline when a saved record is read back.
+    #[serde(skip)]
+    warned: Vec<String>,
     health_before: Health,
     health_after: Health,
 }
@@ -125,6 +131,7 @@ pub fn run(args: &BurnArgs) -> anyhow::Result<Exit> {
     if let Some(dir) = &args.out {
         write(&dir.join("burn.json"), &json)?;
         write(&dir.join("burn.md"), &markdown(&record))?;
+        write(&dir.join("burn.html"), &page(&record)?)?;
     }
     Ok(exit)
 }
@@ -146,7 +153,16 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let step = interval(plan.duration);
     let mut units = Vec::new();
     let mut timeline = Vec::new();
+    // Each burn times its points from its own start; the record's are from the burn's start.
+    let t0 = std::time::Instant::now();
+    let from_start = |points: Vec<TimelinePoint>, began: f64| {
+        points.into_iter().map(move |mut p| {
+            p.t_s += began;
+            p
+        })
+    };
     if wants("cpu") {
+        let began = t0.elapsed().as_secs_f64();
         let cfg = hostbench_cpu::burn::CpuBurnConfig {
             cpus: cpus.clone(),
             each: share / 2,
@@ -161,12 +177,13 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         };
         let b = hostbench_cpu::burn::run(&cfg)?;
         units.extend(b.units);
-        timeline.extend(b.timeline);
+        timeline.extend(from_start(b.timeline, began));
     }
     let mem_bytes =
         (host::available_memory_bytes() as f64 * plan.mem_share) as u64 & !((2 << 20) - 1);
     let mut mem_huge_bytes = None;
     if wants("mem") {
+        let began = t0.elapsed().as_secs_f64();
         let cfg = hostbench_mem::burn::MemBurnConfig {
             bytes: mem_bytes as usize,
             cpus: cpus.clone(),
@@ -177,7 +194,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         let b = hostbench_mem::burn::run(&cfg)?;
         mem_huge_bytes = b.huge_bytes;
         units.extend(b.units);
-        timeline.extend(b.timeline);
+        timeline.extend(from_start(b.timeline, began));
     }
     if wants("gpu") {
         units.push(UnitRun::not_run(
@@ -191,6 +208,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         match &args.disk_dir {
             None => units.push(UnitRun::not_run("disk", "-", "disk", "needs --disk-dir")),
             Some(dir) => {
+                let began = t0.elapsed().as_secs_f64();
                 let cfg = hostbench_disk::burn::DiskBurnConfig {
                     dir: dir.clone(),
                     duration: share,
@@ -198,15 +216,15 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
                 };
                 let b = hostbench_disk::burn::run(&cfg)?;
                 units.push(b.unit);
-                timeline.extend(b.timeline);
+                timeline.extend(from_start(b.timeline, began));
             }
         }
     }
     let health_after = super::health_counters();
-    let warnings = slowdowns(&timeline);
+    let (warned, warnings) = slowdowns(&timeline).into_iter().unzip();
     let (verdict, reason, exit) = verdict(&units, &plan.only);
     let record = BurnRecord {
-        schema: "hostbench/burn/v1",
+        schema: SCHEMA.into(),
         verdict,
         reason,
         duration_s: plan.duration.as_secs_f64(),
@@ -218,6 +236,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         units,
         timeline,
         warnings,
+        warned,
         health_before,
         health_after,
     };
@@ -323,8 +342,9 @@ fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
     )
 }
 
-/// A unit whose rate fell more than 10 % from its first full interval to its last full one.
-fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
+/// Each unit whose rate fell more than 10 % from its first full interval to its last full one,
+/// with its warning line.
+fn slowdowns(timeline: &[TimelinePoint]) -> Vec<(String, String)> {
     let mut names: Vec<&str> = timeline.iter().map(|p| p.unit.as_str()).collect();
     names.dedup();
     let mut out = Vec::new();
@@ -343,7 +363,7 @@ fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
                     p.temp_c.map_or("?".into(), |t| format!("{t:.0}"))
                 )
             };
-            out.push(format!(
+            let line = format!(
                 "warn {name}: rate fell {:.0} % over the run ({:.3e} → {:.3e} {}; {} → {})",
                 100.0 * (1.0 - b.rate / a.rate),
                 a.rate,
@@ -351,7 +371,8 @@ fn slowdowns(timeline: &[TimelinePoint]) -> Vec<String> {
                 a.rate_unit,
                 cond(a),
                 cond(b)
-            ));
+            );
+            out.push((name.to_string(), line));
         }
     }
     out
@@ -460,6 +481,100 @@ fn markdown(r: &BurnRecord) -> String {
         s += &format!("\n- {w}");
     }
     s
+}
+
+/// burn.html: the verdict, the units table and the timeline charts (hostbench-report's `burn`).
+fn page(r: &BurnRecord) -> anyhow::Result<String> {
+    let verdict_line = format!("{} {}", r.verdict.to_uppercase(), r.reason);
+    let mut meta = format!(
+        "{} for {:.0} s on {} (CPUs {:?})",
+        r.schema, r.duration_s, r.cpu_model, r.cpus
+    );
+    if let Some(f) = &r.fault_injected {
+        meta += &format!("; fault injected: HOSTBENCH_FAULT={f} (this record is a test)");
+    }
+    Ok(hostbench_report::burn::html(
+        &hostbench_report::burn::BurnPage {
+            verdict_line: &verdict_line,
+            meta: &meta,
+            units: &r.units,
+            timeline: &r.timeline,
+            warnings: &r.warnings,
+            warned: &r.warned,
+        },
+    )?)
+}
+
+/// `hostbench report burn.json`: a saved burn record (told from a run by its schema) rendered
+/// again: `--html` the page, `--md` the Markdown, else the terminal lines. `None` when `path` is
+/// not a readable burn record, so the run loader reports what it is.
+pub(crate) fn report(path: &Path, args: &crate::cli::ReportArgs) -> anyhow::Result<Option<Exit>> {
+    use hostbench_report::ReportError;
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Ok(None);
+    };
+    if value.get("schema").and_then(serde_json::Value::as_str) != Some(SCHEMA) {
+        return Ok(None);
+    }
+    let bad = |why: String| ReportError::bad(format!("{}: {why}", path.display()));
+    for (name, given) in [
+        ("csv", args.csv.is_some()),
+        ("openmetrics", args.openmetrics.is_some()),
+        ("png", args.png.is_some()),
+    ] {
+        if given {
+            return Err(bad(format!(
+                "--{name}: a burn record renders only as --html, --md or on the terminal"
+            ))
+            .into());
+        }
+    }
+    let mut rec: BurnRecord = serde_json::from_value(value).map_err(|e| {
+        bad(format!(
+            "does not follow {SCHEMA}: {}",
+            e.to_string()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    })?;
+    rec.warned = slowdowns(&rec.timeline)
+        .into_iter()
+        .map(|(u, _)| u)
+        .collect();
+    // Resolve every target before writing anything, so a bad one writes nothing.
+    let mut targets = Vec::new();
+    for (name, value) in [("html", &args.html), ("md", &args.md)] {
+        if let Some(v) = value {
+            targets.push((name, crate::settings::out_target(name, v)?));
+        }
+    }
+    let mut to_stdout = false;
+    for (name, target) in targets {
+        let text = if name == "html" {
+            page(&rec)?
+        } else {
+            markdown(&rec)
+        };
+        match target {
+            crate::settings::JsonTarget::Stdout => {
+                out!("{text}");
+                to_stdout = true;
+            }
+            crate::settings::JsonTarget::File(p) => {
+                hostbench_report::export::write_atomic(&p, &text)
+                    .map_err(|e| ReportError::bad(format!("--{name}: {e}")))?;
+                eprintln!("wrote {}", p.display());
+            }
+        }
+    }
+    if !args.quiet && !to_stdout {
+        out!("{}", render(&rec));
+    }
+    Ok(Some(Exit::Ok))
 }
 
 /// One Markdown table row.

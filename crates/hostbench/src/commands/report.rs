@@ -1,6 +1,7 @@
 //! `hostbench report FILE.json …`: re-render any saved run in every format, without measuring
 //! (OpenMetrics too, so a saved run or one from another machine reaches node_exporter without
-//! measuring again); two to eight runs render side by side (hostbench-report's `side`).
+//! measuring again); two to eight runs render side by side (hostbench-report's `side`); a saved
+//! burn record renders as the burn's own page (`burn::report`).
 
 use hostbench_core::model::RunResult;
 use hostbench_report::chart::write_pngs;
@@ -53,6 +54,12 @@ impl Subject {
 }
 
 pub fn run(args: &ReportArgs) -> anyhow::Result<Exit> {
+    // A saved burn record (`hostbench/burn/v1`) has its own page.
+    if let [only] = args.files.as_slice() {
+        if let Some(exit) = super::burn::report(only, args)? {
+            return Ok(exit);
+        }
+    }
     let mut runs = Vec::with_capacity(args.files.len());
     for f in &args.files {
         runs.push((f.as_path(), load_run(f)?));

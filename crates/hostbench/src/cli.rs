@@ -734,8 +734,9 @@ pub struct HistoryDbArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// A saved result (run.json of a results directory, or any --json output); two to eight of
-    /// them render side by side (overlaid charts, each run's ratio to the first).
+    /// A saved result (run.json of a results directory, or any --json output), or a burn record
+    /// (burn.json); two to eight results render side by side (overlaid charts, each run's ratio
+    /// to the first).
     #[arg(value_name = "FILE.json", required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     /// Write the HTML report (self-contained, with charts) to FILE, or `-` for stdout.

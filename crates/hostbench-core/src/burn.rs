@@ -234,6 +234,62 @@ pub struct TimelinePoint {
     pub power_w: Option<f64>,
 }
 
+/// One interval's (mean clock in MHz, hottest temperature in °C), each where readable.
+pub type IntervalReading = (Option<f64>, Option<f64>);
+
+/// The clock and the hottest temperature read once per timeline interval while a burn runs, on
+/// a thread of its own that sleeps between readings (two file reads an interval), so each
+/// interval's point carries its own reading, not one taken when the phase ended.
+pub struct Sampler {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Vec<IntervalReading>>>,
+}
+
+impl Sampler {
+    /// Start reading at the middle of each `interval` counted from `start`.
+    pub fn start(start: std::time::Instant, interval: std::time::Duration) -> Sampler {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut readings = Vec::new();
+            let step = std::time::Duration::from_millis(20).min(interval / 2);
+            loop {
+                let due = start + interval * readings.len() as u32 + interval / 2;
+                while std::time::Instant::now() < due {
+                    if flag.load(Ordering::Relaxed) {
+                        return readings;
+                    }
+                    std::thread::sleep(step.max(std::time::Duration::from_millis(1)));
+                }
+                readings.push((clock_mhz_now(), temperature_c_now()));
+            }
+        });
+        Sampler {
+            stop,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stop and hand back one (clock MHz, temperature °C) per interval reached, in order.
+    pub fn finish(mut self) -> Vec<IntervalReading> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Interval `b`'s reading, or one taken now where the sampler never reached it (an interval
+/// shorter than the reading's half-interval delay at the end of a phase).
+pub fn reading_at(readings: &[IntervalReading], b: usize) -> IntervalReading {
+    readings
+        .get(b)
+        .copied()
+        .unwrap_or_else(|| (clock_mhz_now(), temperature_c_now()))
+}
+
 /// The current mean clock of the allowed CPUs (`cpu MHz` in /proc/cpuinfo), where the kernel
 /// reports one.
 pub fn clock_mhz_now() -> Option<f64> {
@@ -260,6 +316,25 @@ pub fn temperature_c_now() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sampler_reads_once_per_interval_reached() {
+        let start = std::time::Instant::now();
+        let sampler = Sampler::start(start, std::time::Duration::from_millis(40));
+        std::thread::sleep(std::time::Duration::from_millis(130));
+        let readings = sampler.finish();
+        let elapsed = start.elapsed().as_millis() as usize;
+        // One reading at the middle of each interval begun (20, 60, 100 ms, …): never more than
+        // the intervals whose middle has passed, and the first one well before the end.
+        assert!(
+            !readings.is_empty() && readings.len() <= (elapsed + 20) / 40,
+            "{} readings in {elapsed} ms",
+            readings.len()
+        );
+        let clock = clock_mhz_now().is_some();
+        assert!(readings.iter().all(|(c, _)| c.is_some() == clock));
+        assert_eq!(reading_at(&readings, 0), readings[0]);
+    }
 
     #[test]
     fn parses_every_fault_form() {

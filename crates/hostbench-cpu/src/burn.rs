@@ -348,6 +348,7 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
     validate_fault(&cfg.fault)?;
     let (units, absent) = plan(&cfg.cpus)?;
     let start = Instant::now();
+    let sampler = hostbench_core::burn::Sampler::start(start, cfg.interval);
     let mut out = CpuBurn::default();
     let mut timeline_tallies: Vec<Vec<Tally>> = Vec::new();
     let slice = cfg.each / cfg.cpus.len().max(1) as u32;
@@ -410,8 +411,8 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
         out.units.push(run);
     }
     // The timeline: per interval and unit, the ops summed over the threads that ran it.
-    let clock = hostbench_core::burn::clock_mhz_now();
-    let temp = hostbench_core::burn::temperature_c_now();
+    // Each interval's own clock and temperature, read while it ran.
+    let readings = sampler.finish();
     for (i, u) in units.iter().enumerate() {
         let n = timeline_tallies
             .iter()
@@ -427,13 +428,14 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
                 .map(|(ops, busy)| ops / busy)
                 .sum();
             if rate > 0.0 {
+                let (clock_mhz, temp_c) = hostbench_core::burn::reading_at(&readings, b);
                 out.timeline.push(TimelinePoint {
                     t_s: (b + 1) as f64 * cfg.interval.as_secs_f64(),
                     unit: u.name.clone(),
                     rate,
                     rate_unit: u.rate_unit.into(),
-                    clock_mhz: clock,
-                    temp_c: temp,
+                    clock_mhz,
+                    temp_c,
                     power_w: None,
                 });
             }

@@ -233,6 +233,7 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         _ => None,
     };
     let start = Instant::now();
+    let sampler = hostbench_core::burn::Sampler::start(start, cfg.interval);
     let mut pass = 0u64;
     let mut flipped = false;
     loop {
@@ -291,19 +292,20 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
             break;
         }
     }
-    let clock = hostbench_core::burn::clock_mhz_now();
-    let temp = hostbench_core::burn::temperature_c_now();
+    // Each interval's own clock and temperature, read while it ran.
+    let readings = sampler.finish();
     for (k, p) in PATTERNS.iter().enumerate() {
         for (b, row) in buckets.iter().enumerate() {
             let (bytes, secs) = row[k];
             if secs > 0.0 {
+                let (clock_mhz, temp_c) = hostbench_core::burn::reading_at(&readings, b);
                 out.timeline.push(TimelinePoint {
                     t_s: (b + 1) as f64 * cfg.interval.as_secs_f64(),
                     unit: format!("mem-{}", p.name()),
                     rate: bytes / secs / 1e9,
                     rate_unit: "GB/s".into(),
-                    clock_mhz: clock,
-                    temp_c: temp,
+                    clock_mhz,
+                    temp_c,
                     power_w: None,
                 });
             }

@@ -181,11 +181,13 @@ fn pass_chunk(
             inject(words, flip);
             check(words, |_| v)
         }
+        // The pattern a constant in each closure: `value`'s match folds away.
         Pattern::Random => {
-            let seed = pass.wrapping_mul(0x1_0000_0001);
-            fill_and_check(words, flip, |i| mix64(seed ^ (base + i) as u64))
+            fill_and_check(words, flip, |i| Pattern::Random.value(pass, base + i, 0))
         }
-        Pattern::AddressInAddress => fill_and_check(words, flip, |i| at(i) as u64 ^ pass),
+        Pattern::AddressInAddress => fill_and_check(words, flip, |i| {
+            Pattern::AddressInAddress.value(pass, 0, at(i))
+        }),
     });
     if let Some(v) = constant.filter(|_| p == Pattern::MovingInversions) {
         // Up: write the inverse; down: read it and restore the pattern, checking both ways.

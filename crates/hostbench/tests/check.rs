@@ -35,13 +35,8 @@ fn check(args: &[&str], env: &[(&str, &Path)]) -> (Option<i32>, String, String) 
 fn own_expectation() -> &'static Path {
     static WRITTEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     WRITTEN.get_or_init(|| {
-        // Cargo's scratch directory for integration tests: a static is never dropped, so a
-        // temporary directory would be left behind in /tmp.
         // Named node.toml, as an operator's would be: the verdicts cite it by name.
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("check-expect-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("scratch");
-        let file = dir.join("node.toml");
+        let file = common::shared_scratch("check-expect").join("node.toml");
         let (code, out, err) = check(
             &["--write-expect", file.to_str().expect("utf-8"), "--quiet"],
             &[],

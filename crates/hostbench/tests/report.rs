@@ -47,24 +47,11 @@ fn real_run(out: &Path, db: &Path) -> PathBuf {
 
 /// One small real run shared by the cases that read only its results directory (the files, the
 /// history's first run, chromium's rendering), made once per test binary: `(results directory,
-/// history database)`. It lives in Cargo's scratch directory for integration tests, as a static
-/// is never dropped; an earlier process's copy is removed first.
+/// history database)`, in `common::shared_scratch`.
 fn first_run() -> &'static (PathBuf, PathBuf) {
     static FIRST: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
     FIRST.get_or_init(|| {
-        let scratch = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        if let Ok(entries) = std::fs::read_dir(scratch) {
-            for e in entries.flatten() {
-                if e.file_name()
-                    .to_string_lossy()
-                    .starts_with("report-first-run-")
-                {
-                    let _ = std::fs::remove_dir_all(e.path());
-                }
-            }
-        }
-        let base = scratch.join(format!("report-first-run-{}", std::process::id()));
-        std::fs::create_dir_all(&base).expect("scratch");
+        let base = common::shared_scratch("report-first-run");
         let db = base.join("h.sqlite");
         (real_run(&base.join("results"), &db), db)
     })

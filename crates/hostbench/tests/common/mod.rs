@@ -9,6 +9,22 @@ use std::process::Output;
 use assert_cmd::Command;
 use serde_json::Value;
 
+/// A directory `NAME-PID` in Cargo's scratch directory for integration tests, for what a test
+/// binary makes once and shares through a static (a static is never dropped, so a temporary
+/// directory would be left in /tmp); earlier processes' `NAME-*` directories are removed first.
+pub fn shared_scratch(name: &str) -> std::path::PathBuf {
+    let scratch = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let prefix = format!("{name}-");
+    for e in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+    let dir = scratch.join(format!("{prefix}{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch");
+    dir
+}
+
 /// The binary, with the history database pointed away from the user's data directory (a test
 /// that cares about the database passes its own `--db`).
 pub fn hostbench() -> Command {

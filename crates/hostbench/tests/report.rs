@@ -251,7 +251,11 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         const r = c.getBoundingClientRect();
         return {cls: c.className, w: r.width, h: r.height, left: r.left, lines: c.querySelectorAll('li').length,
                 gauges: c.querySelectorAll('svg.gauge').length,
-                nocause: c.textContent.toLowerCase().includes('no cause found')};
+                // Outside the marks (span.spread, the finding in their title), no card says it.
+                nocause: (() => { const k = c.cloneNode(true);
+                  k.querySelectorAll('span.spread').forEach(m => m.remove());
+                  return k.textContent.toLowerCase().includes('no cause found'); })(),
+                untitled: [...c.querySelectorAll('span.spread')].filter(m => !m.title).length};
       });
       const overflow = document.documentElement.scrollWidth - window.innerWidth;
       return {charts, tables, cards, covered, overflow, width: window.innerWidth};
@@ -280,6 +284,7 @@ fn chromium_renders_the_charts_and_tables_of_a_real_run() {
         // title), never the sentence in a card.
         for c in cards {
             assert_eq!(c["nocause"], false, "a card holds 'no cause found': {c}");
+            assert_eq!(c["untitled"], 0, "a mark without its finding: {c}");
         }
         for c in &cards[1..] {
             assert!(

@@ -4,12 +4,20 @@
 //! Why these patterns (memtester's and memtest86's classics): walking ones and zeros catch stuck
 //! and coupled data bits, moving inversions catch cells disturbed by writes to their neighbours in
 //! either address order, random data catches pattern-sensitive faults, and address-in-address
-//! catches address-line faults (two addresses aliasing one cell). Each pass is split between
-//! threads pinned one per CPU so the test runs at the memory's bandwidth rather than one core's.
+//! catches address-line faults (two addresses aliasing one cell).
+//!
+//! How it runs at the memory's bandwidth: the buffer is split between threads pinned one per CPU,
+//! and each sweep over it checks the state the previous sweep wrote while writing the next one,
+//! block by block, with streaming stores. A sweep that only writes and one that only reads each
+//! leave half the memory system idle; checking one state and writing the next together keeps both
+//! directions busy, as a copy does, and every state is still written whole before any of it is
+//! read back. The expected values of a block sit in an L1-sized stage, so the computed patterns
+//! (random, address) cost what the constant ones do.
+//!
 //! A wrong word is named by its virtual address and, where `/proc/self/pagemap` is readable
 //! (root), its physical address, which the EDAC counters and the DIMM map relate to a module.
-//! `HOSTBENCH_FAULT=mem:flip:after=N` flips one bit of word N (modulo the buffer) after the fill
-//! and before the read-back, so the detection path tested is the real one.
+//! `HOSTBENCH_FAULT=mem:flip:after=N` flips one bit of word N (modulo the buffer) after the first
+//! state is written and before it is read back, so the detection path tested is the real one.
 
 use std::time::{Duration, Instant};
 
@@ -65,15 +73,89 @@ impl Pattern {
         }
     }
 
-    /// The value word `i` (at virtual address `addr`) holds in pass `pass`.
-    #[inline(always)]
+    /// The value word `i` (at virtual address `addr`) holds in pass `pass`: the pattern's definition,
+    /// which [`Stage`] computes a block at a time.
+    ///
+    /// Random data is a per-pass table of [`BLOCK`] hashed words, XORed per block with a hashed
+    /// salt: every word of a block differs from its neighbours and every block from the others, at
+    /// the cost of one hash per block rather than per word. A hash per word held the random pass to
+    /// a quarter of the constant patterns' rate (it was compute-bound, not memory-bound).
     fn value(self, pass: u64, i: usize, addr: usize) -> u64 {
         match self {
             Pattern::WalkingOnes | Pattern::MovingInversions => 1u64.rotate_left(pass as u32),
             Pattern::WalkingZeros => !1u64.rotate_left(pass as u32),
-            Pattern::Random => mix64(pass.wrapping_mul(0x1_0000_0001) ^ i as u64),
+            Pattern::Random => random_word(pass, i % BLOCK) ^ random_salt(pass, i / BLOCK),
             Pattern::AddressInAddress => addr as u64 ^ pass,
         }
+    }
+}
+
+/// Words per block (8 KiB): the unit the fill streams and the check compares, small enough that
+/// the expected values stay in the L1 cache beside the data streaming through it.
+const BLOCK: usize = 1024;
+
+fn random_word(pass: u64, k: usize) -> u64 {
+    mix64(pass.wrapping_mul(0x1_0000_0001) ^ k as u64)
+}
+
+fn random_salt(pass: u64, block: usize) -> u64 {
+    mix64((block as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ !pass)
+}
+
+/// One pass's expected values, a block at a time, in an L1-resident buffer: the fill streams a
+/// block from it and the check compares a block with it, so both run at memory speed whatever the
+/// pattern (the per-word formula is [`Pattern::value`]).
+struct Stage {
+    p: Pattern,
+    pass: u64,
+    /// Moving inversions' inverse (its up sweep writes it, its down sweep checks it).
+    inverted: bool,
+    /// Random's per-pass table (empty for the other patterns).
+    table: Vec<u64>,
+    buf: Vec<u64>,
+}
+
+impl Stage {
+    fn new(State { p, pass, inverted }: State) -> Self {
+        let table = match p {
+            Pattern::Random => (0..BLOCK).map(|k| random_word(pass, k)).collect(),
+            _ => Vec::new(),
+        };
+        // A constant pattern's block never changes: filled once here.
+        let v = p.value(pass, 0, 0);
+        let buf = vec![if inverted { !v } else { v }; BLOCK];
+        Self {
+            p,
+            pass,
+            inverted,
+            table,
+            buf,
+        }
+    }
+
+    /// The expected words of the block of `len` words starting at word `g0` of the whole buffer
+    /// (a multiple of [`BLOCK`]), at virtual address `addr`.
+    #[inline]
+    fn block(&mut self, g0: usize, addr: usize, len: usize) -> &[u64] {
+        let out = &mut self.buf[..len];
+        match self.p {
+            // Constant (or its inverse): filled once in `new`.
+            Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
+                debug_assert!(!self.inverted || self.p == Pattern::MovingInversions);
+            }
+            Pattern::Random => {
+                let salt = random_salt(self.pass, g0 / BLOCK);
+                for (o, &t) in out.iter_mut().zip(&self.table) {
+                    *o = t ^ salt;
+                }
+            }
+            Pattern::AddressInAddress => {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = (addr + 8 * k) as u64 ^ self.pass;
+                }
+            }
+        }
+        out
     }
 }
 
@@ -90,46 +172,32 @@ pub fn physical_address(virt: usize) -> Option<u64> {
     (entry >> 63 == 1 && pfn != 0).then(|| pfn * page as u64 + (virt % page) as u64)
 }
 
-/// Compare every word with `want(index)`: the wrong words' count and the first (address, expected,
-/// got). Generic so the expected value is computed inline and the compare loop vectorises; an OR of
-/// XORs per block, and only a bad block is searched word by word.
-#[inline(always)]
-fn check<F: Fn(usize) -> u64>(words: &[u64], want: F) -> (u64, Option<(usize, u64, u64)>) {
+/// Compare every word with its expected value: the wrong words' count and the first (address,
+/// expected, got). An OR of XORs over the block (it vectorises), and only a bad block is searched
+/// word by word.
+#[inline]
+fn compare(words: &[u64], want: &[u64]) -> Found {
+    let diff = words
+        .iter()
+        .zip(want)
+        .fold(0u64, |acc, (&w, &e)| acc | (w ^ e));
+    if diff == 0 {
+        return (0, None);
+    }
     let addr0 = words.as_ptr() as usize;
     let mut bad = 0;
     let mut first = None;
-    for (b, block) in words.chunks(512).enumerate() {
-        let off = b * 512;
-        let diff = block
-            .iter()
-            .enumerate()
-            .fold(0u64, |acc, (k, &w)| acc | (w ^ want(off + k)));
-        if diff != 0 {
-            for (k, &w) in block.iter().enumerate() {
-                let e = want(off + k);
-                if w != e {
-                    bad += 1;
-                    first.get_or_insert((addr0 + (off + k) * 8, e, w));
-                }
-            }
+    for (k, (&w, &e)) in words.iter().zip(want).enumerate() {
+        if w != e {
+            bad += 1;
+            first.get_or_insert((addr0 + k * 8, e, w));
         }
     }
     (bad, first)
 }
 
-/// Write `want(i)` into every word, flip the injected fault's bit, and compare every word.
-#[inline(always)]
-fn fill_and_check<F: Fn(usize) -> u64 + Copy>(
-    words: &mut [u64],
-    flip: Option<usize>,
-    want: F,
-) -> (u64, Option<(usize, u64, u64)>) {
-    for (i, w) in words.iter_mut().enumerate() {
-        *w = want(i);
-    }
-    inject(words, flip);
-    check(words, want)
-}
+/// Wrong words found and the first as (virtual address, expected, got).
+type Found = (u64, Option<(usize, u64, u64)>);
 
 /// The injected fault (`HOSTBENCH_FAULT=mem:flip`): one bit of one word changes after it was
 /// written.
@@ -139,74 +207,131 @@ fn inject(words: &mut [u64], flip: Option<usize>) {
     }
 }
 
-/// (bytes moved, wrong words, the first wrong one as (virtual address, expected, got)).
-type ChunkResult = (u64, u64, Option<(usize, u64, u64)>);
+/// How a block is written: the bandwidth kernels' copy, with streaming stores where the ISA has
+/// them, so the fill does not read every line before writing it (a third of a temporal fill's
+/// traffic) and the check that follows reads the memory, not a cache.
+#[derive(Clone, Copy)]
+struct Store {
+    copy: crate::kernels::CopyFn,
+    nontemporal: bool,
+}
 
-/// Fill `words` with the pattern, then (for moving inversions, with the inverse written back in
-/// both directions) read every word and compare. Returns (bytes moved, wrong words, first).
-fn pass_chunk(
+impl Store {
+    fn best() -> Self {
+        let isa = crate::kernels::Isa::best();
+        match isa.ops() {
+            Ok(ops) => Self {
+                copy: ops.copy,
+                nontemporal: isa.has_nontemporal(),
+            },
+            Err(_) => Self::plain(),
+        }
+    }
+
+    /// Plain stores (the tests' reference path, and the fallback).
+    fn plain() -> Self {
+        unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, _nt: bool) {
+            // SAFETY: the caller's contract, as for the kernels' copy.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, len) }
+        }
+        Self {
+            copy,
+            nontemporal: false,
+        }
+    }
+
+    fn put(self, dst: &mut [u64], src: &[u64]) {
+        let len = dst.len().min(src.len());
+        // SAFETY: both slices hold at least `len` words and are distinct borrows (the stage
+        // buffer and the burn region never overlap).
+        unsafe {
+            (self.copy)(
+                dst.as_mut_ptr().cast(),
+                src.as_ptr().cast(),
+                len * 8,
+                self.nontemporal,
+            )
+        }
+    }
+}
+
+/// What the memory holds between two sweeps: a pattern in a pass, or moving inversions' inverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct State {
     p: Pattern,
     pass: u64,
+    inverted: bool,
+}
+
+/// The states one pass writes, in order: each is written over the whole buffer by one sweep and
+/// checked by the next. Moving inversions is its pattern, the inverse (the up sweep checks the
+/// pattern and writes the inverse), and the pattern again (the down sweep checks the inverse and
+/// restores it, walking down), memtest86's order.
+fn states(pass: u64) -> Vec<State> {
+    let at = |p, inverted| State { p, pass, inverted };
+    PATTERNS
+        .iter()
+        .flat_map(|&p| match p {
+            Pattern::MovingInversions => vec![at(p, false), at(p, true), at(p, false)],
+            _ => vec![at(p, false)],
+        })
+        .collect()
+}
+
+/// One sweep over a thread's share `words` (word `base` of the whole buffer, a multiple of
+/// [`BLOCK`]), block by block: compare the block with `check`'s values, then write `write`'s.
+///
+/// Checking one state and writing the next in the same sweep keeps reads and writes in flight
+/// together, as a copy does: a sweep that only wrote and another that only read ran at about
+/// 60 % of the copy bandwidth on the Zen 5 host of BENCHMARKS.md, the two overlapped at its
+/// copy rate. Each state is still written over the whole buffer before any of it is read back,
+/// so two addresses that alias one cell are still caught (the later write changes what the earlier
+/// address reads).
+fn sweep(
     words: &mut [u64],
     base: usize,
-    flip: Option<usize>,
-) -> ChunkResult {
-    let addr0 = words.as_ptr() as usize;
-    let at = |i: usize| addr0 + i * 8;
-    // Constant patterns fill and compare with one splatted value (memset speed); the others
-    // compute each word's value inline.
-    let constant = match p {
-        Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
-            Some(p.value(pass, 0, 0))
-        }
-        Pattern::Random | Pattern::AddressInAddress => None,
-    };
-    let mut moved = 2 * words.len() as u64 * 8;
+    check: Option<State>,
+    write: Option<State>,
+    down: bool,
+    store: Store,
+) -> Found {
+    let mut check = check.map(Stage::new);
+    let mut write = write.map(Stage::new);
     let mut bad = 0u64;
     let mut first = None;
-    let mut tally = |(b, f): (u64, Option<(usize, u64, u64)>)| {
-        bad += b;
-        if first.is_none() {
-            first = f;
+    let n = words.len();
+    let blocks = n.div_ceil(BLOCK);
+    for b in 0..blocks {
+        let b = if down { blocks - 1 - b } else { b };
+        let block = &mut words[b * BLOCK..((b + 1) * BLOCK).min(n)];
+        let (g0, addr, len) = (base + b * BLOCK, block.as_ptr() as usize, block.len());
+        if let Some(stage) = check.as_mut() {
+            let (n, f) = compare(block, stage.block(g0, addr, len));
+            bad += n;
+            if first.is_none() {
+                first = f;
+            }
         }
-    };
-    // One loop per pattern, its value function known to the compiler: matched once here rather
-    // than per word, the fill and the compare vectorise (address-in-address and random ran at a
-    // third and a fifth of the constant patterns' rate with the match inside the loop).
-    tally(match p {
-        Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
-            // A constant fills at memset speed.
-            let v = p.value(pass, 0, 0);
-            words.fill(v);
-            inject(words, flip);
-            check(words, |_| v)
+        if let Some(stage) = write.as_mut() {
+            store.put(block, stage.block(g0, addr, len));
         }
-        // The pattern a constant in each closure: `value`'s match folds away.
-        Pattern::Random => {
-            fill_and_check(words, flip, |i| Pattern::Random.value(pass, base + i, 0))
-        }
-        Pattern::AddressInAddress => fill_and_check(words, flip, |i| {
-            Pattern::AddressInAddress.value(pass, 0, at(i))
-        }),
-    });
-    if let Some(v) = constant.filter(|_| p == Pattern::MovingInversions) {
-        // Up: write the inverse; down: read it and restore the pattern, checking both ways.
-        for w in words.iter_mut() {
-            *w = !*w;
-        }
-        tally(check(words, |_| !v));
-        for w in words.iter_mut().rev() {
-            *w = !*w;
-        }
-        tally(check(words, |_| v));
-        moved += 6 * words.len() as u64 * 8;
     }
-    (moved, bad, first)
+    (bad, first)
+}
+
+/// A pattern's share of the sweeps: bytes moved and seconds.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    bytes: f64,
+    secs: f64,
 }
 
 /// Run the pattern passes over `bytes` until the duration is spent (at least one pass each).
 pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
-    let words_total = (cfg.bytes / 8).max(cfg.cpus.len().max(1) * 512);
+    // Whole blocks, and each thread's share a whole number of them, so a block's values depend
+    // on its place in the buffer only.
+    let threads = cfg.cpus.len().max(1);
+    let words_total = (cfg.bytes / 8 / BLOCK).max(threads) * BLOCK;
     let mut region = Region::new(words_total * 8, Pages::Huge)?;
     region.touch();
     let mut out = MemBurn {
@@ -219,59 +344,83 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         // so reinterpreting it as u64 words is aligned and in bounds; `bytes` is not used again.
         unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u64>(), words_total) }
     };
-    let threads = cfg.cpus.len().max(1);
-    let per = words_total.div_ceil(threads);
+    let per = words_total.div_ceil(threads).next_multiple_of(BLOCK);
+    let store = Store::best();
     let place = format!("{} MiB", (words_total * 8) >> 20);
     let mut runs: Vec<UnitRun> = PATTERNS
         .iter()
         .map(|p| UnitRun::new("mem", &place, "all", p.name(), "GB/s"))
         .collect();
-    let mut busy = [Duration::ZERO; 5];
-    let mut moved = [0u64; 5];
-    // Per timeline interval and pattern: (bytes moved, seconds), so the rate is the pattern's own.
-    let mut buckets: Vec<[(f64, f64); 5]> = Vec::new();
-    let flip_at = match cfg.fault {
+    let index = |p: Pattern| PATTERNS.iter().position(|&q| q == p).unwrap_or(0);
+    let mut totals = [Tally::default(); 5];
+    // Per timeline interval and pattern, so each interval's rate is the pattern's own.
+    let mut buckets: Vec<[Tally; 5]> = Vec::new();
+    let mut flip_at = match cfg.fault {
         Some(Fault::MemFlip { after }) => Some((after % words_total as u64) as usize),
         _ => None,
     };
+    let bytes = (words_total * 8) as f64;
     let start = Instant::now();
     let sampler = hostbench_core::burn::Sampler::start(start, cfg.interval);
     let mut pass = 0u64;
-    let mut flipped = false;
+    // The state the memory holds: none before the first sweep writes one.
+    let mut held: Option<State> = None;
+    let mut last = false;
     loop {
-        for (k, &p) in PATTERNS.iter().enumerate() {
+        // The pass's sweeps: write each state while checking the one before; after the last
+        // pass, one more sweep only checks.
+        let steps: Vec<(Option<State>, Option<State>)> = if last {
+            vec![(held, None)]
+        } else {
+            states(pass)
+                .into_iter()
+                .map(|w| (held.replace(w), Some(w)))
+                .collect()
+        };
+        for (check, write) in steps {
+            // Moving inversions' down sweep: checking its inverse, walking down.
+            let down = check.is_some_and(|c| c.inverted);
             let began = Instant::now();
-            let results: Vec<ChunkResult> = std::thread::scope(|s| {
+            let results: Vec<Found> = std::thread::scope(|s| {
                 let handles: Vec<_> = words
                     .chunks_mut(per)
                     .enumerate()
                     .map(|(t, chunk)| {
                         let cpu = affinity::cpu_for_thread(&cfg.cpus, t);
-                        let base = t * per;
-                        let flip = flip_at
-                            .filter(|&f| !flipped && f >= base && f < base + chunk.len())
-                            .map(|f| f - base);
                         s.spawn(move || {
                             let _ = affinity::pin_current_thread(cpu);
-                            pass_chunk(p, pass, chunk, base, flip)
+                            sweep(chunk, t * per, check, write, down, store)
                         })
                     })
                     .collect();
                 handles
                     .into_iter()
-                    .map(|h| h.join().unwrap_or((0, 1, None)))
+                    .map(|h| h.join().unwrap_or((1, None)))
                     .collect()
             });
-            flipped |= flip_at.is_some();
-            let el = began.elapsed();
-            busy[k] += el;
-            let run = &mut runs[k];
-            let moved_before = moved[k];
-            for (m, bad, first) in results {
-                moved[k] += m;
-                run.checks += m / 16;
-                if bad > 0 {
-                    if let Some((addr, e, g)) = first {
+            // The injected fault: one bit of the first state written flips before it is read.
+            if let Some(f) = flip_at.take() {
+                inject(words, Some(f));
+            }
+            let secs = began.elapsed().as_secs_f64();
+            // The sweep's bytes and time go half to the pattern checked and half to the one
+            // written (all of it to one pattern when it did one thing or both were its own).
+            let parts: Vec<Pattern> = [check, write].iter().flatten().map(|s| s.p).collect();
+            let b = (start.elapsed().as_secs_f64() / cfg.interval.as_secs_f64()) as usize;
+            if buckets.len() <= b {
+                buckets.resize(b + 1, [Tally::default(); 5]);
+            }
+            for &p in &parts {
+                for t in [&mut totals[index(p)], &mut buckets[b][index(p)]] {
+                    t.bytes += bytes;
+                    t.secs += secs / parts.len() as f64;
+                }
+            }
+            if let Some(c) = check {
+                let run = &mut runs[index(c.p)];
+                run.checks += words_total as u64;
+                for (bad, first) in results {
+                    if let Some((addr, e, g)) = first.filter(|_| bad > 0) {
                         let mut mm = Mismatch::of_bits(format!("{addr:#x}"), e, g);
                         mm.detail = Some(match physical_address(addr) {
                             Some(pa) => format!("physical {pa:#x}; DIMM unknown (no EDAC map)"),
@@ -282,23 +431,18 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
                     }
                 }
             }
-            let b = (start.elapsed().as_secs_f64() / cfg.interval.as_secs_f64()) as usize;
-            if buckets.len() <= b {
-                buckets.resize(b + 1, [(0.0, 0.0); 5]);
-            }
-            buckets[b][k].0 += (moved[k] - moved_before) as f64;
-            buckets[b][k].1 += el.as_secs_f64();
         }
-        pass += 1;
-        if start.elapsed() >= cfg.duration {
+        if last {
             break;
         }
+        pass += 1;
+        last = start.elapsed() >= cfg.duration;
     }
     // Each interval's own clock and temperature, read while it ran.
     let readings = sampler.finish();
     for (k, p) in PATTERNS.iter().enumerate() {
         for (b, row) in buckets.iter().enumerate() {
-            let (bytes, secs) = row[k];
+            let Tally { bytes, secs } = row[k];
             if secs > 0.0 {
                 let (clock_mhz, temp_c) = hostbench_core::burn::reading_at(&readings, b);
                 out.timeline.push(TimelinePoint {
@@ -313,8 +457,8 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
             }
         }
         let run = &mut runs[k];
-        run.seconds = busy[k].as_secs_f64();
-        run.rate = moved[k] as f64 / run.seconds.max(1e-9) / 1e9;
+        run.seconds = totals[k].secs;
+        run.rate = totals[k].bytes / run.seconds.max(1e-9) / 1e9;
         run.settle();
     }
     out.units = runs;
@@ -325,20 +469,84 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_clean_chunk_passes_and_a_flipped_word_is_found() {
-        let mut v = vec![0u64; 4096];
-        for p in PATTERNS {
-            assert_eq!(pass_chunk(p, 3, &mut v, 0, None).1, 0, "{p:?}");
-            let (_, bad, first) = pass_chunk(p, 3, &mut v, 0, Some(1000));
-            assert_eq!(
-                bad,
-                if p == Pattern::MovingInversions { 3 } else { 1 },
-                "{p:?}"
-            );
-            let (addr, e, g) = first.unwrap();
-            assert_eq!(addr, v.as_ptr() as usize + 8000);
-            assert_eq!(e ^ g, 1 << 5);
+    /// One pass's sweeps over `v` as `run` chains them, the flip after the first fill: the wrong
+    /// words found per sweep.
+    fn chain(v: &mut [u64], base: usize, flip: Option<usize>, store: Store) -> Vec<u64> {
+        let mut held = None;
+        let mut found = Vec::new();
+        let mut steps: Vec<_> = states(3)
+            .into_iter()
+            .map(|w| (held.replace(w), Some(w)))
+            .collect();
+        steps.push((held, None));
+        for (k, (check, write)) in steps.into_iter().enumerate() {
+            let down = check.is_some_and(|c| c.inverted);
+            let (bad, first) = sweep(v, base, check, write, down, store);
+            if bad > 0 {
+                let (addr, e, g) = first.unwrap();
+                assert_eq!(addr, v.as_ptr() as usize + 8 * flip.unwrap());
+                assert_eq!(e ^ g, 1 << 5);
+            }
+            found.push(bad);
+            if k == 0 {
+                inject(v, flip);
+            }
         }
+        found
+    }
+
+    #[test]
+    fn a_clean_buffer_passes_and_a_flipped_word_is_found_once() {
+        let mut v = vec![0u64; 4 * BLOCK + 24];
+        for store in [Store::plain(), Store::best()] {
+            assert!(chain(&mut v, 0, None, store).iter().all(|&n| n == 0));
+            // The flip happens once, after the first fill: the next sweep finds it and writes
+            // the next pattern over it.
+            let found = chain(&mut v, 0, Some(1000), store);
+            assert_eq!(found[1], 1);
+            assert_eq!(found.iter().sum::<u64>(), 1, "{found:?}");
+        }
+    }
+
+    #[test]
+    fn each_sweep_writes_the_states_defined_values() {
+        let mut v = vec![0u64; 3 * BLOCK + 100];
+        let base = 5 * BLOCK;
+        for w in states(7) {
+            sweep(&mut v, base, None, Some(w), w.inverted, Store::best());
+            let addr0 = v.as_ptr() as usize;
+            for (i, &x) in v.iter().enumerate() {
+                let want = w.p.value(7, base + i, addr0 + 8 * i);
+                assert_eq!(x, if w.inverted { !want } else { want }, "{w:?} word {i}");
+            }
+        }
+        // Random data differs between neighbours, between blocks and between passes.
+        let r = |pass, i| Pattern::Random.value(pass, i, 0);
+        assert_ne!(r(1, 0), r(1, 1));
+        assert_ne!(r(1, 0), r(1, BLOCK));
+        assert_ne!(r(1, 0), r(2, 0));
+    }
+
+    #[test]
+    fn a_short_run_checks_every_pattern_and_names_the_flipped_word() {
+        let cfg = |fault| MemBurnConfig {
+            bytes: 1 << 20,
+            cpus: vec![0],
+            duration: Duration::ZERO,
+            interval: Duration::from_secs(1),
+            fault,
+        };
+        let clean = run(&cfg(None)).unwrap();
+        assert_eq!(clean.units.len(), PATTERNS.len());
+        for u in &clean.units {
+            assert_eq!(u.errors, 0, "{}", u.unit);
+            // Each state is checked once per pass (moving inversions three times).
+            let per_pass = if u.unit == "moving-inversions" { 3 } else { 1 };
+            assert_eq!(u.checks, per_pass * (1 << 17), "{}", u.unit);
+        }
+        let bad = run(&cfg(Some(Fault::MemFlip { after: 7 }))).unwrap();
+        let failed: Vec<_> = bad.units.iter().filter(|u| u.errors > 0).collect();
+        assert_eq!(failed.len(), 1);
+        assert_eq!(failed[0].unit, "walking-ones");
     }
 }

@@ -136,7 +136,7 @@ impl Stage {
     /// The expected words of the block of `len` words starting at word `g0` of the whole buffer
     /// (a multiple of [`BLOCK`]), at virtual address `addr`.
     #[inline]
-    fn block(&mut self, g0: usize, addr: usize, len: usize) -> &[u64] {
+    fn block(&mut self, g0: usize, addr: usize, len: usize, simd: Simd) -> &[u64] {
         let out = &mut self.buf[..len];
         match self.p {
             // Constant (or its inverse): filled once in `new`.
@@ -144,15 +144,10 @@ impl Stage {
                 debug_assert!(!self.inverted || self.p == Pattern::MovingInversions);
             }
             Pattern::Random => {
-                let salt = random_salt(self.pass, g0 / BLOCK);
-                for (o, &t) in out.iter_mut().zip(&self.table) {
-                    *o = t ^ salt;
-                }
+                simd.xor(out, &self.table, random_salt(self.pass, g0 / BLOCK));
             }
             Pattern::AddressInAddress => {
-                for (k, o) in out.iter_mut().enumerate() {
-                    *o = (addr + 8 * k) as u64 ^ self.pass;
-                }
+                simd.iota(out, addr as u64, self.pass);
             }
         }
         out
@@ -176,12 +171,8 @@ pub fn physical_address(virt: usize) -> Option<u64> {
 /// expected, got). An OR of XORs over the block (it vectorises), and only a bad block is searched
 /// word by word.
 #[inline]
-fn compare(words: &[u64], want: &[u64]) -> Found {
-    let diff = words
-        .iter()
-        .zip(want)
-        .fold(0u64, |acc, (&w, &e)| acc | (w ^ e));
-    if diff == 0 {
+fn compare(words: &[u64], want: &[u64], simd: Simd) -> Found {
+    if simd.diff(words, want) == 0 {
         return (0, None);
     }
     let addr0 = words.as_ptr() as usize;
@@ -207,28 +198,102 @@ fn inject(words: &mut [u64], flip: Option<usize>) {
     }
 }
 
-/// How a block is written: the bandwidth kernels' copy, with streaming stores where the ISA has
-/// them, so the fill does not read every line before writing it (a third of a temporal fill's
-/// traffic) and the check that follows reads the memory, not a cache.
-#[derive(Clone, Copy)]
-struct Store {
-    copy: crate::kernels::CopyFn,
-    nontemporal: bool,
+/// The loops over a block, as wide as this CPU's vectors: the build's baseline is SSE2, and at 2
+/// × 8 bytes per instruction comparing and computing a block cost more time than moving it (the
+/// computed patterns ran at about half the constant ones' rate). Each is the same generic body
+/// compiled once per vector width and chosen at run time.
+mod lanes {
+    #[inline(always)]
+    pub fn diff(a: &[u64], b: &[u64]) -> u64 {
+        a.iter().zip(b).fold(0u64, |acc, (&x, &y)| acc | (x ^ y))
+    }
+
+    #[inline(always)]
+    pub fn xor(out: &mut [u64], table: &[u64], salt: u64) {
+        for (o, &t) in out.iter_mut().zip(table) {
+            *o = t ^ salt;
+        }
+    }
+
+    #[inline(always)]
+    pub fn iota(out: &mut [u64], addr: u64, pass: u64) {
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = (addr + 8 * k as u64) ^ pass;
+        }
+    }
+
+    /// One vector width's instances, as (diff, xor, iota).
+    pub type Set = (
+        unsafe fn(&[u64], &[u64]) -> u64,
+        unsafe fn(&mut [u64], &[u64], u64),
+        unsafe fn(&mut [u64], u64, u64),
+    );
+
+    macro_rules! width {
+        ($name:ident, $($feature:literal),*) => {
+            pub mod $name {
+                $(#[target_feature(enable = $feature)])*
+                pub unsafe fn diff(a: &[u64], b: &[u64]) -> u64 {
+                    super::diff(a, b)
+                }
+                $(#[target_feature(enable = $feature)])*
+                pub unsafe fn xor(out: &mut [u64], table: &[u64], salt: u64) {
+                    super::xor(out, table, salt)
+                }
+                $(#[target_feature(enable = $feature)])*
+                pub unsafe fn iota(out: &mut [u64], addr: u64, pass: u64) {
+                    super::iota(out, addr, pass)
+                }
+                pub const SET: super::Set = (diff, xor, iota);
+            }
+        };
+    }
+    width!(baseline,);
+    #[cfg(target_arch = "x86_64")]
+    width!(avx2, "avx2");
+    #[cfg(target_arch = "x86_64")]
+    width!(avx512, "avx512f");
+
+    /// The widest set this CPU runs.
+    pub fn best() -> Set {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if hostbench_core::isa::avx512f() {
+                return avx512::SET;
+            }
+            if hostbench_core::isa::avx2() {
+                return avx2::SET;
+            }
+        }
+        baseline::SET
+    }
 }
 
-impl Store {
+/// How a block is compared, computed and written: the loops of [`lanes`] at this CPU's width, and
+/// the bandwidth kernels' copy with streaming stores where the ISA has them, so a write does not
+/// read every line first (a third of a temporal write's traffic) and the next sweep's check reads
+/// the memory, not a cache.
+#[derive(Clone, Copy)]
+struct Simd {
+    copy: crate::kernels::CopyFn,
+    nontemporal: bool,
+    lanes: lanes::Set,
+}
+
+impl Simd {
     fn best() -> Self {
         let isa = crate::kernels::Isa::best();
         match isa.ops() {
             Ok(ops) => Self {
                 copy: ops.copy,
                 nontemporal: isa.has_nontemporal(),
+                lanes: lanes::best(),
             },
             Err(_) => Self::plain(),
         }
     }
 
-    /// Plain stores (the tests' reference path, and the fallback).
+    /// Plain stores and baseline loops (the tests' reference path, and the fallback).
     fn plain() -> Self {
         unsafe fn copy(dst: *mut u8, src: *const u8, len: usize, _nt: bool) {
             // SAFETY: the caller's contract, as for the kernels' copy.
@@ -237,7 +302,23 @@ impl Store {
         Self {
             copy,
             nontemporal: false,
+            lanes: lanes::baseline::SET,
         }
+    }
+
+    fn diff(self, a: &[u64], b: &[u64]) -> u64 {
+        // SAFETY: `lanes` holds the instances for features this CPU has (`lanes::best`).
+        unsafe { (self.lanes.0)(a, b) }
+    }
+
+    fn xor(self, out: &mut [u64], table: &[u64], salt: u64) {
+        // SAFETY: as in `diff`.
+        unsafe { (self.lanes.1)(out, table, salt) }
+    }
+
+    fn iota(self, out: &mut [u64], addr: u64, pass: u64) {
+        // SAFETY: as in `diff`.
+        unsafe { (self.lanes.2)(out, addr, pass) }
     }
 
     fn put(self, dst: &mut [u64], src: &[u64]) {
@@ -293,7 +374,7 @@ fn sweep(
     check: Option<State>,
     write: Option<State>,
     down: bool,
-    store: Store,
+    simd: Simd,
 ) -> Found {
     let mut check = check.map(Stage::new);
     let mut write = write.map(Stage::new);
@@ -306,14 +387,14 @@ fn sweep(
         let block = &mut words[b * BLOCK..((b + 1) * BLOCK).min(n)];
         let (g0, addr, len) = (base + b * BLOCK, block.as_ptr() as usize, block.len());
         if let Some(stage) = check.as_mut() {
-            let (n, f) = compare(block, stage.block(g0, addr, len));
+            let (n, f) = compare(block, stage.block(g0, addr, len, simd), simd);
             bad += n;
             if first.is_none() {
                 first = f;
             }
         }
         if let Some(stage) = write.as_mut() {
-            store.put(block, stage.block(g0, addr, len));
+            simd.put(block, stage.block(g0, addr, len, simd));
         }
     }
     (bad, first)
@@ -345,7 +426,7 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u64>(), words_total) }
     };
     let per = words_total.div_ceil(threads).next_multiple_of(BLOCK);
-    let store = Store::best();
+    let simd = Simd::best();
     let place = format!("{} MiB", (words_total * 8) >> 20);
     let mut runs: Vec<UnitRun> = PATTERNS
         .iter()
@@ -389,7 +470,7 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
                         let cpu = affinity::cpu_for_thread(&cfg.cpus, t);
                         s.spawn(move || {
                             let _ = affinity::pin_current_thread(cpu);
-                            sweep(chunk, t * per, check, write, down, store)
+                            sweep(chunk, t * per, check, write, down, simd)
                         })
                     })
                     .collect();
@@ -471,7 +552,7 @@ mod tests {
 
     /// One pass's sweeps over `v` as `run` chains them, the flip after the first fill: the wrong
     /// words found per sweep.
-    fn chain(v: &mut [u64], base: usize, flip: Option<usize>, store: Store) -> Vec<u64> {
+    fn chain(v: &mut [u64], base: usize, flip: Option<usize>, simd: Simd) -> Vec<u64> {
         let mut held = None;
         let mut found = Vec::new();
         let mut steps: Vec<_> = states(3)
@@ -481,7 +562,7 @@ mod tests {
         steps.push((held, None));
         for (k, (check, write)) in steps.into_iter().enumerate() {
             let down = check.is_some_and(|c| c.inverted);
-            let (bad, first) = sweep(v, base, check, write, down, store);
+            let (bad, first) = sweep(v, base, check, write, down, simd);
             if bad > 0 {
                 let (addr, e, g) = first.unwrap();
                 assert_eq!(addr, v.as_ptr() as usize + 8 * flip.unwrap());
@@ -498,11 +579,11 @@ mod tests {
     #[test]
     fn a_clean_buffer_passes_and_a_flipped_word_is_found_once() {
         let mut v = vec![0u64; 4 * BLOCK + 24];
-        for store in [Store::plain(), Store::best()] {
-            assert!(chain(&mut v, 0, None, store).iter().all(|&n| n == 0));
+        for simd in [Simd::plain(), Simd::best()] {
+            assert!(chain(&mut v, 0, None, simd).iter().all(|&n| n == 0));
             // The flip happens once, after the first fill: the next sweep finds it and writes
             // the next pattern over it.
-            let found = chain(&mut v, 0, Some(1000), store);
+            let found = chain(&mut v, 0, Some(1000), simd);
             assert_eq!(found[1], 1);
             assert_eq!(found.iter().sum::<u64>(), 1, "{found:?}");
         }
@@ -513,7 +594,7 @@ mod tests {
         let mut v = vec![0u64; 3 * BLOCK + 100];
         let base = 5 * BLOCK;
         for w in states(7) {
-            sweep(&mut v, base, None, Some(w), w.inverted, Store::best());
+            sweep(&mut v, base, None, Some(w), w.inverted, Simd::best());
             let addr0 = v.as_ptr() as usize;
             for (i, &x) in v.iter().enumerate() {
                 let want = w.p.value(7, base + i, addr0 + 8 * i);

@@ -190,6 +190,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
             duration: share,
             interval: step,
             fault: plan.fault.clone(),
+            llc_bytes: hostbench_mem::sizing::llc_total(&inv.cpu.caches),
         };
         let b = hostbench_mem::burn::run(&cfg)?;
         mem_huge_bytes = b.huge_bytes;

@@ -232,14 +232,86 @@ pub struct TimelinePoint {
     pub temp_c: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power_w: Option<f64>,
+    /// CPUs' worth of time other processes and the hypervisor (steal) took from the burn's CPUs
+    /// during the interval: a rate that falls while this rises fell to a neighbour.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpus: Option<f64>,
 }
 
-/// One interval's (mean clock in MHz, hottest temperature in °C), each where readable.
-pub type IntervalReading = (Option<f64>, Option<f64>);
+/// What one interval ran under, each where readable.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct IntervalReading {
+    /// Mean clock of the allowed CPUs, MHz.
+    pub clock_mhz: Option<f64>,
+    /// Hottest thermal zone, °C.
+    pub temp_c: Option<f64>,
+    /// CPUs' worth of time taken by others (see [`TimelinePoint::others_cpus`]).
+    pub others_cpus: Option<f64>,
+}
 
-/// The clock and the hottest temperature read once per timeline interval while a burn runs, on
-/// a thread of its own that sleeps between readings (two file reads an interval), so each
-/// interval's point carries its own reading, not one taken when the phase ended.
+impl IntervalReading {
+    /// The timeline point of a unit's `rate` over the interval ending at `t_s`, with this reading.
+    pub fn point(self, t_s: f64, unit: String, rate: f64, rate_unit: String) -> TimelinePoint {
+        TimelinePoint {
+            t_s,
+            unit,
+            rate,
+            rate_unit,
+            clock_mhz: self.clock_mhz,
+            temp_c: self.temp_c,
+            power_w: None,
+            others_cpus: self.others_cpus,
+        }
+    }
+}
+
+/// Clock ticks on the burn's CPUs: (busy including steal, total, this process's own).
+type Ticks = (u64, u64, u64);
+
+/// The ticks now: the allowed CPUs' lines of /proc/stat and this process's utime + stime (both in
+/// the kernel's USER_HZ ticks). `None` where /proc is not readable.
+fn ticks_now(cpus: &[usize]) -> Option<Ticks> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let (mut busy, mut total) = (0u64, 0u64);
+    for line in stat.lines() {
+        let mut f = line.split_whitespace();
+        let Some(cpu) = f
+            .next()
+            .and_then(|n| n.strip_prefix("cpu")?.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&cpu) {
+            continue;
+        }
+        let v: Vec<u64> = f.filter_map(|x| x.parse().ok()).collect();
+        // user nice system idle iowait irq softirq steal (guest time is inside user).
+        if v.len() >= 8 {
+            let b = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+            busy += b;
+            total += b + v[3] + v[4];
+        }
+    }
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command's closing parenthesis: state is the first, utime the 12th.
+    let rest: Vec<&str> = own.rsplit_once(')')?.1.split_whitespace().collect();
+    let mine = rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?;
+    (total > 0).then_some((busy, total, mine))
+}
+
+/// CPUs' worth of others' time between two tick readings over `cpus` CPUs.
+fn others_between(a: Ticks, b: Ticks, cpus: usize) -> Option<f64> {
+    let total = b.1.checked_sub(a.1).filter(|&t| t > 0)?;
+    let others =
+        b.0.saturating_sub(a.0)
+            .saturating_sub(b.2.saturating_sub(a.2));
+    Some(others as f64 / total as f64 * cpus as f64)
+}
+
+/// The clock, the hottest temperature and the others' CPU time read once per timeline interval
+/// while a burn runs, on a thread of its own that sleeps between readings (four file reads an
+/// interval), so each interval's point carries its own reading, not one taken when the phase
+/// ended.
 pub struct Sampler {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handle: Option<std::thread::JoinHandle<Vec<IntervalReading>>>,
@@ -253,6 +325,8 @@ impl Sampler {
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let mut readings = Vec::new();
+            let cpus = crate::affinity::allowed_cpus();
+            let mut ticks = ticks_now(&cpus);
             let step = std::time::Duration::from_millis(20).min(interval / 2);
             loop {
                 let due = start + interval * readings.len() as u32 + interval / 2;
@@ -262,7 +336,15 @@ impl Sampler {
                     }
                     std::thread::sleep(step.max(std::time::Duration::from_millis(1)));
                 }
-                readings.push((clock_mhz_now(), temperature_c_now()));
+                let now = ticks_now(&cpus);
+                readings.push(IntervalReading {
+                    clock_mhz: clock_mhz_now(),
+                    temp_c: temperature_c_now(),
+                    others_cpus: ticks
+                        .zip(now)
+                        .and_then(|(a, b)| others_between(a, b, cpus.len())),
+                });
+                ticks = now;
             }
         });
         Sampler {
@@ -271,7 +353,7 @@ impl Sampler {
         }
     }
 
-    /// Stop and hand back one (clock MHz, temperature °C) per interval reached, in order.
+    /// Stop and hand back one reading per interval reached, in order.
     pub fn finish(mut self) -> Vec<IntervalReading> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.handle
@@ -282,12 +364,14 @@ impl Sampler {
 }
 
 /// Interval `b`'s reading, or one taken now where the sampler never reached it (an interval
-/// shorter than the reading's half-interval delay at the end of a phase).
+/// shorter than the reading's half-interval delay at the end of a phase; its others' time is
+/// then unknown).
 pub fn reading_at(readings: &[IntervalReading], b: usize) -> IntervalReading {
-    readings
-        .get(b)
-        .copied()
-        .unwrap_or_else(|| (clock_mhz_now(), temperature_c_now()))
+    readings.get(b).copied().unwrap_or_else(|| IntervalReading {
+        clock_mhz: clock_mhz_now(),
+        temp_c: temperature_c_now(),
+        others_cpus: None,
+    })
 }
 
 /// The current mean clock of the allowed CPUs (`cpu MHz` in /proc/cpuinfo), where the kernel
@@ -332,8 +416,43 @@ mod tests {
             readings.len()
         );
         let clock = clock_mhz_now().is_some();
-        assert!(readings.iter().all(|(c, _)| c.is_some() == clock));
+        assert!(readings.iter().all(|r| r.clock_mhz.is_some() == clock));
         assert_eq!(reading_at(&readings, 0), readings[0]);
+    }
+
+    #[test]
+    fn a_busy_neighbour_process_shows_as_others_cpu_time() {
+        let cpus = crate::affinity::allowed_cpus();
+        let a = ticks_now(&cpus).expect("/proc/stat and /proc/self/stat are readable");
+        // Another process spinning on the burn's CPUs for 400 ms: at least a share of one CPU
+        // is its (it competes only with this test binary's threads, which count as our own).
+        let mut spin = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "end=$(($(date +%s%N) + 400000000)); while [ $(date +%s%N) -lt $end ]; do :; done",
+            ])
+            .spawn()
+            .expect("sh runs");
+        spin.wait().expect("sh ends");
+        let b = ticks_now(&cpus).unwrap();
+        let others = others_between(a, b, cpus.len()).unwrap();
+        assert!(
+            others >= 0.2,
+            "others took {others:.2} CPUs while a neighbour spun"
+        );
+        // This process's own time is counted as its own, and is not others' time: 200 busy
+        // ticks of 200 on 2 CPUs, all of them ours, is no neighbour; half of them is one CPU's.
+        let c = ticks_now(&cpus).unwrap();
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(300) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let d = ticks_now(&cpus).unwrap();
+        assert!(d.2 - c.2 >= 10, "own ticks {} after 300 ms of spinning", d.2 - c.2);
+        assert_eq!(others_between((100, 1000, 50), (300, 1200, 250), 2), Some(0.0));
+        assert_eq!(others_between((100, 1000, 50), (300, 1200, 150), 2), Some(1.0));
+        assert_eq!(others_between((100, 1000, 50), (100, 1000, 50), 2), None);
     }
 
     #[test]

@@ -428,16 +428,13 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
                 .map(|(ops, busy)| ops / busy)
                 .sum();
             if rate > 0.0 {
-                let (clock_mhz, temp_c) = hostbench_core::burn::reading_at(&readings, b);
-                out.timeline.push(TimelinePoint {
-                    t_s: (b + 1) as f64 * cfg.interval.as_secs_f64(),
-                    unit: u.name.clone(),
-                    rate,
-                    rate_unit: u.rate_unit.into(),
-                    clock_mhz,
-                    temp_c,
-                    power_w: None,
-                });
+                out.timeline
+                    .push(hostbench_core::burn::reading_at(&readings, b).point(
+                        (b + 1) as f64 * cfg.interval.as_secs_f64(),
+                        u.name.clone(),
+                        rate,
+                        u.rate_unit.into(),
+                    ));
             }
         }
     }

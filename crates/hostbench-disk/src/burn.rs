@@ -101,6 +101,7 @@ pub fn run(cfg: &DiskBurnConfig) -> Result<DiskBurn, BenchError> {
                 clock_mhz: None,
                 temp_c: None,
                 power_w: None,
+                others_cpus: None,
             });
             mark = (Instant::now(), moved);
         }

@@ -537,16 +537,13 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         for (b, row) in buckets.iter().enumerate() {
             let Tally { bytes, secs } = row[k];
             if secs > 0.0 {
-                let (clock_mhz, temp_c) = hostbench_core::burn::reading_at(&readings, b);
-                out.timeline.push(TimelinePoint {
-                    t_s: (b + 1) as f64 * cfg.interval.as_secs_f64(),
-                    unit: format!("mem-{}", p.name()),
-                    rate: bytes / secs / 1e9,
-                    rate_unit: "GB/s".into(),
-                    clock_mhz,
-                    temp_c,
-                    power_w: None,
-                });
+                out.timeline
+                    .push(hostbench_core::burn::reading_at(&readings, b).point(
+                        (b + 1) as f64 * cfg.interval.as_secs_f64(),
+                        format!("mem-{}", p.name()),
+                        bytes / secs / 1e9,
+                        "GB/s".into(),
+                    ));
             }
         }
         let run = &mut runs[k];

@@ -375,6 +375,7 @@ mod tests {
             clock_mhz: clock,
             temp_c: None,
             power_w: None,
+            others_cpus: None,
         }
     }
 

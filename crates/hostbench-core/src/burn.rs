@@ -265,6 +265,37 @@ impl IntervalReading {
     }
 }
 
+/// Reads what an interval ran under: the clock and temperature now, and the others' CPU time since
+/// the previous read (or the start). For a burn whose intervals end when its passes do (the disk's)
+/// rather than on a clock ([`Sampler`]).
+pub struct Probe {
+    cpus: Vec<usize>,
+    ticks: Option<Ticks>,
+}
+
+impl Probe {
+    pub fn start() -> Probe {
+        let cpus = crate::affinity::allowed_cpus();
+        let ticks = ticks_now(&cpus);
+        Probe { cpus, ticks }
+    }
+
+    /// The reading for the interval since the previous read.
+    pub fn read(&mut self) -> IntervalReading {
+        let now = ticks_now(&self.cpus);
+        let others = self
+            .ticks
+            .zip(now)
+            .and_then(|(a, b)| others_between(a, b, self.cpus.len()));
+        self.ticks = now;
+        IntervalReading {
+            clock_mhz: clock_mhz_now(),
+            temp_c: temperature_c_now(),
+            others_cpus: others,
+        }
+    }
+}
+
 /// Clock ticks on the burn's CPUs: (busy including steal, total, this process's own).
 type Ticks = (u64, u64, u64);
 
@@ -325,8 +356,7 @@ impl Sampler {
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
             let mut readings = Vec::new();
-            let cpus = crate::affinity::allowed_cpus();
-            let mut ticks = ticks_now(&cpus);
+            let mut probe = Probe::start();
             let step = std::time::Duration::from_millis(20).min(interval / 2);
             loop {
                 let due = start + interval * readings.len() as u32 + interval / 2;
@@ -336,15 +366,7 @@ impl Sampler {
                     }
                     std::thread::sleep(step.max(std::time::Duration::from_millis(1)));
                 }
-                let now = ticks_now(&cpus);
-                readings.push(IntervalReading {
-                    clock_mhz: clock_mhz_now(),
-                    temp_c: temperature_c_now(),
-                    others_cpus: ticks
-                        .zip(now)
-                        .and_then(|(a, b)| others_between(a, b, cpus.len())),
-                });
-                ticks = now;
+                readings.push(probe.read());
             }
         });
         Sampler {
@@ -449,9 +471,19 @@ mod tests {
             x = std::hint::black_box(x.wrapping_add(1));
         }
         let d = ticks_now(&cpus).unwrap();
-        assert!(d.2 - c.2 >= 10, "own ticks {} after 300 ms of spinning", d.2 - c.2);
-        assert_eq!(others_between((100, 1000, 50), (300, 1200, 250), 2), Some(0.0));
-        assert_eq!(others_between((100, 1000, 50), (300, 1200, 150), 2), Some(1.0));
+        assert!(
+            d.2 - c.2 >= 10,
+            "own ticks {} after 300 ms of spinning",
+            d.2 - c.2
+        );
+        assert_eq!(
+            others_between((100, 1000, 50), (300, 1200, 250), 2),
+            Some(0.0)
+        );
+        assert_eq!(
+            others_between((100, 1000, 50), (300, 1200, 150), 2),
+            Some(1.0)
+        );
         assert_eq!(others_between((100, 1000, 50), (100, 1000, 50), 2), None);
     }
 

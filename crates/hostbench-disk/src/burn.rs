@@ -82,6 +82,9 @@ pub fn run(cfg: &DiskBurnConfig) -> Result<DiskBurn, BenchError> {
     let t0 = Instant::now();
     let mut moved = 0u64;
     let mut mark = (Instant::now(), 0u64);
+    // The CPU clock, temperature and others' CPU time beside each interval, as the CPU and
+    // memory burns have them (the I/O path runs on the CPUs too).
+    let mut probe = hostbench_core::burn::Probe::start();
     let mut pass = 0u64;
     let mut buf = vec![0u8; CHUNK];
     while t0.elapsed() < cfg.duration || pass == 0 {
@@ -93,16 +96,12 @@ pub fn run(cfg: &DiskBurnConfig) -> Result<DiskBurn, BenchError> {
         moved += bytes;
         if mark.0.elapsed() >= cfg.interval {
             let secs = mark.0.elapsed().as_secs_f64();
-            timeline.push(TimelinePoint {
-                t_s: t0.elapsed().as_secs_f64(),
-                unit: "disk write-read-verify".into(),
-                rate: (moved - mark.1) as f64 / secs,
-                rate_unit: "B/s".into(),
-                clock_mhz: None,
-                temp_c: None,
-                power_w: None,
-                others_cpus: None,
-            });
+            timeline.push(probe.read().point(
+                t0.elapsed().as_secs_f64(),
+                "disk write-read-verify".into(),
+                (moved - mark.1) as f64 / secs,
+                "B/s".into(),
+            ));
             mark = (Instant::now(), moved);
         }
     }

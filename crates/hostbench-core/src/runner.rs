@@ -717,7 +717,9 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         }
         extra.insert(k, serde_json::json!(med));
     }
-    let mut record = Record {
+    // The "noisy" warning is the diagnosis's to write (at commit), with its cause where one
+    // was measured.
+    Record {
         benchmark: case.benchmark.clone(),
         params: case.params.clone(),
         metric: case.metric,
@@ -737,10 +739,7 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         trigger: None,
         work: case.work,
         subsystem_causes: Vec::new(),
-    };
-    // Said as measured; the diagnosis names its cause in it once it has measured one.
-    record.note_noise(None);
-    record
+    }
 }
 
 /// Write JSON to `path` atomically: a temporary file in the same directory, fsync, rename.

@@ -437,11 +437,17 @@ pub fn shortfall(rec: &Record) -> Option<String> {
 /// Set `rec.diagnosis` (and `efficiency_effective`) from its conditions: the causes when it is
 /// short (or `trigger` names a shortfall found elsewhere, such as a scaling step) or when a cause
 /// is large on its own; `none_found` with the sources read when it is short and nothing shows.
+/// Then write the "noisy" warning of a record whose samples spread, naming the measured cause
+/// where there is one: this is its one writer.
 pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
+    let cause = diagnose(rec, ctx, trigger);
+    rec.note_noise(cause.as_deref());
+}
+
+/// [`apply`]'s diagnosis; the cause a "noisy" warning names, where one was measured.
+fn diagnose(rec: &mut Record, ctx: &Context, trigger: Option<String>) -> Option<String> {
     set_efficiency_effective(rec, ctx);
-    let Some(cond) = rec.conditions.clone() else {
-        return;
-    };
+    let cond = rec.conditions.clone()?;
     let found = causes(rec, &cond, ctx);
     let why = Trigger {
         elsewhere: trigger,
@@ -458,7 +464,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
             || d.cause.counts_at_any_share()
     });
     if short.is_none() && !large {
-        return;
+        return None;
     }
     // Where only the benchmark's own overhead showed, "none found" still says which conditions
     // were read and were clean.
@@ -478,15 +484,13 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         ));
     }
     // The "noisy" warning names its cause where one was measured.
-    if let Some(first) = rec.diagnosis.iter().find(|d| d.is_condition()) {
-        let disturbed = if cond.disturbed_samples.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
-        };
-        let cause = format!("{}{disturbed}", first.text);
-        rec.note_noise(Some(&cause));
-    }
+    let first = rec.diagnosis.iter().find(|d| d.is_condition())?;
+    let disturbed = if cond.disturbed_samples.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
+    };
+    Some(format!("{}{disturbed}", first.text))
 }
 
 /// The sources a `none_found` diagnosis looked at, and those it could not.

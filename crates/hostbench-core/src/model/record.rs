@@ -198,9 +198,12 @@ impl Record {
     }
 
     /// Write the "noisy" warning of a record whose samples spread beyond [`NOISY_CV`], the one
-    /// place its words are made: without a cause (as measured, with what to do about it), or,
-    /// once the diagnosis has measured one, naming it in place of the advice. Its place among
-    /// the warnings is kept.
+    /// place its words are made; the diagnosis calls it once it has looked for a cause
+    /// (`conditions::diagnose::apply`, at the runner's commit). Where it measured one, the
+    /// warning names it in place of the advice (rerun, raise `--repeat`). The warning comes
+    /// first among the record's warnings, as the first thing said of its samples. A second
+    /// diagnosis (a scaling step's, `check`'s) names a cause in a warning written without one,
+    /// and leaves one that names a cause as it is.
     pub fn note_noise(&mut self, cause: Option<&str>) {
         if !(self.stats.n > 1 && self.stats.cv > NOISY_CV) {
             return;
@@ -212,12 +215,12 @@ impl Record {
             NOISY_CV * 100.0
         );
         let plain = format!("{head}; rerun on a quiet machine or raise --repeat");
-        let at = self.warnings.iter().position(|w| *w == plain);
-        match (cause, at) {
-            (None, None) => self.warnings.push(plain),
-            (Some(cause), Some(i)) => self.warnings[i] = format!("{head}: {cause}"),
-            // Already written, or named a cause already.
-            (None, Some(_)) | (Some(_), None) => {}
+        let said = cause.map_or_else(|| plain.clone(), |c| format!("{head}: {c}"));
+        match self.warnings.iter().position(|w| w.starts_with(&head)) {
+            None => self.warnings.insert(0, said),
+            Some(i) if self.warnings[i] == plain => self.warnings[i] = said,
+            // Named a cause already.
+            Some(_) => {}
         }
     }
 

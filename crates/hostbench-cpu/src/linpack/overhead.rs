@@ -121,8 +121,8 @@ mod tests {
         let mut c = quiet();
         c.other_cpu_share = Some(0.2);
         let mut r = short(linpack(0.53, vec![40e9, 62e9, 80e9]), c);
-        assert!(r.warnings.iter().any(|w| w.starts_with("noisy:")));
         diagnose(&mut r);
+        assert!(r.warnings.iter().any(|w| w.starts_with("noisy:")));
         let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
         assert_eq!(causes, ["solve_overhead", "cpu_contention"]);
         let noisy = r.warnings.iter().find(|w| w.starts_with("noisy:")).unwrap();

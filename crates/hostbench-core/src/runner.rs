@@ -29,7 +29,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Map, Value};
 
 use crate::error::BenchError;
-use crate::model::{now_rfc3339, Host, Metric, Params, Record, RunResult, Skipped};
+use crate::model::{
+    now_rfc3339, Diagnosis, Host, Metric, Params, Record, RunResult, Skipped, Work,
+};
 use crate::stats::summarize;
 
 /// How the runner measures; resolved once from the CLI.
@@ -85,6 +87,8 @@ pub struct Case {
     pub params: Params,
     pub metric: Metric,
     pub unit: String,
+    /// What its threads do, for the diagnosis (`Work::Other` unless the subsystem says).
+    pub work: Work,
 }
 
 impl Case {
@@ -94,7 +98,15 @@ impl Case {
             params: Params::new(),
             metric,
             unit: unit.to_string(),
+            work: Work::Other,
         }
+    }
+
+    /// Builder-style [`Work`]: what the case's threads do, which decides the conditions that
+    /// can explain its shortfall.
+    pub fn work(mut self, work: Work) -> Self {
+        self.work = work;
+        self
     }
 
     /// Builder-style parameter, kept in insertion order.
@@ -196,6 +208,10 @@ struct PhaseState {
     units_left: u64,
 }
 
+/// A subsystem's causes of a record's shortfall (`Subsystem::causes`, registered by
+/// `Runner::diagnose_with`).
+pub(crate) type CauseHook = Box<dyn Fn(&Record) -> Vec<Diagnosis> + Send + Sync>;
+
 /// Runs cases and owns the growing result.
 pub struct Runner {
     config: RunnerConfig,
@@ -208,6 +224,9 @@ pub struct Runner {
     phase_clock: Option<(String, Instant)>,
     /// The conditions of the last measurement, for records made from its samples.
     last_conditions: Option<crate::conditions::Conditions>,
+    /// The subsystems whose causes every committed record gets, by name, in the order they
+    /// registered.
+    cause_hooks: Vec<(&'static str, CauseHook)>,
 }
 
 impl Runner {
@@ -232,6 +251,7 @@ impl Runner {
             started: Instant::now(),
             phase_clock: None,
             last_conditions: None,
+            cause_hooks: Vec::new(),
             bar,
             progress: Progress {
                 weight: UNANNOUNCED_WEIGHT,
@@ -243,6 +263,15 @@ impl Runner {
 
     pub fn config(&self) -> &RunnerConfig {
         &self.config
+    }
+
+    /// Give every record committed from now on the causes `hook` finds, once per `name`
+    /// (`Runner::diagnose_with` in `subsystem`, which imports this module, registers a
+    /// subsystem's).
+    pub(crate) fn add_cause_hook(&mut self, name: &'static str, hook: CauseHook) {
+        if !self.cause_hooks.iter().any(|(n, _)| *n == name) {
+            self.cause_hooks.push((name, hook));
+        }
     }
 
     fn samples_per_case(&self) -> u64 {
@@ -432,7 +461,7 @@ impl Runner {
         let mut extras: Vec<(String, Vec<f64>)> = Vec::new();
         let mut conditions = crate::conditions::Probe::live()
             .begin()
-            .does_io(crate::conditions::does_io(&case.benchmark));
+            .does_io(case.work.does_io());
         let mut clocks = Vec::new();
         let mut cut: Option<BenchError> = None;
         for _ in 0..self.config.repeat.max(1) {
@@ -488,12 +517,18 @@ impl Runner {
     }
 
     /// Add a finished record to the result and rewrite the partial file. The record is
-    /// diagnosed here, once its peak is known; a record made from another measurement's samples
-    /// (`record_from_samples`) takes that measurement's conditions.
+    /// diagnosed here, once its peak is known, with the causes its subsystems find beside the
+    /// conditions'; a record made from another measurement's samples (`record_from_samples`)
+    /// takes that measurement's conditions.
     pub fn commit(&mut self, mut record: Record) -> Result<(), BenchError> {
         if record.conditions.is_none() {
             record.conditions = self.last_conditions.clone();
         }
+        record.subsystem_causes = self
+            .cause_hooks
+            .iter()
+            .flat_map(|(_, hook)| hook(&record))
+            .collect();
         let ctx = crate::conditions::diagnose::Context::of(&self.result.host);
         crate::conditions::diagnose::apply(&mut record, &ctx, None);
         self.result.records.push(record);
@@ -682,7 +717,9 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         }
         extra.insert(k, serde_json::json!(med));
     }
-    let mut record = Record {
+    // The "noisy" warning is the diagnosis's to write (at commit), with its cause where one
+    // was measured.
+    Record {
         benchmark: case.benchmark.clone(),
         params: case.params.clone(),
         metric: case.metric,
@@ -700,10 +737,9 @@ fn build_record(case: &Case, samples: Vec<f64>, extras: Vec<(String, Vec<f64>)>)
         efficiency_effective: None,
         incomplete: None,
         trigger: None,
-    };
-    // Said as measured; the diagnosis names its cause in it once it has measured one.
-    record.note_noise(None);
-    record
+        work: case.work,
+        subsystem_causes: Vec::new(),
+    }
 }
 
 /// Write JSON to `path` atomically: a temporary file in the same directory, fsync, rename.

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::error::BenchError;
-use crate::model::{HealthReading, Host, Peak};
+use crate::model::{Diagnosis, HealthReading, Host, Peak, Record};
 use crate::runner::{Phase, Runner};
 use crate::spec::Spec;
 use crate::units::parse_list;
@@ -191,6 +191,26 @@ pub trait Subsystem: Sync {
     /// each source's readings or why it has none: `(id, readings)`, added to the host's `health`.
     fn health(&self) -> Vec<(&'static str, Result<Vec<HealthReading>, String>)> {
         Vec::new()
+    }
+
+    /// Causes of a record's shortfall that only this subsystem knows how to read (a LINPACK
+    /// solve's own overhead, a paced sender's schedule, a GPU's clock reasons), each measured
+    /// from the record: the diagnosis ranks them with the conditions' own. Called on every
+    /// record a runner commits once the subsystem has registered with it
+    /// ([`Runner::diagnose_with`]), so it returns nothing for records not its own.
+    fn causes(&self, _rec: &Record) -> Vec<Diagnosis> {
+        Vec::new()
+    }
+}
+
+impl Runner {
+    /// Have every record committed from now on diagnosed with `subsystem`'s
+    /// [`Subsystem::causes`] too (once per subsystem, however often it registers). A driver
+    /// registers its own subsystem where it starts, so a direct command (`hostbench linpack`)
+    /// and a whole run get the same diagnosis; `check`'s judge re-diagnoses the record with
+    /// what was found here.
+    pub fn diagnose_with(&mut self, subsystem: &'static dyn Subsystem) {
+        self.add_cause_hook(subsystem.name(), Box::new(move |r| subsystem.causes(r)));
     }
 }
 

@@ -2,7 +2,7 @@
 //! each record with its clock, operations per cycle and peak; and the peak table `info` prints.
 //! Its own module so `lib.rs` stays the crate's facade (issue 53).
 
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::spec::Spec;
 use hostbench_core::subsystem::ReferenceScope;
 use hostbench_core::{affinity, BenchError, Case, Runner, Sample};
@@ -80,6 +80,7 @@ pub fn run_compute(
             .iter()
             .map(|&t| {
                 let case = Case::new(benchmark, Metric::Throughput, unit)
+                    .work(Work::Compute)
                     .param("dtype", dtype.name())
                     .param("isa", isa.name())
                     .param("threads", t)

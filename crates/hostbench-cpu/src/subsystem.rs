@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use hostbench_core::model::Host;
+use hostbench_core::model::{Diagnosis, Host, Record};
 use hostbench_core::spec::Spec;
 use hostbench_core::subsystem::{PeakLine, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{affinity, BenchError, Phase, Runner};
@@ -217,6 +217,13 @@ impl Subsystem for Linpack {
             crate::run_linpack_mxp(runner, n, threads)?;
         }
         Ok(())
+    }
+
+    /// A solve short of the FMA rate measured beside it names its own overhead.
+    fn causes(&self, rec: &Record) -> Vec<Diagnosis> {
+        crate::linpack::overhead::solve_overhead(rec)
+            .into_iter()
+            .collect()
     }
 
     fn reference_tools(&self) -> &'static [ReferenceTool] {

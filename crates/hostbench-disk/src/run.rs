@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hostbench_core::buffer::Pages;
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::runner::record_from_samples;
 use hostbench_core::spec::Spec;
 use hostbench_core::units::format_bytes_iec;
@@ -505,6 +505,7 @@ pub(crate) fn case_for(
     cfg: &DiskConfig,
 ) -> Case {
     let mut case = Case::new(bench, metric, unit)
+        .work(Work::Storage)
         .param("op", c.op.name())
         .param("block_bytes", c.block)
         .param("threads", c.threads)

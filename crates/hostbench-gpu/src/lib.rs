@@ -29,6 +29,7 @@
 //! * `health` — NVML's error and link counters (`health.gpu`): ECC, row remapping, the PCIe link.
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
+mod causes;
 mod config;
 pub mod cublas;
 pub mod cuda;

@@ -60,6 +60,8 @@ pub fn run_gpu(
     devices: &[DeviceInfo],
 ) -> Result<(), BenchError> {
     cfg.validate()?;
+    // Records are diagnosed with the GPU's clock reasons too.
+    runner.diagnose_with(&crate::Gpu);
     // The tensor cases asked for by name on a machine with a CUDA device: the OpenCL devices
     // beside it (NVIDIA's OpenCL view of the same GPU, PoCL) get none rather than a skip each.
     let any_cuda = devices.iter().any(|d| d.backend == Backend::Cuda);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use hostbench_core::model::{HealthReading, Host};
+use hostbench_core::model::{Diagnosis, HealthReading, Host, Record};
 use hostbench_core::subsystem::{Applicable, Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
@@ -129,6 +129,11 @@ impl Subsystem for Gpu {
 
     fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
         crate::run_available(runner, &run_config(ctx))
+    }
+
+    /// A clock its power cap or its temperature held, from NVML's clock reasons.
+    fn causes(&self, rec: &Record) -> Vec<Diagnosis> {
+        crate::causes::gpu_causes(rec)
     }
 
     fn health(&self) -> Vec<(&'static str, Result<Vec<HealthReading>, String>)> {

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::spec::Spec;
 use hostbench_core::units::format_bytes_iec;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
@@ -221,6 +221,7 @@ impl Point {
     fn case(&self, g: &Geometry, host: &Host) -> Case {
         let ws = g.array_bytes * self.kernel.arrays() as u64 * self.threads as u64;
         Case::new("mem.bandwidth", Metric::Throughput, "B/s")
+            .work(Work::Memory)
             .param("kernel", self.kernel.name())
             .param("pattern", self.pattern.name())
             .param("block_bytes", g.block_bytes)

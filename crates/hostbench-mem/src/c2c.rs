@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hostbench_core::host::{cpu_relation, format_cpu_list, CpuRelation};
-use hostbench_core::model::Metric;
+use hostbench_core::model::{Metric, Work};
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
 
@@ -312,6 +312,7 @@ pub fn run_c2c(runner: &mut Runner, cfg: &C2cConfig) -> Result<(), BenchError> {
         let relation = cpu_relation(a, b);
         for &mode in &cfg.modes {
             let case = Case::new(BENCHMARK, Metric::Latency, "s")
+                .work(Work::Memory)
                 .param("cpu_a", a)
                 .param("cpu_b", b)
                 .param("mode", mode.name());

@@ -345,7 +345,8 @@ fn largest_regions(cfg: &MemConfig, sweep_points: &[bandwidth::Point]) -> Vec<(u
 
 /// Record a whole latency section as skipped, with why.
 fn skip_section(runner: &mut Runner, benchmark: &str, why: &BenchError) -> Result<(), BenchError> {
-    let case = hostbench_core::Case::new(benchmark, hostbench_core::model::Metric::Latency, "s");
+    let case = hostbench_core::Case::new(benchmark, hostbench_core::model::Metric::Latency, "s")
+        .work(hostbench_core::model::Work::Memory);
     runner.skip(&case, why)
 }
 

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::units::format_bytes_iec;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
@@ -371,6 +371,7 @@ pub fn run_loaded(runner: &mut Runner, cfg: &LoadedConfig, host: &Host) -> Resul
                 .iter()
                 .map(|&d| {
                     let case = Case::new(BENCHMARK, Metric::Latency, "s")
+                        .work(Work::Memory)
                         .param("traffic", traffic.name())
                         .param("delay", d)
                         .param("threads", threads)

@@ -22,7 +22,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use hostbench_core::host::{numa_topology, NumaNode};
-use hostbench_core::model::{Host, Metric};
+use hostbench_core::model::{Host, Metric, Work};
 use hostbench_core::spec::Spec;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner};
 use serde_json::json;
@@ -171,6 +171,7 @@ pub fn run_numa(
                         NumaMetric::Latency => "s",
                     },
                 )
+                .work(Work::Memory)
                 .param("cpu_node", row.node)
                 .param("mem_node", mem)
                 .param("metric", metric.name());

@@ -36,6 +36,7 @@ pub mod tcp;
 pub mod udp;
 pub mod wire;
 
+mod causes;
 mod peer;
 mod run;
 mod transactions;

@@ -7,7 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use hostbench_core::histogram::LatencyHist;
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::runner::{Case, Sample};
 use hostbench_core::spec::Spec;
 use hostbench_core::{BenchError, Runner};
@@ -144,6 +144,8 @@ pub fn run_net(
     spec: &Spec,
 ) -> Result<(), BenchError> {
     cfg.validate()?;
+    // Latency under load is diagnosed with its sender's schedule too.
+    runner.diagnose_with(&crate::Net);
     let order = if cfg.pin {
         hostbench_core::affinity::placement_order()
     } else {
@@ -364,6 +366,7 @@ pub(crate) fn throughput_case(
         _ => None,
     };
     let mut case = Case::new("net.throughput", Metric::Throughput, "bit/s")
+        .work(Work::Network)
         .param("proto", proto.name())
         .param("block_bytes", block)
         .param("streams", streams)
@@ -689,6 +692,7 @@ pub(crate) fn latency_case(
 ) -> Result<(), BenchError> {
     let cfg = ctx.cfg;
     let case = Case::new("net.latency", Metric::Latency, "s")
+        .work(Work::Network)
         .param("proto", proto.name())
         .param("block_bytes", msg)
         .param("streams", pairs)

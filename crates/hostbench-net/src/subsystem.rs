@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use hostbench_core::model::{Diagnosis, Record};
 use hostbench_core::subsystem::{Profile, ReferenceTool, RunContext, Subsystem};
 use hostbench_core::{BenchError, Phase, Runner};
 
@@ -116,6 +117,11 @@ impl Subsystem for Net {
 
     fn run(&self, runner: &mut Runner, ctx: &RunContext<'_>) -> Result<(), BenchError> {
         crate::run_net(runner, &run_config(ctx), ctx.host, ctx.spec)
+    }
+
+    /// A latency under load whose paced sender fell behind names it.
+    fn causes(&self, rec: &Record) -> Vec<Diagnosis> {
+        crate::causes::sender_behind(rec).into_iter().collect()
     }
 
     fn reference_tools(&self) -> &'static [ReferenceTool] {

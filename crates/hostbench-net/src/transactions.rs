@@ -11,7 +11,7 @@
 use std::cell::RefCell;
 
 use hostbench_core::histogram::LatencyHist;
-use hostbench_core::model::Metric;
+use hostbench_core::model::{Metric, Work};
 use hostbench_core::runner::{Case, Sample};
 use hostbench_core::{BenchError, Runner};
 use serde_json::json;
@@ -134,6 +134,7 @@ pub(crate) fn case(
 ) -> Result<(), BenchError> {
     let cfg = ctx.cfg;
     let case = Case::new("net.transactions", Metric::Throughput, "transactions/s")
+        .work(Work::Network)
         .param("proto", t.proto.name())
         .param("mode", t.mode.name())
         .param("pairs", t.pairs)

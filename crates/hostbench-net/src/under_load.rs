@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 
 use hostbench_core::histogram::LatencyHist;
-use hostbench_core::model::{Metric, Record};
+use hostbench_core::model::{Metric, Record, Work};
 use hostbench_core::runner::{Case, Sample};
 use hostbench_core::units::format_value;
 use hostbench_core::units::sample_list;
@@ -226,6 +226,7 @@ pub(crate) fn case(
     let cfg = ctx.cfg;
     let block = block(ctx);
     let case = Case::new("net.latency", Metric::Latency, "s")
+        .work(Work::Network)
         .param("proto", proto.name())
         .param("block_bytes", block)
         .param("streams", 1u32)

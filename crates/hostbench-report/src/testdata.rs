@@ -35,6 +35,8 @@ pub fn record(bench: &str, metric: Metric, unit: &str, params: Value, samples: &
         efficiency_effective: None,
         incomplete: None,
         trigger: None,
+        work: Default::default(),
+        subsystem_causes: Vec::new(),
     }
 }
 

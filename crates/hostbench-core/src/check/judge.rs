@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::expect::{glob, Bound, Expectation};
 use super::{Check, Expected, Reported, Retry, Verdict};
 use crate::conditions::diagnose::{self, Diagnosis};
-use crate::model::{Cause, Health, Host, Metric, Params, Record, Severity};
+use crate::model::{Cause, Health, Host, Metric, Params, Record, Severity, Work};
 use crate::units::{format_bytes_iec, format_value};
 
 /// The default share of its documented peak a figure must reach where nothing else is known.
@@ -293,11 +293,11 @@ fn unseen_sharing(rec: &Record, host: &Host) -> Option<&'static str> {
     if matches!(host.virtualization.as_str(), "none" | "unknown" | "") {
         return None;
     }
-    match rec.benchmark.split('.').next().unwrap_or("") {
-        "mem" => Some("memory bandwidth and the last-level cache"),
-        "disk" => Some("the host's storage"),
-        "net" => Some("the host's network path and memory"),
-        _ => None,
+    match rec.work {
+        Work::Memory => Some("memory bandwidth and the last-level cache"),
+        Work::Storage => Some("the host's storage"),
+        Work::Network => Some("the host's network path and memory"),
+        Work::Other | Work::Compute | Work::Solve => None,
     }
 }
 

@@ -9,7 +9,7 @@
 use super::cpu_list;
 // The type is the result schema's (`model`); re-exported so its old path keeps working.
 pub use crate::model::{Cause, Diagnosis, Trigger};
-use crate::model::{Conditions, Host, Record};
+use crate::model::{Conditions, Host, Record, Work};
 
 /// Coarsest `/proc/stat` resolution (one tick as a share of a CPU's time over the record) at
 /// which its shares are judged: 4 ticks per CPU.
@@ -21,8 +21,6 @@ pub use crate::model::SHORT_OF_PEAK;
 pub const SHORT_OF_LINEAR: f64 = 0.80;
 /// A cause this large is reported even on a record that is not short.
 pub const LARGE_CAUSE: f64 = 0.10;
-/// A LINPACK solve below this share of the FMA rate measured beside it names its own overhead.
-pub const SHORT_OF_FMA: f64 = 0.90;
 
 /// What the diagnosis needs to know about the host beyond the record.
 #[derive(Debug, Clone, Default)]
@@ -50,14 +48,6 @@ impl Context {
             effective_cores: host.cpu.effective_cores,
         }
     }
-}
-
-/// Benchmarks whose threads compute: their rate follows the cores they get.
-fn computes(rec: &Record) -> bool {
-    matches!(
-        rec.benchmark.as_str(),
-        "cpu.flops" | "cpu.iops" | "cpu.linpack" | "cpu.linpack_mxp"
-    )
 }
 
 /// Samples by their 0-based indices, as a reader counts them (`units`, where net's under-load
@@ -92,16 +82,26 @@ fn kernel_detail(cond: &Conditions) -> String {
     parts.join(", ")
 }
 
-/// Benchmarks whose `threads` are CPU-bound workers, one per CPU.
+/// `threads` where the record's are CPU-bound workers, one per CPU.
 fn cpu_threads(rec: &Record) -> Option<usize> {
     let t = rec.params.get("threads")?.as_u64()? as usize;
-    (rec.benchmark.starts_with("cpu.") || rec.benchmark.starts_with("mem.")).then_some(t)
+    rec.work.cpu_bound().then_some(t)
 }
 
-/// Every cause the conditions show, largest share first: each cause is its own function over
-/// what was read ([`Reading`]), in the order their ties are listed.
+/// Every cause the conditions show, with those the record's subsystem found
+/// (`Record::subsystem_causes`), largest share first: each of core's causes is its own function
+/// over what was read ([`Reading`]), in the order their ties are listed. A subsystem's
+/// finding about its benchmark's own work is listed where the solve's overhead always was,
+/// after the host's sharing; its conditions (a GPU's clock reasons) after core's.
 pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> {
     let r = Reading::of(rec, cond, ctx);
+    let found = |condition: bool| {
+        rec.subsystem_causes
+            .iter()
+            .filter(move |d| d.is_condition() == condition)
+            .cloned()
+            .map(Some)
+    };
     let mut out: Vec<Diagnosis> = [
         affinity(&r),
         cgroup_quota(&r),
@@ -110,22 +110,13 @@ pub fn causes(rec: &Record, cond: &Conditions, ctx: &Context) -> Vec<Diagnosis> 
         kernel_io(&r),
         helpers(&r),
         shared_cores(&r),
-        // Threads taking turns on fewer CPUs wait at every step barrier for a thread that is
-        // not running: that is the oversubscription's shortfall, named above, and no larger n
-        // helps.
-        if r.oversubscribed {
-            None
-        } else {
-            solve_overhead(rec)
-        },
-        sender_behind(rec),
-        clock_drop(&r),
-        thermal_events(&r),
-        memory_pressure(&r),
-        gpu_power_cap(&r),
-        gpu_thermal(&r),
     ]
     .into_iter()
+    // Threads taking turns on fewer CPUs wait at every step barrier for a thread that is not
+    // running: that is the oversubscription's shortfall, named above, and no larger n helps.
+    .chain(found(false).filter(|_| !r.oversubscribed))
+    .chain([clock_drop(&r), thermal_events(&r), memory_pressure(&r)])
+    .chain(found(true))
     .flatten()
     .collect();
     out.sort_by(|a, b| b.share.total_cmp(&a.share));
@@ -178,7 +169,7 @@ impl<'a> Reading<'a> {
             oversubscribed: threads.is_some_and(|t| allowed > 0 && t > allowed),
             ticks_ok,
             floor,
-            io: super::does_io(&rec.benchmark),
+            io: rec.work.does_io(),
             kernel,
             kernel_found: ticks_ok && kernel >= 0.02f64.max(floor),
         }
@@ -371,7 +362,7 @@ fn helpers(r: &Reading<'_>) -> Option<Diagnosis> {
 
 /// CPUs that give less independent FMA throughput than their count, for computing threads.
 fn shared_cores(r: &Reading<'_>) -> Option<Diagnosis> {
-    if !computes(r.rec) {
+    if !r.rec.work.computes() {
         return None;
     }
     let (e, t) = (r.ctx.effective_cores?, r.threads?);
@@ -433,166 +424,9 @@ fn memory_pressure(r: &Reading<'_>) -> Option<Diagnosis> {
     ))
 }
 
-/// A GPU clock held with NVML's power-cap reason set.
-fn gpu_power_cap(r: &Reading<'_>) -> Option<Diagnosis> {
-    let g = r.cond.gpu.as_ref()?;
-    let capped = g
-        .clock_reasons
-        .iter()
-        .any(|r| r == "sw_power_cap" || r == "hw_power_brake");
-    if !capped {
-        return None;
-    }
-    // The share of the clock the cap took, against the device's maximum.
-    let share = match (g.sm_clock_hz, g.sm_clock_max_hz) {
-        (Some(now), Some(max)) if max > 0.0 && now < max => 1.0 - now / max,
-        _ => 0.0,
-    };
-    let clock = g
-        .sm_clock_hz
-        .map_or("a lower clock".into(), |h| format!("{:.0} MHz", h / 1e6));
-    // NVML sets the reason for the power management's clock decisions, and its power
-    // reading (after the sample, an average over its own window) can sit far below
-    // the limit while the reason is set (an H200 under tensor load read 262 W of
-    // 700 W): say what was read rather than that the cap held the clock.
-    let text = match (g.power_avg_w.or(g.power_w), g.power_limit_w) {
-        (Some(p), Some(l)) if p >= 0.9 * l => {
-            format!("GPU clock held at {clock} by its power cap ({p:.0} W of {l:.0} W)")
-        }
-        (Some(p), Some(l)) => format!(
-            "GPU clock at {clock} with NVML's power-cap reason set ({p:.0} W of \
-             {l:.0} W over the samples)"
-        ),
-        _ => format!("GPU clock held at {clock} by its power cap"),
-    };
-    Some(Diagnosis::new(Cause::PowerCap, share, text))
-}
-
-/// A GPU clock held down for temperature.
-fn gpu_thermal(r: &Reading<'_>) -> Option<Diagnosis> {
-    let g = r.cond.gpu.as_ref()?;
-    g.clock_reasons
-        .iter()
-        .any(|r| r == "sw_thermal" || r == "hw_thermal")
-        .then(|| {
-            Diagnosis::new(
-                Cause::Thermal,
-                0.0,
-                format!(
-                    "GPU clock held down for temperature{}",
-                    g.temperature_c
-                        .map_or(String::new(), |t| format!(" ({t:.0} °C)"))
-                ),
-            )
-        })
-}
-
-/// A LINPACK solve's own overhead (`cpu.linpack`): the share of the FMA rate measured beside it
-/// that the solve did not reach, with where its threads' time went (thread 0 factoring panels,
-/// every thread waiting at the step barriers). Both shrink as n grows, so at a small n (a quick
-/// profile's) this, not the machine, is the shortfall.
-fn solve_overhead(rec: &Record) -> Option<Diagnosis> {
-    if rec.benchmark != "cpu.linpack" {
-        return None;
-    }
-    let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
-    // Above 1 the FMA reading was disturbed (the record warns); that is no overhead.
-    let of = x("of_fma_rate").filter(|of| *of > 0.0 && *of < SHORT_OF_FMA)?;
-    let n = rec
-        .params
-        .get("n")
-        .and_then(|v| v.as_u64())
-        .map_or(String::new(), |n| format!(" at n = {n}"));
-    let mut parts = Vec::new();
-    if let Some(p) = x("panel_share") {
-        parts.push(format!("the panels took {} of thread 0's time", pct(p)));
-    }
-    if let Some(i) = x("idle_share") {
-        parts.push(format!(
-            "the threads waited {} of theirs at the step barriers",
-            pct(i)
-        ));
-    }
-    let parts = if parts.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", parts.join(" and "))
-    };
-    Some(Diagnosis::new(
-        Cause::SolveOverhead,
-        1.0 - of,
-        format!(
-            "the solve reached {} of the FMA rate measured beside it{n}{parts}; both shrink as \
-             n grows (`hostbench linpack --n` or `--mem-share`, or the full profile, whose n \
-             fills half the available memory)",
-            pct(of)
-        ),
-    ))
-}
-
 /// A paced sender that kept this share of its schedule or more offered the load it was asked
 /// for (the model's: net's under-load client and the summary judge its records by it too).
 pub use crate::model::KEPT_SCHEDULE;
-
-/// A latency under load whose paced sender fell behind (`net.latency` with `offered_bps` and
-/// `sent_bps`): the load was not offered, and the round trips timed from each message's due
-/// time include the sender's wait. The share is the part of the offered rate not sent. Where
-/// the median sample kept up but some fell behind or sent late (`behind_samples`), those
-/// samples' round trips are the sender's, and so is the spread: named only where there is a
-/// spread (or another shortfall), with their share of the samples.
-fn sender_behind(rec: &Record) -> Option<Diagnosis> {
-    if rec.benchmark != "net.latency" {
-        return None;
-    }
-    let x = |k: &str| rec.extra.get(k).and_then(|v| v.as_f64());
-    let (offered, sent) = (x("offered_bps")?, x("sent_bps")?);
-    if !(offered > 0.0 && sent < KEPT_SCHEDULE * offered) {
-        let which: Vec<usize> = rec
-            .extra
-            .get("behind_samples")?
-            .as_array()?
-            .iter()
-            .filter_map(|i| Some(i.as_u64()? as usize))
-            .collect();
-        if which.is_empty() || shortfall(rec).is_none() {
-            return None;
-        }
-        let n = rec.samples.len().max(1);
-        let least = x("sent_share_min").map_or(String::new(), |s| {
-            format!(
-                " (the least any sent: {:.0} % of the messages due)",
-                100.0 * s
-            )
-        });
-        return Some(Diagnosis::new(
-            Cause::SenderBehind,
-            which.len() as f64 / n as f64,
-            format!(
-                "the sender fell behind its schedule or sent late in {} of {n}{least}: those \
-                 round trips include its wait, so the spread is the sender's; the median \
-                 sample's are not",
-                sample_list(&which),
-            ),
-        ));
-    }
-    let from_send = x("p50_uncorrected_s").map_or(String::new(), |s| {
-        format!(
-            " (timed from the actual send: {})",
-            crate::units::format_value(s, "s")
-        )
-    });
-    Some(Diagnosis::new(
-        Cause::SenderBehind,
-        1.0 - sent / offered,
-        format!(
-            "the sender fell behind its schedule: it sent {} of the {} offered ({:.0} %), so \
-             the round trips timed from each message's due time include its wait{from_send}",
-            crate::units::format_value(sent, "bit/s"),
-            crate::units::format_value(offered, "bit/s"),
-            100.0 * sent / offered
-        ),
-    ))
-}
 
 /// Why a record needs a diagnosis, if it does: a shortfall against its peak or its spread
 /// ([`Trigger::shortfall`] of its own figures).
@@ -603,11 +437,17 @@ pub fn shortfall(rec: &Record) -> Option<String> {
 /// Set `rec.diagnosis` (and `efficiency_effective`) from its conditions: the causes when it is
 /// short (or `trigger` names a shortfall found elsewhere, such as a scaling step) or when a cause
 /// is large on its own; `none_found` with the sources read when it is short and nothing shows.
+/// Then write the "noisy" warning of a record whose samples spread, naming the measured cause
+/// where there is one: this is its one writer.
 pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
+    let cause = diagnose(rec, ctx, trigger);
+    rec.note_noise(cause.as_deref());
+}
+
+/// [`apply`]'s diagnosis; the cause a "noisy" warning names, where one was measured.
+fn diagnose(rec: &mut Record, ctx: &Context, trigger: Option<String>) -> Option<String> {
     set_efficiency_effective(rec, ctx);
-    let Some(cond) = rec.conditions.clone() else {
-        return;
-    };
+    let cond = rec.conditions.clone()?;
     let found = causes(rec, &cond, ctx);
     let why = Trigger {
         elsewhere: trigger,
@@ -624,7 +464,7 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
             || d.cause.counts_at_any_share()
     });
     if short.is_none() && !large {
-        return;
+        return None;
     }
     // Where only the benchmark's own overhead showed, "none found" still says which conditions
     // were read and were clean.
@@ -644,15 +484,13 @@ pub fn apply(rec: &mut Record, ctx: &Context, trigger: Option<String>) {
         ));
     }
     // The "noisy" warning names its cause where one was measured.
-    if let Some(first) = rec.diagnosis.iter().find(|d| d.is_condition()) {
-        let disturbed = if cond.disturbed_samples.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
-        };
-        let cause = format!("{}{disturbed}", first.text);
-        rec.note_noise(Some(&cause));
-    }
+    let first = rec.diagnosis.iter().find(|d| d.is_condition())?;
+    let disturbed = if cond.disturbed_samples.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} disturbed)", sample_list(&cond.disturbed_samples))
+    };
+    Some(format!("{}{disturbed}", first.text))
 }
 
 /// The sources a `none_found` diagnosis looked at, and those it could not.
@@ -691,7 +529,7 @@ fn sources_read(c: &Conditions) -> String {
 /// cores: the efficiency against the effective cores, beside the one against the documented
 /// peak, so that both readings are shown.
 fn set_efficiency_effective(rec: &mut Record, ctx: &Context) {
-    if !computes(rec) {
+    if !rec.work.computes() {
         return;
     }
     let (Some(peak), Some(e), Some(t)) = (&rec.peak, ctx.effective_cores, cpu_threads(rec)) else {
@@ -707,12 +545,13 @@ fn set_efficiency_effective(rec: &mut Record, ctx: &Context) {
     }
 }
 
-/// Scaling steps below 80 % of linear among the CPU throughput records: for each record at more
+/// Scaling steps below 80 % of linear among the records of independent computing threads
+/// ([`Work::Compute`]): for each record at more
 /// threads than the next lower count of the same case, (index, "2→4 threads gave 1.31×").
 pub fn scaling_shortfalls(records: &[Record]) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     for (i, r) in records.iter().enumerate() {
-        if !matches!(r.benchmark.as_str(), "cpu.flops" | "cpu.iops") {
+        if r.work != Work::Compute {
             continue;
         }
         let Some(t) = r.params.get("threads").and_then(|v| v.as_u64()) else {
@@ -751,6 +590,9 @@ pub fn scaling_shortfalls(records: &[Record]) -> Vec<(usize, String)> {
     }
     out
 }
+
+#[doc(hidden)]
+pub mod testdata;
 
 #[cfg(test)]
 mod tests;

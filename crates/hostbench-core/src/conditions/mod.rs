@@ -40,13 +40,6 @@ pub use crate::model::{
 /// A sample is "disturbed" when at least this share of its CPU time went elsewhere.
 pub const DISTURBED_SHARE: f64 = 0.10;
 
-/// Whether a benchmark's work is I/O that the kernel completes on the record's CPUs (disk and
-/// network): its interrupts and kernel threads there, and its threads' waits to run after each
-/// completion, are then mostly the benchmark's own, not a neighbour's.
-pub fn does_io(benchmark: &str) -> bool {
-    benchmark.starts_with("disk.") || benchmark.starts_with("net.")
-}
-
 /// Where the readers look, and what was found there once.
 #[derive(Debug)]
 pub struct Probe {
@@ -160,12 +153,12 @@ pub struct Recorder<'a> {
     start: Telemetry,
     last: Snapshot,
     spans: Vec<Span>,
-    /// The record's work is I/O ([`does_io`]).
+    /// The record's work is I/O ([`crate::model::Work::does_io`]).
     io: bool,
 }
 
 impl Recorder<'_> {
-    /// The record's work is I/O ([`does_io`]): a sample is not counted disturbed for the
+    /// The record's work is I/O ([`crate::model::Work::does_io`]): a sample is not counted disturbed for the
     /// kernel's interrupts on its CPUs or for its threads' waits to run after each completion.
     /// Both are the benchmark's own on a disk or network record: its threads woke thousands of
     /// times a second and each waited to run (the completion's interrupt work on that CPU, or

@@ -130,7 +130,8 @@ fn an_io_samples_own_interrupts_and_wake_up_waits_do_not_disturb_it() {
     let busy = span(20, 25);
     let sh = busy.shares(&[0, 1], 100.0);
     assert!(busy.disturbed(&sh, 2, true), "{sh:?}");
-    assert!(does_io("disk.iops") && does_io("net.latency") && !does_io("mem.bandwidth"));
+    use crate::model::Work;
+    assert!(Work::Storage.does_io() && Work::Network.does_io() && !Work::Memory.does_io());
 }
 
 #[test]

@@ -339,6 +339,9 @@ mod tests {
     fn the_noisy_warning_is_written_once_and_names_its_cause_in_place() {
         let mut r = noisy_record();
         r.warnings.push("another".into());
+        // Not written as measured: the diagnosis writes it, first among the warnings.
+        assert_eq!(r.warnings, ["another"]);
+        r.note_noise(None);
         let plain = r.warnings[0].clone();
         assert!(
             plain.starts_with("noisy: CV ")
@@ -363,6 +366,11 @@ mod tests {
                 .count(),
             1
         );
+        // A diagnosis that measured a cause at once writes the warning naming it.
+        let mut r = noisy_record();
+        r.note_noise(Some("steal 12 %"));
+        assert!(r.warnings[0].ends_with(" (> 5 %): steal 12 %"));
+        assert_eq!(r.warnings.len(), 1);
     }
 
     #[test]

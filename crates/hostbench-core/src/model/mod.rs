@@ -17,7 +17,8 @@ pub use conditions::{
 };
 pub use diagnosis::{Cause, Diagnosis, Trigger, SHORT_OF_PEAK};
 pub use record::{
-    Incomplete, Metric, Peak, Record, Reference, Stats, KEPT_SCHEDULE, NOISY_CV, PAGES_GRANTED,
+    Incomplete, Metric, Peak, Record, Reference, Stats, Work, KEPT_SCHEDULE, NOISY_CV,
+    PAGES_GRANTED,
 };
 
 /// Schema identifier written into every result file.

@@ -20,6 +20,46 @@ pub enum Metric {
     Latency,
 }
 
+/// What a case's threads do, as its subsystem says on its `Case` (`Case::work`): the diagnosis
+/// reads it to know which shortfalls a condition can explain (threads one per CPU, the kernel's
+/// I/O), so that it never reads a subsystem's benchmark ids. Not part of the result: a record
+/// read back from a file has `Other`, and nothing that reads a file diagnoses it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Work {
+    /// Nothing the diagnosis treats apart (a GPU's kernels, a test's case).
+    #[default]
+    Other,
+    /// Independent computing threads, one per CPU, whose rate follows the cores they get and
+    /// whose thread-count sweep should scale linearly (`cpu.flops`, `cpu.iops`).
+    Compute,
+    /// Computing threads that cooperate on one solve (LINPACK): they follow the cores too, but
+    /// their steps are not judged against linear scaling.
+    Solve,
+    /// CPU-bound threads whose rate follows memory (`mem.*`).
+    Memory,
+    /// Storage I/O: the kernel's interrupts and threads complete the benchmark's own work.
+    Storage,
+    /// Network I/O, as storage.
+    Network,
+}
+
+impl Work {
+    /// The threads compute: their rate follows the cores they get.
+    pub fn computes(self) -> bool {
+        matches!(self, Work::Compute | Work::Solve)
+    }
+
+    /// The `threads` parameter counts CPU-bound workers, one per CPU.
+    pub fn cpu_bound(self) -> bool {
+        matches!(self, Work::Compute | Work::Solve | Work::Memory)
+    }
+
+    /// The kernel's interrupts and threads do part of the work (disk, network).
+    pub fn does_io(self) -> bool {
+        matches!(self, Work::Storage | Work::Network)
+    }
+}
+
 /// `extra` key a memory record sets to `"mixed"` when it asked for huge pages (`pages=huge`)
 /// and the kernel backed too little of its memory with them, even after a second request: its
 /// figure is not a huge-page figure, and no headline may present it as one.
@@ -70,6 +110,15 @@ pub struct Record {
     /// back has none: [`Record::trigger`] then reads its own figures).
     #[serde(skip)]
     pub trigger: Option<Trigger>,
+    /// What its threads did (its case's [`Work`]); not part of the result.
+    #[serde(skip)]
+    pub work: Work,
+    /// The causes its subsystem found in what only it knows how to read (a LINPACK solve's
+    /// overhead, a paced sender's schedule, a GPU's clock reasons), by `Subsystem::causes` when
+    /// the runner committed it; the diagnosis ranks them with its own. Not part of the result:
+    /// kept for a re-diagnosis of the same record (`check`'s judge).
+    #[serde(skip)]
+    pub subsystem_causes: Vec<Diagnosis>,
 }
 
 /// Why a record holds fewer samples than its case asked for.
@@ -149,9 +198,12 @@ impl Record {
     }
 
     /// Write the "noisy" warning of a record whose samples spread beyond [`NOISY_CV`], the one
-    /// place its words are made: without a cause (as measured, with what to do about it), or,
-    /// once the diagnosis has measured one, naming it in place of the advice. Its place among
-    /// the warnings is kept.
+    /// place its words are made; the diagnosis calls it once it has looked for a cause
+    /// (`conditions::diagnose::apply`, at the runner's commit). Where it measured one, the
+    /// warning names it in place of the advice (rerun, raise `--repeat`). The warning comes
+    /// first among the record's warnings, as the first thing said of its samples. A second
+    /// diagnosis (a scaling step's, `check`'s) names a cause in a warning written without one,
+    /// and leaves one that names a cause as it is.
     pub fn note_noise(&mut self, cause: Option<&str>) {
         if !(self.stats.n > 1 && self.stats.cv > NOISY_CV) {
             return;
@@ -163,12 +215,12 @@ impl Record {
             NOISY_CV * 100.0
         );
         let plain = format!("{head}; rerun on a quiet machine or raise --repeat");
-        let at = self.warnings.iter().position(|w| *w == plain);
-        match (cause, at) {
-            (None, None) => self.warnings.push(plain),
-            (Some(cause), Some(i)) => self.warnings[i] = format!("{head}: {cause}"),
-            // Already written, or named a cause already.
-            (None, Some(_)) | (Some(_), None) => {}
+        let said = cause.map_or_else(|| plain.clone(), |c| format!("{head}: {c}"));
+        match self.warnings.iter().position(|w| w.starts_with(&head)) {
+            None => self.warnings.insert(0, said),
+            Some(i) if self.warnings[i] == plain => self.warnings[i] = said,
+            // Named a cause already.
+            Some(_) => {}
         }
     }
 

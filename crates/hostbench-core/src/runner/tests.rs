@@ -66,8 +66,39 @@ fn warmup_is_discarded_and_stats_follow_samples() {
     assert_eq!(rec.value, 2.0);
     assert_eq!(rec.stats.max, 3.0);
     assert_eq!(rec.extra["clock_hz"], serde_json::json!(3.0));
-    assert!(rec.warnings.iter().any(|w| w.starts_with("noisy")));
     assert_eq!(rec.params["threads"], serde_json::json!(2));
+    // The "noisy" warning is written by the diagnosis, at commit.
+    r.commit(rec).unwrap();
+    let rec = &r.result().records[0];
+    assert!(rec.warnings.iter().any(|w| w.starts_with("noisy")));
+}
+
+/// Written at commit by the diagnosis, the "noisy" warning still leads the warnings said of
+/// the record before it (a cut case's, the peak's), as it did when written as measured.
+#[test]
+fn the_noisy_warning_leads_those_said_before_the_commit() {
+    let mut r = Runner::new(quiet(None), Host::default());
+    let case = Case::new("test.x", Metric::Throughput, "OP/s");
+    let mut seq = [1.0, 1.0, 2.0, 3.0].into_iter();
+    r.run_case(
+        &case,
+        || Ok(Sample::new(seq.next().unwrap_or(0.0))),
+        |rec| {
+            rec.set_peak(Some(crate::model::Peak {
+                value: 1.0,
+                basis: "test".into(),
+            }))
+        },
+    )
+    .unwrap();
+    let rec = &r.result().records[0];
+    assert_eq!(rec.warnings.len(), 2, "{:?}", rec.warnings);
+    assert!(
+        rec.warnings[0].starts_with("noisy: CV "),
+        "{:?}",
+        rec.warnings
+    );
+    assert!(rec.warnings[1].starts_with("measured 200 % of the theoretical limit"));
 }
 
 #[test]

@@ -65,6 +65,7 @@ mod lu;
 mod micro;
 pub mod mxp;
 pub mod openblas;
+pub mod overhead;
 mod panel;
 pub mod run;
 mod sync;

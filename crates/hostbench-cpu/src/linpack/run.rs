@@ -2,7 +2,7 @@
 //! runner, the FMA readings beside it, and the OpenBLAS reference. Moved out of `lib.rs` so the
 //! crate root is a facade (issue 53).
 
-use hostbench_core::model::{Host, Metric, Record, RunResult};
+use hostbench_core::model::{Host, Metric, Record, RunResult, Work};
 use hostbench_core::spec::Spec;
 use hostbench_core::subsystem::ReferenceScope;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
@@ -46,6 +46,8 @@ pub fn run_linpack(
     reference: ReferenceScope,
 ) -> Result<usize, BenchError> {
     parallel::check_threads([threads], MAX_THREADS, "linpack threads")?;
+    // The solve's records are diagnosed with its own overhead too.
+    runner.diagnose_with(&crate::Linpack);
     let avail = hostbench_core::host::available_memory_bytes();
     let order = affinity::placement_order();
     if let LinpackSize::Fixed(n) = size {
@@ -105,6 +107,7 @@ pub fn run_linpack(
         }
     };
     let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
+        .work(Work::Solve)
         .param("n", n)
         .param("threads", threads);
     // The issue's own yardstick where this run has it: cpu.flops f64 at the same threads, whose
@@ -241,6 +244,7 @@ pub(crate) fn mxp_case(
     let avail = hostbench_core::host::available_memory_bytes();
     check_fits(&format!("--mxp at n {n}"), mxp::memory_needed(n), avail)?;
     let case = Case::new("cpu.linpack_mxp", Metric::Throughput, "FLOP/s")
+        .work(Work::Solve)
         .param("n", n)
         .param("threads", threads)
         .param("precision", unit.precision().name());

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use hostbench_core::model::{Host, Metric, Record};
+use hostbench_core::model::{Host, Metric, Record, Work};
 use hostbench_core::rng::derive as mix;
 use hostbench_core::{affinity, parallel, BenchError, Case, Runner, Sample};
 use serde_json::json;
@@ -115,6 +115,7 @@ fn run_point(
         .iter()
         .map(|&chains| {
             let case = Case::new(BENCHMARK, Metric::Latency, "s")
+                .work(Work::Memory)
                 .param("pattern", p.pattern.name())
                 .param("working_set_bytes", p.ws)
                 .param("threads", p.threads)

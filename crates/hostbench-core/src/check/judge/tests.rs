@@ -4,11 +4,12 @@
 use super::super::expect::{resolve, ExpectToml};
 use super::*;
 use crate::conditions::{CgroupConditions, Conditions, GpuConditions};
-use crate::model::{HealthFinding, HealthReading, Peak};
+use crate::model::{HealthFinding, HealthReading, Peak, Work};
 use crate::runner::{record_from_samples, Case};
 
 fn rec(value: f64, cond: Conditions) -> Record {
     let case = Case::new("cpu.flops", Metric::Throughput, "FLOP/s")
+        .work(Work::Compute)
         .param("dtype", "f64")
         .param("threads", 2);
     let mut r = record_from_samples(&case, vec![value; 3]);
@@ -147,19 +148,27 @@ fn heat_and_the_gpus_hardware_brake_fail_and_its_software_cap_does_not() {
             sm_clock_max_hz: Some(1.98e9),
             ..GpuConditions::default()
         });
-        let c = figure(
-            &rec(45e9, g.clone()),
-            Some(&rec(45e9, g)),
-            &floor(80e9),
-            &host,
-        );
+        // The cause the gpu subsystem found in the clock reasons when the runner committed
+        // the record (`Subsystem::causes`; its own crate tests the words).
+        let capped = |g: Conditions| {
+            let mut r = rec(45e9, g);
+            r.subsystem_causes = vec![Diagnosis::new(
+                Cause::PowerCap,
+                1.0 - 1.2 / 1.98,
+                "GPU clock held at 1200 MHz by its power cap".into(),
+            )];
+            r
+        };
+        let c = figure(&capped(g.clone()), Some(&capped(g)), &floor(80e9), &host);
         assert_eq!(c.verdict, want, "{reason}: {}", c.reason);
     }
 }
 
 #[test]
 fn a_memory_shortfall_with_no_cause_is_unknown_on_a_vm_and_fails_on_bare_metal() {
-    let case = Case::new("mem.bandwidth", Metric::Throughput, "B/s").param("kernel", "triad");
+    let case = Case::new("mem.bandwidth", Metric::Throughput, "B/s")
+        .work(Work::Memory)
+        .param("kernel", "triad");
     let mem = |v: f64| {
         let mut r = record_from_samples(&case, vec![v; 3]);
         r.conditions = Some(quiet());

@@ -1,52 +1,29 @@
 //! Unit tests of `diagnose.rs`, kept in their own file so the module itself stays short
 //! (issue 53: no source file over 1,000 lines).
 
+use super::testdata::{ctx, quiet, short};
 use super::*;
-use crate::conditions::{CgroupConditions, ClockSpan, CpuShare, KernelThreadShare, MemoryPressure};
-use crate::model::{Metric, Peak};
+use crate::conditions::{ClockSpan, CpuShare, KernelThreadShare};
+use crate::model::{Metric, Peak, Work};
 use crate::runner::{record_from_samples, Case};
+
+/// What the subsystem owning `benchmark` says its threads do (`Case::work`).
+fn work_of(benchmark: &str) -> Work {
+    match benchmark.split('.').next() {
+        Some("cpu") => Work::Compute,
+        Some("mem") => Work::Memory,
+        Some("disk") => Work::Storage,
+        Some("net") => Work::Network,
+        _ => Work::Other,
+    }
+}
 
 fn rec(benchmark: &str, threads: u64, value: f64) -> Record {
     let case = Case::new(benchmark, Metric::Throughput, "FLOP/s")
+        .work(work_of(benchmark))
         .param("dtype", "f64")
         .param("threads", threads);
     record_from_samples(&case, vec![value; 3])
-}
-
-fn quiet() -> Conditions {
-    Conditions {
-        cpus: vec![0, 1],
-        seconds: 1.0,
-        steal_share: Some(0.0),
-        run_delay_share: Some(0.0),
-        other_cpu_share: Some(0.0),
-        cgroup: Some(CgroupConditions {
-            version: 1,
-            path: "/".into(),
-            quota_cpus: None,
-            allowed_cpus: 2,
-            ..CgroupConditions::default()
-        }),
-        memory: Some(MemoryPressure::default()),
-        ..Conditions::default()
-    }
-}
-
-fn ctx() -> Context {
-    Context {
-        allowed_cpus: 2,
-        cores: 2,
-        effective_cores: Some(2.0),
-    }
-}
-
-fn short(mut r: Record, c: Conditions) -> Record {
-    r.set_peak(Some(Peak {
-        value: r.value * 2.0,
-        basis: "test".into(),
-    }));
-    r.conditions = Some(c);
-    r
 }
 
 #[test]
@@ -277,9 +254,10 @@ fn hostbench_s_own_helper_threads_are_named_apart_from_other_processes() {
 
 #[test]
 fn the_noisy_warning_names_its_measured_cause() {
-    let case = Case::new("mem.bandwidth", Metric::Throughput, "B/s").param("threads", 1);
+    let case = Case::new("mem.bandwidth", Metric::Throughput, "B/s")
+        .work(Work::Memory)
+        .param("threads", 1);
     let mut r = record_from_samples(&case, vec![1.0, 2.0, 3.0]);
-    assert!(r.warnings[0].starts_with("noisy:"));
     let mut c = quiet();
     c.steal_share = Some(0.12);
     c.disturbed_samples = vec![0, 2];
@@ -291,178 +269,12 @@ fn the_noisy_warning_names_its_measured_cause() {
     r.conditions = Some(c);
     apply(&mut r, &ctx(), None);
     assert_eq!(r.diagnosis[0].cause, "steal");
+    assert!(r.warnings[0].starts_with("noisy:"));
     assert!(
             r.warnings[0].ends_with(": steal 12 % of CPU time on CPUs 0, 1 (the hypervisor ran something else) (samples 1, 3 disturbed)"),
             "{}",
             r.warnings[0]
         );
-}
-
-/// A quick profile's small LINPACK: its shortfall is the solve's own overhead, measured in
-/// the record, beside clean conditions; a neighbour is still the condition a noisy warning
-/// names; and a disturbed FMA reading (of_fma_rate above 1) is no overhead.
-#[test]
-fn a_small_linpack_names_its_own_overhead_beside_the_conditions() {
-    let linpack_on = |threads: u64, of: f64, samples: Vec<f64>| {
-        let case = Case::new("cpu.linpack", Metric::Throughput, "FLOP/s")
-            .param("n", 2000)
-            .param("threads", threads);
-        let mut r = record_from_samples(&case, samples);
-        for (k, v) in [
-            ("of_fma_rate", of),
-            ("panel_share", 0.35),
-            ("idle_share", 0.12),
-        ] {
-            r.extra.insert(k.into(), serde_json::json!(v));
-        }
-        r
-    };
-    let linpack = |of, samples| linpack_on(2, of, samples);
-    let mut r = short(linpack(0.53, vec![62e9; 3]), quiet());
-    apply(&mut r, &ctx(), None);
-    let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
-    assert_eq!(
-        causes,
-        ["solve_overhead", "none_found"],
-        "{:?}",
-        r.diagnosis
-    );
-    let d = &r.diagnosis[0];
-    assert!((d.share - 0.47).abs() < 1e-9);
-    assert_eq!(
-        d.text,
-        "the solve reached 53 % of the FMA rate measured beside it at n = 2000: the panels \
-             took 35 % of thread 0's time and the threads waited 12 % of theirs at the step \
-             barriers; both shrink as n grows (`hostbench linpack --n` or `--mem-share`, or the \
-             full profile, whose n fills half the available memory)"
-    );
-    assert!(!d.is_condition());
-    assert!(r.diagnosis[1]
-        .text
-        .starts_with("no condition of the machine found among: steal"));
-    // With a neighbour: both, no "none found", and the noisy warning names the neighbour.
-    let mut c = quiet();
-    c.other_cpu_share = Some(0.2);
-    let mut r = short(linpack(0.53, vec![40e9, 62e9, 80e9]), c);
-    assert!(r.warnings.iter().any(|w| w.starts_with("noisy:")));
-    apply(&mut r, &ctx(), None);
-    let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
-    assert_eq!(causes, ["solve_overhead", "cpu_contention"]);
-    let noisy = r.warnings.iter().find(|w| w.starts_with("noisy:")).unwrap();
-    assert!(
-        noisy.ends_with(": other processes used 20 % of CPUs 0, 1"),
-        "{noisy}"
-    );
-    // A disturbed FMA reading, or a solve close to the FMA rate: no overhead named.
-    for of in [1.7, 0.93] {
-        let mut r = short(linpack(of, vec![62e9; 3]), quiet());
-        apply(&mut r, &ctx(), None);
-        let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
-        assert_eq!(causes, ["none_found"], "{of}");
-    }
-    // Sixteen threads taking turns on two CPUs: the oversubscription is the cause, and no
-    // larger n would help.
-    let mut r = short(linpack_on(16, 0.16, vec![18e9; 3]), quiet());
-    apply(&mut r, &ctx(), None);
-    let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
-    assert_eq!(causes, ["affinity"], "{:?}", r.diagnosis);
-}
-
-/// A latency under load whose sender fell behind is diagnosed even without a peak to fall
-/// short of: the figure is the sender's, and the summary's one line must say so.
-#[test]
-fn a_sender_behind_its_schedule_is_named_without_a_peak() {
-    let under_load = |sent: f64| {
-        let case = Case::new("net.latency", Metric::Latency, "s")
-            .param("proto", "udp")
-            .param("load_bps", "90%");
-        let mut r = record_from_samples(&case, vec![0.138; 3]);
-        for (k, v) in [
-            ("offered_bps", 22.9e9),
-            ("sent_bps", sent),
-            ("p50_uncorrected_s", 175e-6),
-        ] {
-            r.extra.insert(k.into(), serde_json::json!(v));
-        }
-        r.conditions = Some(quiet());
-        r
-    };
-    let mut r = under_load(10.67e9);
-    apply(&mut r, &ctx(), None);
-    let causes: Vec<&str> = r.diagnosis.iter().map(|d| d.cause.as_str()).collect();
-    assert_eq!(causes, ["sender_behind", "none_found"], "{:?}", r.diagnosis);
-    let d = &r.diagnosis[0];
-    assert!((d.share - (1.0 - 10.67 / 22.9)).abs() < 1e-9);
-    assert!(
-        d.text.starts_with(
-            "the sender fell behind its schedule: it sent 10.7 Gbit/s of the 22.9 Gbit/s \
-                 offered (47 %)"
-        ),
-        "{}",
-        d.text
-    );
-    assert!(
-        d.text.ends_with("(timed from the actual send: 175 µs)"),
-        "{}",
-        d.text
-    );
-    assert!(!d.is_condition());
-    // A sender that kept its schedule, or one just behind on a steady record: nothing.
-    for sent in [22.5e9, 21.0e9] {
-        let mut r = under_load(sent);
-        apply(&mut r, &ctx(), None);
-        assert!(r.diagnosis.is_empty(), "{sent}: {:?}", r.diagnosis);
-    }
-    // The median sample kept up, the first fell behind: the spread is the sender's.
-    let mut r = under_load(22.8e9);
-    r.samples = vec![0.194, 29e-6, 37e-6];
-    r.stats = crate::stats::summarize(&r.samples);
-    r.extra
-        .insert("behind_samples".into(), serde_json::json!([0]));
-    r.extra
-        .insert("sent_share_min".into(), serde_json::json!(0.51));
-    apply(&mut r, &ctx(), None);
-    let d = &r.diagnosis[0];
-    assert_eq!(d.cause, "sender_behind", "{:?}", r.diagnosis);
-    assert!((d.share - 1.0 / 3.0).abs() < 1e-9);
-    assert!(
-        d.text.starts_with(
-            "the sender fell behind its schedule or sent late in sample 1 of 3 (the least \
-                 any sent: 51 % of the messages due)"
-        ),
-        "{}",
-        d.text
-    );
-    // On a steady record the sample behind made no spread to explain: nothing.
-    r.diagnosis.clear();
-    r.samples = vec![29e-6; 3];
-    r.stats = crate::stats::summarize(&r.samples);
-    apply(&mut r, &ctx(), None);
-    assert!(r.diagnosis.is_empty(), "{:?}", r.diagnosis);
-}
-
-#[test]
-fn a_gpu_held_by_its_power_cap_is_named_with_the_clock_it_held() {
-    let mut c = quiet();
-    c.gpu = Some(crate::conditions::GpuConditions {
-        sm_clock_hz: Some(1410e6),
-        sm_clock_max_hz: Some(1980e6),
-        power_w: Some(699.0),
-        power_limit_w: Some(700.0),
-        clock_reasons: vec!["sw_power_cap".into()],
-        ..Default::default()
-    });
-    let case = Case::new("gpu.flops", Metric::Throughput, "FLOP/s").param("dtype", "f32");
-    let r = record_from_samples(&case, vec![1e12; 3]);
-    let mut r = short(r, c);
-    apply(&mut r, &ctx(), None);
-    let d = &r.diagnosis[0];
-    assert_eq!(d.cause, "power_cap");
-    assert_eq!(
-        d.text,
-        "GPU clock held at 1410 MHz by its power cap (699 W of 700 W)"
-    );
-    assert!((d.share - (1.0 - 1410.0 / 1980.0)).abs() < 1e-9);
 }
 
 #[test]

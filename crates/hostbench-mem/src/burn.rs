@@ -16,7 +16,8 @@
 //! (random, address) cost what the constant ones do.
 //!
 //! A wrong word is named by its virtual address and, where `/proc/self/pagemap` is readable
-//! (root), its physical address, which the EDAC counters and the DIMM map relate to a module.
+//! (root), its physical address and, where the SMBIOS table maps it (`dmi::dimm_at_physical`), the
+//! DIMM or its interleaved set; `hostbench burn` also fails on an EDAC count that rose meanwhile.
 //! `HOSTBENCH_FAULT=mem:flip:after=N` flips one bit of word N (modulo the buffer) after the first
 //! state is written and before it is read back, so the detection path tested is the real one.
 
@@ -516,7 +517,12 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
                     if let Some((addr, e, g)) = first.filter(|_| bad > 0) {
                         let mut mm = Mismatch::of_bits(format!("{addr:#x}"), e, g);
                         mm.detail = Some(match physical_address(addr) {
-                            Some(pa) => format!("physical {pa:#x}; DIMM unknown (no EDAC map)"),
+                            Some(pa) => format!(
+                                "physical {pa:#x}; {}",
+                                crate::dmi::dimm_at_physical(pa).unwrap_or_else(|| {
+                                    "DIMM unknown (no SMBIOS address map)".into()
+                                })
+                            ),
                             None => "physical address unreadable (pagemap)".into(),
                         });
                         run.record_error(mm);

@@ -18,6 +18,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+mod map;
+pub use map::{dimm_at_physical, dimms_at, Placement, Slot};
+
 /// Where the kernel exports the raw SMBIOS structure table (readable by root only).
 pub const DMI_TABLE: &str = "/sys/firmware/dmi/tables/DMI";
 
@@ -274,6 +277,11 @@ impl Structure<'_> {
     fn dword(&self, offset: usize) -> Option<u32> {
         let bytes = self.formatted.get(offset..offset + 4)?;
         Some(u32::from_le_bytes(bytes.try_into().ok()?))
+    }
+
+    fn qword(&self, offset: usize) -> Option<u64> {
+        let bytes = self.formatted.get(offset..offset + 8)?;
+        Some(u64::from_le_bytes(bytes.try_into().ok()?))
     }
 
     /// The string a field at `offset` refers to (1-based; 0 means none); empty if absent.

@@ -298,3 +298,159 @@ fn the_disk_burn_verifies_its_file_and_leaves_nothing() {
     );
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
 }
+
+/// An EDAC fixture tree (`HOSTBENCH_HEALTH_ROOT`) with one controller and one labelled DIMM, all
+/// counts 0, in which the DIMM counter `fifo` (`dimm_ue_count` or `dimm_ce_count`) is a named
+/// pipe: the burn's reading of it blocks until the test writes, so the test knows the "before"
+/// counters have been read and can raise them with no race against the burn's start.
+const LABEL: &str = "CPU_SrcID#0_MC#0_Chan#1_DIMM#0";
+const MC0: &str = "sys/devices/system/edac/mc/mc0";
+
+fn edac_fixture(root: &std::path::Path, fifo: &str) {
+    let dimm = root.join(MC0).join("dimm0");
+    std::fs::create_dir_all(&dimm).expect("mkdir");
+    for (file, text) in [
+        ("mc_name", "Fixture IMC#0"),
+        ("ce_count", "0"),
+        ("ue_count", "0"),
+        ("size_mb", "16384"),
+        ("dimm0/dimm_label", LABEL),
+        ("dimm0/dimm_ce_count", "0"),
+        ("dimm0/dimm_ue_count", "0"),
+    ] {
+        std::fs::write(root.join(MC0).join(file), format!("{text}\n")).expect("write");
+    }
+    let path = dimm.join(fifo);
+    std::fs::remove_file(&path).expect("rm");
+    let c = std::ffi::CString::new(path.to_str().expect("utf-8")).expect("no NUL");
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+}
+
+/// Run a short memory burn on the fixture; once it has read `fifo` (as 0), set each of `raise`
+/// (path under mc0, new count) by renaming a file over it, and return the burn's output and record.
+fn burn_with_edac_rise(fifo: &str, raise: &[(&str, &str)]) -> (Output, serde_json::Value) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path().join("root");
+    edac_fixture(&root, fifo);
+    let json = dir.path().join("burn.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["burn", "--only", "mem", "--mem-share", "0.002"])
+        .args(["--duration", "1s", "--json", json.to_str().expect("utf-8")])
+        .env_remove("HOSTBENCH_FAULT")
+        .env("HOSTBENCH_HEALTH_ROOT", &root)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn hostbench");
+    let pipe = root.join(MC0).join("dimm0").join(fifo);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    // A non-blocking open for writing succeeds only once the burn has the pipe open for reading.
+    let mut w = loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&pipe)
+        {
+            Ok(w) => break w,
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                if std::time::Instant::now() > deadline {
+                    let o = child.wait_with_output().expect("wait");
+                    panic!("the burn never read {fifo}: {o:?}");
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    w.write_all(b"0\n").expect("write the before count");
+    drop(w);
+    for (file, count) in raise {
+        let tmp = dir.path().join("count");
+        std::fs::write(&tmp, format!("{count}\n")).expect("write");
+        std::fs::rename(&tmp, root.join(MC0).join(file)).expect("rename");
+    }
+    let o = child.wait_with_output().expect("wait");
+    let rec = serde_json::from_str(&std::fs::read_to_string(&json).unwrap_or_default())
+        .unwrap_or(serde_json::Value::Null);
+    (o, rec)
+}
+
+/// An uncorrectable EDAC count that rises during a burn fails it, the first line naming the DIMM
+/// by its label and the rise, even though every pattern read back right.
+#[test]
+fn an_uncorrectable_edac_rise_during_the_burn_fails_naming_the_dimm() {
+    let (o, rec) = burn_with_edac_rise(
+        "dimm_ue_count",
+        &[("ue_count", "1"), ("dimm0/dimm_ue_count", "1")],
+    );
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let first = text.lines().next().expect("a first line");
+    assert!(
+        first.starts_with(&format!(
+            "FAIL EDAC uncorrectable errors rose on mc0/dimm0 ({LABEL}): 0 → 1 during the burn"
+        )),
+        "{text}"
+    );
+    assert!(
+        !first.contains("on mc0 ("),
+        "the DIMM is named, not its controller: {first}"
+    );
+    assert_eq!(rec["verdict"], "fail");
+    let rises = rec["edac_rises"].as_array().expect("edac_rises");
+    assert!(
+        rises.iter().any(|r| r["device"] == "mc0/dimm0"
+            && r["label"] == LABEL
+            && r["kind"] == "uncorrectable"
+            && r["before"] == 0
+            && r["after"] == 1),
+        "{rises:?}"
+    );
+    assert!(rises.iter().any(|r| r["device"] == "mc0"), "{rises:?}");
+    assert!(rec["units"]
+        .as_array()
+        .expect("units")
+        .iter()
+        .all(|u| u["errors"] == 0));
+}
+
+/// A corrected EDAC count that rises is a warning naming the DIMM; the burn still passes.
+#[test]
+fn a_corrected_edac_rise_during_the_burn_is_a_warning_naming_the_dimm() {
+    let (o, rec) = burn_with_edac_rise(
+        "dimm_ce_count",
+        &[("ce_count", "3"), ("dimm0/dimm_ce_count", "3")],
+    );
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.starts_with("PASS "), "{text}");
+    let warn = format!("warn EDAC corrected errors rose on mc0/dimm0 ({LABEL}): 0 → 3");
+    assert!(text.lines().any(|l| l.starts_with(&warn)), "{text}");
+    assert_eq!(rec["verdict"], "pass");
+    assert!(rec["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .any(|w| w.as_str().is_some_and(|w| w.starts_with(&warn))));
+    let rises = rec["edac_rises"].as_array().expect("edac_rises");
+    assert!(
+        rises
+            .iter()
+            .all(|r| r["kind"] == "corrected" && r["after"] == 3),
+        "{rises:?}"
+    );
+    assert_eq!(rises.len(), 2, "the controller's and the DIMM's: {rises:?}");
+}

@@ -724,3 +724,5 @@ fn garbage_and_truncated_tables_never_panic() {
         assert!(parse_smbios(t).is_empty());
     }
 }
+
+mod map;

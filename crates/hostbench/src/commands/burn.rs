@@ -1,6 +1,9 @@
 //! `hostbench burn`: the burn-in verb. Parses and checks every input before anything runs, runs
 //! the CPU and memory burns from their crates, reads the hardware error counters before and after,
-//! and prints the verdict on the first line (the failing CPU or address and unit, or `PASS`).
+//! and prints the verdict on the first line (the failing CPU or address and unit, or `PASS`); an
+//! EDAC count that rose meanwhile fails it (uncorrectable) or warns (corrected), see `edac`.
+
+mod edac;
 
 use std::path::Path;
 use std::time::Duration;
@@ -41,6 +44,9 @@ pub(crate) struct BurnRecord {
     warned: Vec<String>,
     health_before: Health,
     health_after: Health,
+    /// The EDAC counters that rose between `health_before` and `health_after`.
+    #[serde(default)]
+    edac_rises: Vec<edac::EdacRise>,
 }
 
 struct Plan {
@@ -222,9 +228,11 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         }
     }
     let health_after = super::health_counters();
-    let (warned, warnings): (Vec<_>, Vec<_>) = slowdowns(&timeline).into_iter().unzip();
+    let (warned, mut warnings): (Vec<_>, Vec<String>) = slowdowns(&timeline).into_iter().unzip();
     let warned = warned.into_iter().flatten().collect();
-    let (verdict, reason, exit) = verdict(&units, &plan.only);
+    let edac_rises = edac::rises(&health_before, &health_after);
+    warnings.extend(edac::warnings(&edac_rises));
+    let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only), &edac_rises);
     let record = BurnRecord {
         schema: SCHEMA.into(),
         verdict,
@@ -241,6 +249,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         warned,
         health_before,
         health_after,
+        edac_rises,
     };
     Ok((record, exit))
 }
@@ -507,6 +516,7 @@ fn markdown(r: &BurnRecord) -> String {
     for w in &r.warnings {
         s += &format!("\n- {w}");
     }
+    s += &edac::markdown(&r.edac_rises);
     s
 }
 

@@ -113,8 +113,6 @@ fn random_salt(pass: u64, block: usize) -> u64 {
 struct Stage {
     p: Pattern,
     pass: u64,
-    /// Moving inversions' inverse (its up sweep writes it, its down sweep checks it).
-    inverted: bool,
     /// Random's per-pass table (empty for the other patterns).
     table: Vec<u64>,
     buf: Vec<u64>,
@@ -132,7 +130,6 @@ impl Stage {
         Self {
             p,
             pass,
-            inverted,
             table,
             buf,
         }
@@ -144,10 +141,8 @@ impl Stage {
     fn block(&mut self, g0: usize, addr: usize, len: usize, simd: Simd) -> &[u64] {
         let out = &mut self.buf[..len];
         match self.p {
-            // Constant (or its inverse): filled once in `new`.
-            Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {
-                debug_assert!(!self.inverted || self.p == Pattern::MovingInversions);
-            }
+            // Constant (or moving inversions' inverse): filled once in `new`.
+            Pattern::WalkingOnes | Pattern::WalkingZeros | Pattern::MovingInversions => {}
             Pattern::Random => {
                 simd.xor(out, &self.table, random_salt(self.pass, g0 / BLOCK));
             }

@@ -361,6 +361,8 @@ fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
 fn slowdowns(timeline: &[TimelinePoint]) -> Vec<(Option<String>, String)> {
     let mut names: Vec<&str> = timeline.iter().map(|p| p.unit.as_str()).collect();
     names.dedup();
+    // The middle value, the upper one of an even count: a two-interval window compares its best
+    // interval with the other window's best, so one bad interval on either side decides nothing.
     let median = |mut v: Vec<f64>| -> Option<f64> {
         v.sort_by(f64::total_cmp);
         (!v.is_empty()).then(|| v[v.len() / 2])

@@ -247,6 +247,8 @@ pub struct IntervalReading {
     pub temp_c: Option<f64>,
     /// CPUs' worth of time taken by others (see [`TimelinePoint::others_cpus`]).
     pub others_cpus: Option<f64>,
+    /// The device's power draw, W (the GPU's, from NVML).
+    pub power_w: Option<f64>,
 }
 
 impl IntervalReading {
@@ -259,7 +261,7 @@ impl IntervalReading {
             rate_unit,
             clock_mhz: self.clock_mhz,
             temp_c: self.temp_c,
-            power_w: None,
+            power_w: self.power_w,
             others_cpus: self.others_cpus,
         }
     }
@@ -292,6 +294,7 @@ impl Probe {
             clock_mhz: clock_mhz_now(),
             temp_c: temperature_c_now(),
             others_cpus: others,
+            power_w: None,
         }
     }
 }
@@ -393,6 +396,7 @@ pub fn reading_at(readings: &[IntervalReading], b: usize) -> IntervalReading {
         clock_mhz: clock_mhz_now(),
         temp_c: temperature_c_now(),
         others_cpus: None,
+        power_w: None,
     })
 }
 

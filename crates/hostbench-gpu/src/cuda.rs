@@ -713,6 +713,7 @@ impl Timed for CuTransfer<'_> {
 
 // The benchmarks: what each `Session` method launches.
 mod benchmarks;
+mod burn;
 
 #[cfg(test)]
 mod tests;

@@ -26,9 +26,12 @@
 //! * `device` — device facts, listing and `--device` selection.
 //! * `session` — the backend interface (`Session`, `Timed`) and the shared timing.
 //! * `run` — running the cases through the runner and filling the records.
+//! * `burn` — the GPU burn-in: checked FMA chains per SM, the tensor kernels, device-memory
+//!   patterns, with a timeline (`hostbench burn`).
 //! * `health` — NVML's error and link counters (`health.gpu`): ECC, row remapping, the PCIe link.
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
+pub mod burn;
 mod causes;
 mod config;
 pub mod cublas;

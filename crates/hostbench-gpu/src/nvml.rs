@@ -205,6 +205,17 @@ impl Telemetry {
         self.energy_secs = self.opened.elapsed().as_secs_f64();
     }
 
+    /// The last reading's SM clock (MHz), temperature (°C) and power (W), each where NVML read
+    /// it: the burn's timeline point for the interval that just ended.
+    pub fn latest(&self) -> (Option<f64>, Option<f64>, Option<f64>) {
+        let r = self.readings.last().copied().unwrap_or_default();
+        (
+            r.sm_mhz.map(f64::from),
+            r.temp_c.map(f64::from),
+            r.power_mw.map(|mw| f64::from(mw) / 1e3),
+        )
+    }
+
     /// The conditions over the samples read so far.
     pub fn conditions(&self) -> GpuConditions {
         let mut c = summarize(&self.readings, self.energy_start_mj, self.energy_end_mj);

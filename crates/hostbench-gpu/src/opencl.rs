@@ -908,6 +908,10 @@ impl Session for ClSession {
         }))
     }
 
+    fn burn(&mut self) -> Result<Box<dyn crate::burn::BurnKernels + '_>, BenchError> {
+        Ok(Box::new(burn::ClBurn::new(self)?))
+    }
+
     fn launch(&mut self) -> Result<Box<dyn Timed + '_>, BenchError> {
         let kernel = self.kernel(kernels::EMPTY_SOURCE, "empty")?;
         let arg = self.buffer(CL_MEM_READ_WRITE, 4)?;
@@ -926,3 +930,5 @@ impl Drop for ClSession {
         let _ = self.queue.finish();
     }
 }
+
+mod burn;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use hostbench_core::BenchError;
 use serde_json::Value;
 
+use crate::burn::BurnKernels;
 use crate::config::{Backend, Direction, Dtype, HostMemory, MemKernel};
 use crate::device::DeviceInfo;
 use crate::tensor::{Form, TensorType};
@@ -55,6 +56,11 @@ pub trait Session {
         Err(BenchError::unsupported(
             "OpenCL has no portable tensor-core instruction: use --backend cuda",
         ))
+    }
+    /// The burn's kernels (`burn`): the chains, and a pattern buffer of most of the device's
+    /// free memory, allocated here and freed when the returned value drops.
+    fn burn(&mut self) -> Result<Box<dyn BurnKernels + '_>, BenchError> {
+        Err(BenchError::unsupported("no burn kernels on this backend"))
     }
     /// A vendor GEMM of `t` at n×n×n, validated: the reference beside the tensor records
     /// (CUDA: cuBLASLt). `None` where the backend has none.

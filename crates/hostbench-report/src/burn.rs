@@ -244,7 +244,8 @@ fn rate_series(name: &str, timeline: &[TimelinePoint], warned: bool) -> Option<S
 /// The rate charts: per resource (from `units`; `other` for a unit the table does not name), one
 /// line per unit, at most `MAX_LINES` a chart.
 pub fn rate_charts(timeline: &[TimelinePoint], units: &[UnitRun], warned: &[String]) -> Vec<Chart> {
-    // The memory burn names its timeline units `mem-PATTERN`, its table rows `PATTERN`.
+    // The memory burn names its timeline units `mem-PATTERN`, its table rows `PATTERN`; the GPU
+    // burn `PLACE UNIT`.
     let resource_of = |name: &str| {
         units
             .iter()
@@ -253,6 +254,11 @@ pub fn rate_charts(timeline: &[TimelinePoint], units: &[UnitRun], warned: &[Stri
                     || name
                         .strip_prefix(u.resource.as_str())
                         .and_then(|n| n.strip_prefix('-'))
+                        == Some(u.unit.as_str())
+                    // The GPU burn names them `PLACE UNIT` (`cuda0 fma-f32`): one line per device.
+                    || name
+                        .strip_prefix(u.place.as_str())
+                        .and_then(|n| n.strip_prefix(' '))
                         == Some(u.unit.as_str())
             })
             .map_or("other", |u| u.resource.as_str())

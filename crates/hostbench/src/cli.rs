@@ -83,6 +83,10 @@ pub struct BurnArgs {
     /// Scratch directory for the disk burn (the disk is burned only when this is given).
     #[arg(long)]
     pub disk_dir: Option<PathBuf>,
+    /// The GPU burn's backend: cuda or opencl (default: the CUDA devices, else OpenCL's GPUs;
+    /// `opencl` also burns OpenCL CPU devices such as PoCL's).
+    #[arg(long)]
+    pub gpu_backend: Option<String>,
     /// Write the record as JSON to FILE, or `-` for stdout.
     #[arg(long)]
     pub json: Option<String>,

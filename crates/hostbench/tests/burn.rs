@@ -242,7 +242,15 @@ fn an_injected_memory_flip_names_the_address_and_pattern() {
 
 #[test]
 fn a_planned_unit_that_cannot_run_is_not_a_pass() {
-    let o = burn(&["--duration", "1s", "--only", "gpu"], None);
+    // No GPU, whatever the host has: CUDA shown no device, the OpenCL loader no vendor.
+    let empty = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["burn", "--duration", "1s", "--only", "gpu"])
+        .env_remove("HOSTBENCH_FAULT")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .env("OCL_ICD_VENDORS", empty.path())
+        .output()
+        .expect("run hostbench");
     let text = stdout(&o);
     assert_ne!(o.status.code(), Some(0), "{text}");
     assert!(text.starts_with("UNKNOWN not run: gpu"), "{text}");
@@ -257,6 +265,8 @@ fn bad_input_is_one_line_and_exit_2() {
         (vec!["--only", "cpu,tape"], None),
         (vec!["--mem-share", "1.5"], None),
         (vec!["--mem-share", "x"], None),
+        (vec!["--gpu-backend", "metal"], None),
+        (vec![], Some("gpu:block:x")),
         (vec![], Some("cpu:one:fma")),
         (vec![], Some("cpu:0:avx2-fma-f64")),
         (vec![], Some("mem:flip:after=-1")),
@@ -453,4 +463,129 @@ fn a_corrected_edac_rise_during_the_burn_is_a_warning_naming_the_dimm() {
         "{rises:?}"
     );
     assert_eq!(rises.len(), 2, "the controller's and the DIMM's: {rises:?}");
+}
+
+/// Is an OpenCL device there? Under CI it must be (scripts/test installs PoCL, the CPU as an
+/// OpenCL device): the GPU burn's whole path runs on it there.
+fn opencl_device() -> bool {
+    let out = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args(["gpu", "--list", "--backend", "opencl"])
+        .output()
+        .expect("run hostbench");
+    let present = out.status.success();
+    assert!(
+        present || std::env::var_os("CI").is_none(),
+        "no OpenCL device in CI (pocl-opencl-icd missing?)"
+    );
+    present
+}
+
+fn gpu_units(rec: &serde_json::Value) -> Vec<&serde_json::Value> {
+    rec["units"]
+        .as_array()
+        .expect("units")
+        .iter()
+        .filter(|u| u["resource"] == "gpu")
+        .collect()
+}
+
+/// The GPU burn on an OpenCL device (PoCL's CPU device in CI): the chains and the memory
+/// patterns ran, every result checked and right, the device's coverage and timeline recorded and
+/// drawn in burn.html.
+#[test]
+fn the_gpu_burn_checks_every_unit_on_an_opencl_device() {
+    if !opencl_device() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = burn(
+        &[
+            "--only",
+            "gpu",
+            "--gpu-backend",
+            "opencl",
+            "--duration",
+            "2s",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    assert!(text.starts_with("PASS "), "{text}");
+    assert!(text.contains("gpu opencl0 fma-f32: pass"), "{text}");
+    assert!(text.contains("gpu opencl0 mem-patterns: pass"), "{text}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
+    let units = gpu_units(&rec);
+    for name in ["fma-f32", "mem-patterns"] {
+        let u = units
+            .iter()
+            .find(|u| u["unit"] == name && u["place"] == "opencl0")
+            .unwrap_or_else(|| panic!("{name}: {units:?}"));
+        assert_eq!(u["status"], "pass", "{u}");
+        assert!(u["checks"].as_u64().unwrap() > 0, "{u}");
+        assert!(u["rate"].as_f64().unwrap() > 0.0, "{u}");
+    }
+    let g = &rec["gpus"][0];
+    assert_eq!(g["place"], "opencl0", "{g}");
+    assert!(g["mem_bytes"].as_u64().unwrap() > 0, "{g}");
+    assert!(g.get("errors_by_sm").is_none(), "{g}");
+    let timeline = rec["timeline"].as_array().unwrap();
+    for name in ["opencl0 fma-f32", "opencl0 mem-patterns"] {
+        assert!(
+            timeline.iter().any(|p| p["unit"] == name),
+            "{name}: {timeline:?}"
+        );
+    }
+    let html = std::fs::read_to_string(out.join("burn.html")).unwrap();
+    assert!(
+        html.contains("opencl0 fma-f32"),
+        "the GPU's units are drawn"
+    );
+}
+
+/// `HOSTBENCH_FAULT=gpu:block:3`: block 3's checksum is wrong in every f32 chain launch; the
+/// first line names the device, the unit and the block; the other units pass.
+#[test]
+fn an_injected_gpu_block_fault_names_the_device_unit_and_block_first() {
+    if !opencl_device() {
+        return;
+    }
+    let o = burn(
+        &[
+            "--only",
+            "gpu",
+            "--gpu-backend",
+            "opencl",
+            "--duration",
+            "1s",
+            "--json",
+            "-",
+        ],
+        Some("gpu:block:3"),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let first = err.lines().next().unwrap();
+    assert!(first.starts_with("FAIL opencl0 fma-f32: "), "{err}");
+    assert!(
+        first.contains("block 3, thread 0") && first.contains("bits [0]"),
+        "{err}"
+    );
+    assert!(err.contains("gpu opencl0 mem-patterns: pass"), "{err}");
+    let rec: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rec["fault_injected"], "gpu:block:3");
+    let wrong = rec["gpus"][0]["errors_by_sm"]["block3"].as_u64().unwrap();
+    let f32 = gpu_units(&rec)
+        .into_iter()
+        .find(|u| u["unit"] == "fma-f32")
+        .unwrap();
+    assert_eq!(f32["errors"].as_u64(), Some(wrong));
+    assert!(
+        f32["checks"].as_u64().unwrap() > wrong,
+        "only one thread per launch is wrong"
+    );
 }

@@ -220,6 +220,10 @@ impl Session for CudaSession {
         Some(made)
     }
 
+    fn burn(&mut self) -> Result<Box<dyn crate::burn::BurnKernels + '_>, BenchError> {
+        Ok(Box::new(super::burn::CuBurn::new(self)?))
+    }
+
     fn tensor(&mut self, t: TensorType, form: Form) -> Result<Box<dyn Timed + '_>, BenchError> {
         let k = tensor::kernel(t, form);
         let f = self.function(&k.ptx, &k.entry)?;

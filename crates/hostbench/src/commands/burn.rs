@@ -47,6 +47,10 @@ pub(crate) struct BurnRecord {
     /// The EDAC counters that rose between `health_before` and `health_after`.
     #[serde(default)]
     edac_rises: Vec<edac::EdacRise>,
+    /// Each burned GPU: the SMs covered, errors per SM, the bytes under the pattern test, and
+    /// what stopped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    gpus: Vec<hostbench_gpu::burn::BurnedGpu>,
 }
 
 struct Plan {
@@ -54,6 +58,8 @@ struct Plan {
     only: Vec<&'static str>,
     mem_share: f64,
     fault: Option<Fault>,
+    /// The GPUs to burn, or why there are none (when the GPU is planned).
+    gpus: Result<Vec<hostbench_gpu::DeviceInfo>, String>,
 }
 
 fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
@@ -62,9 +68,29 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
     if duration.is_zero() {
         return Err(BenchError::invalid("--duration: must be above zero"));
     }
+    let backend = args
+        .gpu_backend
+        .as_deref()
+        .map(|b| {
+            hostbench_gpu::Backend::parse(b).map_err(|_| {
+                BenchError::invalid(format!("--gpu-backend: {b:?} is not cuda or opencl"))
+            })
+        })
+        .transpose()?;
+    let mut gpus = Err("not planned".to_string());
     let only = match &args.only {
-        None if args.disk_dir.is_some() => vec!["cpu", "mem", "disk"],
-        None => vec!["cpu", "mem"],
+        // The default plan burns the GPUs a node has (asking for a backend plans them too).
+        None => {
+            let mut only = vec!["cpu", "mem"];
+            gpus = hostbench_gpu::burn::plan(backend);
+            if gpus.is_ok() || backend.is_some() {
+                only.push("gpu");
+            }
+            if args.disk_dir.is_some() {
+                only.push("disk");
+            }
+            only
+        }
         Some(list) => list
             .split(',')
             .map(|w| {
@@ -83,11 +109,15 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
     let mem_share = mem_share(&args.mem_share)?;
     let fault = Fault::from_env()?;
     hostbench_cpu::burn::validate_fault(&fault)?;
+    if args.only.is_some() && only.contains(&"gpu") {
+        gpus = hostbench_gpu::burn::plan(backend);
+    }
     Ok(Plan {
         duration,
         only,
         mem_share,
         fault,
+        gpus,
     })
 }
 
@@ -152,7 +182,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let parts = plan
         .only
         .iter()
-        .filter(|r| matches!(**r, "cpu" | "mem" | "disk"))
+        .filter(|r| matches!(**r, "cpu" | "mem" | "gpu" | "disk"))
         .count()
         .max(1);
     let share = plan.duration / parts as u32;
@@ -203,13 +233,23 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         units.extend(b.units);
         timeline.extend(from_start(b.timeline, began));
     }
+    let mut gpus = Vec::new();
     if wants("gpu") {
-        units.push(UnitRun::not_run(
-            "gpu",
-            "-",
-            "gpu",
-            "no GPU burn in this build (no device checked)",
-        ));
+        match &plan.gpus {
+            Err(why) => units.push(UnitRun::not_run("gpu", "-", "gpu", why.clone())),
+            Ok(devices) => {
+                let began = t0.elapsed().as_secs_f64();
+                let b = hostbench_gpu::burn::run(&hostbench_gpu::burn::GpuBurnConfig {
+                    devices: devices.clone(),
+                    duration: share,
+                    interval: step,
+                    fault: plan.fault.clone(),
+                });
+                units.extend(b.units);
+                timeline.extend(from_start(b.timeline, began));
+                gpus = b.devices;
+            }
+        }
     }
     if wants("disk") {
         match &args.disk_dir {
@@ -232,7 +272,11 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let warned = warned.into_iter().flatten().collect();
     let edac_rises = edac::rises(&health_before, &health_after);
     warnings.extend(edac::warnings(&edac_rises));
-    let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only), &edac_rises);
+    let stopped: Vec<String> = gpus
+        .iter()
+        .flat_map(|g| g.stopped.iter().map(move |s| format!("{} {s}", g.place)))
+        .collect();
+    let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only, &stopped), &edac_rises);
     let record = BurnRecord {
         schema: SCHEMA.into(),
         verdict,
@@ -250,6 +294,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         health_before,
         health_after,
         edac_rises,
+        gpus,
     };
     Ok((record, exit))
 }
@@ -268,6 +313,7 @@ pub(crate) fn soak_check(
         only: None,
         mem_share: mem_share.into(),
         disk_dir: disk_dir.map(Path::to_path_buf),
+        gpu_backend: None,
         json: None,
         out: None,
     };
@@ -300,7 +346,7 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 /// The verdict, its first-line reason, and the exit code.
-fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
+fn verdict(units: &[UnitRun], only: &[&str], stopped: &[String]) -> (String, String, Exit) {
     if let Some(u) = units.iter().find(|u| u.status == UnitStatus::Fail) {
         let place = match u.resource.as_str() {
             "mem" => format!(
@@ -345,6 +391,12 @@ fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
         let reason = format!("not run: {}", missing.join(", "));
         return ("unknown".into(), reason, Exit::Unknown);
     }
+    // A device error that stopped a GPU unit midway (a lost device, a failed launch) leaves its
+    // work unchecked: not a pass, and not a wrong result either.
+    if !stopped.is_empty() {
+        let reason = format!("stopped: {}", stopped.join("; "));
+        return ("unknown".into(), reason, Exit::Unknown);
+    }
     let checks: u64 = units.iter().map(|u| u.checks).sum();
     (
         "pass".into(),
@@ -359,8 +411,14 @@ fn verdict(units: &[UnitRun], only: &[&str]) -> (String, String, Exit) {
 /// A fall while other processes and the hypervisor took at least a tenth of a CPU more than at
 /// the start is put down to them: a note, not a warning (a neighbour is not the hardware).
 fn slowdowns(timeline: &[TimelinePoint]) -> Vec<(Option<String>, String)> {
-    let mut names: Vec<&str> = timeline.iter().map(|p| p.unit.as_str()).collect();
-    names.dedup();
+    // Each unit once, in order of first appearance (the GPU's units take turns, so their
+    // points interleave).
+    let mut names: Vec<&str> = Vec::new();
+    for p in timeline {
+        if !names.contains(&p.unit.as_str()) {
+            names.push(&p.unit);
+        }
+    }
     // The middle value, the upper one of an even count: a two-interval window compares its best
     // interval with the other window's best, so one bad interval on either side decides nothing.
     let median = |mut v: Vec<f64>| -> Option<f64> {
@@ -477,8 +535,41 @@ fn render(r: &BurnRecord) -> String {
             }
         }
     }
+    for g in &r.gpus {
+        s += &gpu_line(g);
+        s += "\n";
+    }
     for w in &r.warnings {
         s += &format!("{w}\n");
+    }
+    s
+}
+
+/// "cuda0 (NVIDIA H200): 132 of 132 SMs covered, 126.4 GiB under patterns; errors by SM: sm5 3".
+fn gpu_line(g: &hostbench_gpu::burn::BurnedGpu) -> String {
+    let covered = match g.sms_covered {
+        Some(c) => format!("{c} of {} SMs covered", g.sms),
+        None => format!(
+            "{} compute units (the backend does not say which ran what)",
+            g.sms
+        ),
+    };
+    let mut s = format!(
+        "{} ({}): {covered}, {:.1} GiB under patterns",
+        g.place,
+        g.name,
+        g.mem_bytes as f64 / f64::from(1u32 << 30)
+    );
+    if !g.errors_by_sm.is_empty() {
+        let by: Vec<String> = g
+            .errors_by_sm
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        s += &format!("; errors by SM: {}", by.join(", "));
+    }
+    for why in &g.stopped {
+        s += &format!("; stopped: {why}");
     }
     s
 }
@@ -514,6 +605,12 @@ fn markdown(r: &BurnRecord) -> String {
             p.clock_mhz.map_or("-".into(), |c| format!("{c:.0}")),
             p.temp_c.map_or("-".into(), |t| format!("{t:.0}")),
         ]);
+    }
+    if !r.gpus.is_empty() {
+        s += "\n## GPUs\n\n";
+        for g in &r.gpus {
+            s += &format!("- {}\n", gpu_line(g));
+        }
     }
     for w in &r.warnings {
         s += &format!("\n- {w}");

@@ -1,0 +1,319 @@
+//! One device's burn loop: open the session, size the chain launches, then take the units in
+//! turns for the duration, each interval ending in one timeline point per unit with the SM
+//! clock, temperature and power NVML read then (the CPU's clock and temperature for an OpenCL
+//! CPU device: it is the CPU).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use hostbench_core::burn::{IntervalReading, Probe, UnitRun, UnitStatus};
+use hostbench_core::BenchError;
+
+use super::{
+    check_chains, check_memory, expected_chains, fault_block, inject, open_session, place,
+    tensor_reps, units_for, BurnKernels, BurnedGpu, GpuBurn, GpuBurnConfig, Kind, Unit,
+    LAUNCH_TARGET,
+};
+use crate::device::DeviceInfo;
+use crate::nvml::Telemetry;
+use crate::tensor;
+use crate::Backend;
+
+/// Turns of the first calibration launch.
+const PROBE_ITERS: u32 = 64;
+/// The most turns a launch is given (a slow device's launch then still ends).
+const MAX_ITERS: u32 = 1 << 22;
+
+/// The chain launch's size and the answers it must give.
+struct Chains {
+    iters: u32,
+    expected: Vec<u32>,
+}
+
+/// Per-device state the units share while they run.
+struct Tally {
+    by_sm: BTreeMap<String, u64>,
+    covered: BTreeSet<u32>,
+    pass: u64,
+    fault: Option<u64>,
+}
+
+pub(super) fn burn_device(info: &DeviceInfo, cfg: &GpuBurnConfig, t0: Instant) -> GpuBurn {
+    let p = place(info);
+    let mut gpu = BurnedGpu {
+        place: p.clone(),
+        name: info.name.clone(),
+        pci_bus: info
+            .facts
+            .get("pci_bus_id")
+            .and_then(|v| v.as_str())
+            .map(String::from),
+        sms: info.compute_units,
+        ..BurnedGpu::default()
+    };
+    let (mut units, absent) = units_for(info);
+    let mut out = GpuBurn::default();
+    for (name, why) in absent {
+        out.units.push(UnitRun::not_run("gpu", &p, &name, why));
+    }
+    // Only the first device gets the injected fault: one GPU block, not one per GPU.
+    let first = cfg
+        .devices
+        .first()
+        .is_some_and(|d| d.backend == info.backend && d.index == info.index);
+    let mut tally = Tally {
+        by_sm: BTreeMap::new(),
+        covered: BTreeSet::new(),
+        pass: 0,
+        fault: fault_block(&cfg.fault).filter(|_| first),
+    };
+    let result = (|| -> Result<(), BenchError> {
+        let mut s = open_session(info)?;
+        let mut telemetry = (info.backend == Backend::Cuda)
+            .then(|| Telemetry::open(gpu.pci_bus.as_deref(), info.index).ok())
+            .flatten();
+        let mut probe = (info.kind == "cpu").then(Probe::start);
+        let mut k = s.burn()?;
+        gpu.mem_bytes = k.words() * 4;
+        let mut chains: [Option<Chains>; 2] = [None, None];
+        let mut reps: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for u in units.iter_mut() {
+            match u.kind {
+                Kind::Chain { double } => {
+                    let c = calibrate(k.as_mut(), double, u, &mut tally);
+                    chains[usize::from(double)] = stop_on_error(u, &mut gpu, c);
+                }
+                Kind::Tensor(t) => {
+                    if let Some(r) = stop_on_error(u, &mut gpu, tensor_reps(k.session(), t)) {
+                        reps.insert(t.name(), r);
+                    }
+                }
+                Kind::Memory => {}
+            }
+        }
+        let slice = cfg.interval / units.len().max(1) as u32;
+        let end = t0 + cfg.duration;
+        while Instant::now() < end && units.iter().any(|u| u.run.note.is_none()) {
+            for u in units.iter_mut().filter(|u| u.run.note.is_none()) {
+                let until = (Instant::now() + slice).min(end);
+                let r = run_slice(k.as_mut(), u, until, &chains, &reps, &mut tally);
+                stop_on_error(u, &mut gpu, r);
+            }
+            let reading = read_conditions(telemetry.as_mut(), probe.as_mut());
+            let t_s = t0.elapsed().as_secs_f64();
+            for u in units.iter_mut().filter(|u| u.secs > 0.0) {
+                out.timeline.push(reading.point(
+                    t_s,
+                    format!("{p} {}", u.run.unit),
+                    u.work / u.secs,
+                    u.run.rate_unit.clone(),
+                ));
+                u.work = 0.0;
+                u.secs = 0.0;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        gpu.stopped.push(e.to_string());
+        for u in units.iter_mut().filter(|u| u.run.note.is_none()) {
+            u.run.note = Some(format!("not run: {e}"));
+        }
+    }
+    gpu.errors_by_sm = tally.by_sm;
+    gpu.sms_covered = (info.backend == Backend::Cuda).then_some(tally.covered.len() as u32);
+    for mut u in units {
+        let stopped = u.run.note.is_some();
+        u.run.settle();
+        // A unit stopped by an error (or that never started) is not a pass, whatever it
+        // checked before; a wrong result still fails it.
+        if stopped && u.run.status == UnitStatus::Pass {
+            u.run.status = UnitStatus::NotRun;
+        }
+        if u.run.seconds > 0.0 {
+            u.run.rate /= u.run.seconds;
+        }
+        out.units.push(u.run);
+    }
+    out.devices.push(gpu);
+    out
+}
+
+/// `r`'s value, or `None` with the unit stopped and the reason kept on the device.
+fn stop_on_error<T>(u: &mut Unit, gpu: &mut BurnedGpu, r: Result<T, BenchError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            gpu.stopped.push(format!("{}: {e}", u.run.unit));
+            u.run.note = Some(format!("stopped: {e}"));
+            None
+        }
+    }
+}
+
+/// Probe launches (their results checked too), each sized from the last, until one lasts at
+/// least half of `LAUNCH_TARGET` (a short probe is mostly launch and readback overhead); then
+/// the turns that make a launch last about `LAUNCH_TARGET`, and their answers.
+fn calibrate(
+    k: &mut dyn BurnKernels,
+    double: bool,
+    u: &mut Unit,
+    tally: &mut Tally,
+) -> Result<Chains, BenchError> {
+    let target = LAUNCH_TARGET.as_secs_f64();
+    let mut iters = PROBE_ITERS;
+    for _ in 0..4 {
+        let t = Instant::now();
+        let mut run = k.chain(double, iters)?;
+        let secs = t.elapsed().as_secs_f64().max(1e-6);
+        if let (Some(b), false) = (tally.fault, double) {
+            inject(&mut run, b);
+        }
+        let probe = expected_chains(double, iters);
+        check_chains(
+            &run,
+            &probe,
+            &mut u.run,
+            &mut tally.by_sm,
+            &mut tally.covered,
+        );
+        let next = (f64::from(iters) * target / secs).clamp(1.0, f64::from(MAX_ITERS)) as u32;
+        if secs >= target / 2.0 || next <= iters {
+            iters = next;
+            break;
+        }
+        iters = next;
+    }
+    Ok(Chains {
+        iters,
+        expected: expected_chains(double, iters),
+    })
+}
+
+/// Passes of unit `u` until `until` (at least one): each launch or fill-and-check timed,
+/// its work added to the unit and the interval, its results checked.
+fn run_slice(
+    k: &mut dyn BurnKernels,
+    u: &mut Unit,
+    until: Instant,
+    chains: &[Option<Chains>; 2],
+    reps: &BTreeMap<&'static str, u64>,
+    tally: &mut Tally,
+) -> Result<(), BenchError> {
+    loop {
+        tally.pass += 1;
+        let pass = tally.pass;
+        let t = Instant::now();
+        let work = match u.kind {
+            Kind::Chain { double } => {
+                let Some(c) = &chains[usize::from(double)] else {
+                    return Ok(());
+                };
+                let mut run = k.chain(double, c.iters)?;
+                let secs = t.elapsed().as_secs_f64();
+                if let (Some(b), false) = (tally.fault, double) {
+                    inject(&mut run, b);
+                }
+                let n = check_chains(
+                    &run,
+                    &c.expected,
+                    &mut u.run,
+                    &mut tally.by_sm,
+                    &mut tally.covered,
+                );
+                add(
+                    u,
+                    secs,
+                    2.0 * n as f64 * f64::from(c.iters) * f64::from(super::CHAINS * super::UNROLL),
+                );
+                None
+            }
+            Kind::Memory => {
+                let mode = (pass % 4) as u32;
+                let seed = (pass as u32).wrapping_mul(0x9E37_79B9) ^ 0x5A5A_0F0F;
+                k.fill(mode, seed)?;
+                let records = k.check(mode, seed)?;
+                let secs = t.elapsed().as_secs_f64();
+                check_memory(&records, k.words(), mode, seed, &mut u.run);
+                Some((secs, k.words() as f64 * 4.0 / 1e9))
+            }
+            Kind::Tensor(ty) => {
+                let Some(&n) = reps.get(ty.name()) else {
+                    return Ok(());
+                };
+                let s = k.session();
+                let (major, minor) = s.info().compute_capability().unwrap_or((0, 0));
+                let form = tensor::forms(major, minor, ty)
+                    .ok()
+                    .and_then(|f| f.first().copied())
+                    .ok_or_else(|| BenchError::unsupported("no tensor kernel"))?;
+                let mut tk = s.tensor(ty, form)?;
+                tk.prepare(pass)?;
+                tk.run(n)?;
+                let checked = tk.validate();
+                let secs = t.elapsed().as_secs_f64();
+                let threads: u64 = ["grid", "block"]
+                    .iter()
+                    .map(|f| {
+                        tk.facts()
+                            .iter()
+                            .find(|(k, _)| k == f)
+                            .and_then(|(_, v)| v.as_u64())
+                            .unwrap_or(1)
+                    })
+                    .product();
+                match checked {
+                    Ok(()) => {}
+                    Err(BenchError::Validation(why)) => {
+                        u.run.record_error(hostbench_core::burn::Mismatch {
+                            location: format!("batch {pass}: {why}"),
+                            expected: "-".into(),
+                            got: "-".into(),
+                            bits: Vec::new(),
+                            detail: None,
+                        });
+                    }
+                    Err(e) => return Err(e),
+                }
+                u.run.checks += threads;
+                Some((secs, tk.work() * n as f64))
+            }
+        };
+        if let Some((secs, w)) = work {
+            add(u, secs, w);
+        }
+        if Instant::now() >= until {
+            return Ok(());
+        }
+    }
+}
+
+/// Add one pass's seconds and work to the unit (the run's totals sum work in `rate` until the
+/// end divides it by the seconds) and to the current interval.
+fn add(u: &mut Unit, secs: f64, work: f64) {
+    u.run.seconds += secs;
+    u.run.rate += work;
+    u.secs += secs;
+    u.work += work;
+}
+
+/// What the interval ran under: NVML's SM clock, temperature and power for a CUDA device; for
+/// an OpenCL CPU device (it is the CPU) the CPU's clock and temperature and the CPU time others
+/// took meanwhile, so a rate that fell to a neighbour is told from one that fell to the device;
+/// nothing for another OpenCL device.
+fn read_conditions(
+    telemetry: Option<&mut Telemetry>,
+    probe: Option<&mut Probe>,
+) -> IntervalReading {
+    if let Some(t) = telemetry {
+        t.sample();
+        let (clock_mhz, temp_c, power_w) = t.latest();
+        return IntervalReading {
+            clock_mhz,
+            temp_c,
+            power_w,
+            others_cpus: None,
+        };
+    }
+    probe.map(Probe::read).unwrap_or_default()
+}

@@ -1,0 +1,232 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use hostbench_core::burn::{Fault, UnitRun};
+
+use super::*;
+
+#[test]
+fn patterns_are_what_their_names_say() {
+    for i in [0u64, 5, 31, 1 << 20, (7 << 32) | 9] {
+        let seed = 0x1234_5678;
+        let a = pattern(i, 0, seed);
+        assert_eq!(pattern(i, 2, seed), !a, "inverse of the address at {i}");
+        let w = pattern(i, 1, seed);
+        assert_eq!(w.count_ones(), 1, "walking ones at {i}");
+        assert_eq!(pattern(i, 3, seed), !w, "walking zeros at {i}");
+    }
+    // The high word of the index counts: an address line above 2³² words is not aliased.
+    assert_ne!(pattern(9, 0, 0), pattern((1 << 32) | 9, 0, 0));
+    // Neighbouring words differ, and a new seed changes every word.
+    assert_ne!(pattern(8, 0, 1), pattern(9, 0, 1));
+    assert_ne!(pattern(8, 0, 1), pattern(8, 0, 2));
+    assert_eq!(pattern(0, 1, 0), 1);
+    assert_eq!(pattern(1, 1, 0), 2);
+}
+
+/// The replay's chains stay inside [c, c² + c] (so nothing overflows on any device) and their
+/// end value depends on every step: one more turn changes every start's checksum.
+#[test]
+fn chains_stay_bounded_and_every_step_counts() {
+    let (lo, hi) = (C, C * C + C);
+    for k in 1..=(source::STARTS * CHAINS) {
+        let mut x = (k as f32).mul_add(STEP as f32, C as f32);
+        let mut y = f64::from(k).mul_add(STEP, C);
+        for _ in 0..100_000 {
+            x = x.mul_add(x, C as f32);
+            y = y.mul_add(y, C);
+            assert!((lo..=hi).contains(&f64::from(x)), "f32 start {k}: {x}");
+            assert!((lo..=hi).contains(&y), "f64 start {k}: {y}");
+        }
+    }
+    for double in [false, true] {
+        let a = expected_chains(double, 3);
+        let b = expected_chains(double, 4);
+        assert_eq!(a.len(), source::STARTS as usize);
+        assert!(a.iter().zip(&b).all(|(x, y)| x != y), "{a:x?} {b:x?}");
+        // Distinct starts give distinct answers, so a thread that ran another start's chain
+        // (a wrong index) is caught too.
+        let distinct: BTreeSet<u32> = a.iter().copied().collect();
+        assert_eq!(distinct.len(), a.len());
+        assert_eq!(expected_chains(double, 3), a, "the replay is deterministic");
+    }
+    assert_ne!(expected_chains(false, 3), expected_chains(true, 3));
+}
+
+fn launch(expected: &[u32], blocks: usize, block: u32) -> ChainRun {
+    let threads = blocks * block as usize;
+    ChainRun {
+        sums: (0..threads).map(|g| expected[g % expected.len()]).collect(),
+        sms: Some((0..blocks as u32).map(|b| b % 4 + 10).collect()),
+        block,
+    }
+}
+
+#[test]
+fn a_wrong_chain_result_is_named_by_block_thread_and_sm() {
+    let expected = expected_chains(false, 2);
+    let mut unit = UnitRun::new("gpu", "cuda0", "all", "fma-f32", "FLOP/s");
+    let (mut by_sm, mut covered) = (BTreeMap::new(), BTreeSet::new());
+    let clean = launch(&expected, 8, 64);
+    assert_eq!(
+        check_chains(&clean, &expected, &mut unit, &mut by_sm, &mut covered),
+        512
+    );
+    assert_eq!((unit.errors, unit.checks), (0, 512));
+    assert_eq!(covered, BTreeSet::from([10, 11, 12, 13]));
+    // The documented fault: block 3's first thread, bit 0; block 11 wraps to block 3.
+    for block in [3, 11] {
+        let mut bad = launch(&expected, 8, 64);
+        inject(&mut bad, block);
+        check_chains(&bad, &expected, &mut unit, &mut by_sm, &mut covered);
+    }
+    assert_eq!((unit.errors, unit.checks), (2, 1536));
+    let m = unit.first_error.clone().unwrap();
+    assert_eq!(m.location, "block 3 (SM 13), thread 0");
+    assert_eq!(m.bits, vec![0]);
+    assert_eq!(
+        m.expected,
+        format!("{:#010x}", expected[(3 * 64) % expected.len()])
+    );
+    assert_eq!(by_sm, BTreeMap::from([("sm13".to_string(), 2)]));
+    // Without SM ids (OpenCL) the block is the place.
+    let mut cl = launch(&expected, 4, 32);
+    cl.sms = None;
+    cl.sums[2 * 32 + 5] ^= 1 << 30;
+    let mut u = UnitRun::new("gpu", "opencl0", "all", "fma-f32", "FLOP/s");
+    let mut by = BTreeMap::new();
+    check_chains(&cl, &expected, &mut u, &mut by, &mut covered);
+    assert_eq!(u.first_error.unwrap().location, "block 2, thread 5");
+    assert_eq!(by, BTreeMap::from([("block2".to_string(), 1)]));
+}
+
+#[test]
+fn wrong_words_are_counted_and_the_lowest_is_named_by_offset() {
+    let words = 1 << 20;
+    let (mode, seed) = (1, 77);
+    let clean = MemRecord {
+        errors: 0,
+        got: 0,
+        first: words,
+    };
+    let mut records = vec![clean; 16];
+    records[5] = MemRecord {
+        errors: 3,
+        got: 0xdead_beef,
+        first: 4000,
+    };
+    records[9] = MemRecord {
+        errors: 2,
+        got: 0,
+        first: 1000,
+    };
+    let mut unit = UnitRun::new("gpu", "cuda0", "all", "mem-patterns", "GB/s");
+    check_memory(&records, words, mode, seed, &mut unit);
+    assert_eq!((unit.errors, unit.checks), (5, words));
+    let m = unit.first_error.unwrap();
+    assert_eq!(m.location, "offset 0xfa0 (walking-ones)");
+    assert_eq!(m.expected, format!("{:#010x}", pattern(1000, mode, seed)));
+    assert_eq!(m.got, "0x00000000");
+    let mut ok = UnitRun::new("gpu", "cuda0", "all", "mem-patterns", "GB/s");
+    check_memory(&[clean; 4], words, mode, seed, &mut ok);
+    assert_eq!((ok.errors, ok.checks), (0, words));
+}
+
+#[test]
+fn check_records_parse_from_the_kernels_layout() {
+    let mut bytes = Vec::new();
+    for (e, g, f) in [(0u32, 0u32, 9u64), (2, 0xabcd, (3 << 32) | 17)] {
+        bytes.extend(e.to_le_bytes());
+        bytes.extend(g.to_le_bytes());
+        bytes.extend(f.to_le_bytes());
+    }
+    let r = MemRecord::parse(&bytes);
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[1].errors, r[1].got, r[1].first),
+        (2, 0xabcd, (3 << 32) | 17)
+    );
+}
+
+#[test]
+fn a_refused_allocation_is_halved_down_to_64_mib() {
+    let mut asked = Vec::new();
+    let got = alloc_halving(1 << 30, |b| {
+        asked.push(b);
+        if b > 300 << 20 {
+            Err(BenchError::unsupported("out of device memory"))
+        } else {
+            Ok(b)
+        }
+    });
+    assert_eq!(got.unwrap(), (256 << 20, 256 << 20));
+    assert_eq!(asked, [1 << 30, 512 << 20, 256 << 20]);
+    let none = alloc_halving(256 << 20, |_| -> Result<(), _> {
+        Err(BenchError::unsupported("out of device memory"))
+    });
+    assert!(none.is_err());
+}
+
+#[test]
+fn only_a_gpu_block_fault_reaches_the_gpu_burn() {
+    assert_eq!(fault_block(&Some(Fault::GpuBlock { block: 4 })), Some(4));
+    assert_eq!(fault_block(&Some(Fault::MemFlip { after: 1 })), None);
+    assert_eq!(fault_block(&None), None);
+}
+
+/// The module's kernels: every entry the backends look up is there, with the parameters they
+/// pass, and the constants are the host's.
+#[test]
+fn the_kernel_texts_hold_what_the_backends_launch() {
+    let ptx = ptx_source();
+    for (entry, params) in [
+        ("burn_chain_f32", 5),
+        ("burn_chain_f64", 5),
+        ("burn_fill", 4),
+        ("burn_check", 5),
+    ] {
+        let got = crate::ptx::entry_params(&ptx, entry).unwrap_or_else(|| panic!("{entry}"));
+        assert_eq!(got.len(), params, "{entry}: {got:?}");
+    }
+    assert!(ptx.contains("%smid"));
+    assert_eq!(
+        ptx.matches("fma.rn.f32 %x7, %x7, %x7, %vc;").count(),
+        UNROLL as usize
+    );
+    let cl = opencl_source(true);
+    for k in [
+        "burn_chain_f32",
+        "burn_chain_f64",
+        "burn_fill",
+        "burn_check",
+    ] {
+        assert!(cl.contains(&format!("__kernel void {k}(")), "{k}");
+    }
+    assert!(!opencl_source(false).contains("double"));
+    assert!(cl.contains(&format!("{HIGH_MUL}u")));
+}
+
+/// The PTX module assembles for its own target and for Hopper, as the driver's JIT would.
+#[test]
+fn ptxas_accepts_the_burn_module() {
+    let Some(ptxas) = crate::ptx::ptxas_for_tests() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("hb-burn-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("burn.ptx");
+    std::fs::write(&file, ptx_source()).unwrap();
+    for arch in ["sm_50", "sm_90"] {
+        let out = std::process::Command::new(&ptxas)
+            .args(["-arch", arch, "-o"])
+            .arg(dir.join(format!("burn-{arch}.cubin")))
+            .arg(&file)
+            .output()
+            .expect("run ptxas");
+        assert!(
+            out.status.success(),
+            "ptxas -arch {arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -38,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::{list_devices, DeviceInfo};
 use crate::replay::fold;
 use crate::session::{open, reps_for, Session};
-use crate::tensor::{self, TensorType};
+use crate::tensor::{self, Form, TensorType};
 use crate::{Backend, Dtype};
 
 pub use source::{
@@ -349,8 +349,10 @@ fn check_chains(
     by_sm: &mut BTreeMap<String, u64>,
     covered: &mut BTreeSet<u32>,
 ) -> u64 {
+    // A block that never ran leaves its SM id at the cleared value (all ones): not a coverage,
+    // and its threads' checksums (cleared too) are wrong below.
     if let Some(sms) = &run.sms {
-        covered.extend(sms.iter().copied());
+        covered.extend(sms.iter().copied().filter(|&s| s != u32::MAX));
     }
     let block = run.block.max(1) as usize;
     for (g, &got) in run.sums.iter().enumerate() {
@@ -359,7 +361,12 @@ fn check_chains(
             continue;
         }
         let b = g / block;
-        let sm = run.sms.as_ref().and_then(|s| s.get(b)).copied();
+        let sm = run
+            .sms
+            .as_ref()
+            .and_then(|s| s.get(b))
+            .copied()
+            .filter(|&s| s != u32::MAX);
         let key = sm.map_or(format!("block{b}"), |s| format!("sm{s}"));
         *by_sm.entry(key).or_default() += 1;
         let mut m = Mismatch::of_bits(
@@ -428,16 +435,22 @@ fn fault_block(fault: &Option<Fault>) -> Option<u64> {
     }
 }
 
-/// Repetitions of a tensor batch to fill `LAUNCH_TARGET`.
-fn tensor_reps(s: &mut dyn Session, t: TensorType) -> Result<u64, BenchError> {
-    let info = s.info().clone();
-    let (major, minor) = info.compute_capability().unwrap_or((0, 0));
-    let forms = tensor::forms(major, minor, t).map_err(BenchError::unsupported)?;
-    let form = *forms
-        .first()
-        .ok_or_else(|| BenchError::unsupported("no tensor kernel"))?;
-    let mut k = s.tensor(t, form)?;
-    reps_for(k.as_mut(), LAUNCH_TARGET, 1 << 12)
+/// The first of the device's instruction forms for `t` whose kernel builds and runs (as `hostbench
+/// gpu` falls back), and the repetitions of it that fill `LAUNCH_TARGET`; why none where none
+/// does.
+fn tensor_reps(s: &mut dyn Session, t: TensorType) -> Result<(Form, u64), String> {
+    let (major, minor) = s.info().compute_capability().unwrap_or((0, 0));
+    let mut why = Vec::new();
+    for form in tensor::forms(major, minor, t)? {
+        let r = s
+            .tensor(t, form)
+            .and_then(|mut k| reps_for(k.as_mut(), LAUNCH_TARGET, 1 << 12));
+        match r {
+            Ok(n) => return Ok((form, n)),
+            Err(e) => why.push(format!("{}: {e}", form.describe(t))),
+        }
+    }
+    Err(format!("no tensor kernel ran ({})", why.join("; ")))
 }
 
 /// The pattern buffer: `want` bytes, halved (to no less than 64 MiB, in whole words) while the

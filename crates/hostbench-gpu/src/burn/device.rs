@@ -16,7 +16,7 @@ use super::{
 };
 use crate::device::DeviceInfo;
 use crate::nvml::Telemetry;
-use crate::tensor;
+use crate::tensor::Form;
 use crate::Backend;
 
 /// Turns of the first calibration launch.
@@ -39,72 +39,114 @@ struct Tally {
 }
 
 pub(super) fn burn_device(info: &DeviceInfo, cfg: &GpuBurnConfig, t0: Instant) -> GpuBurn {
-    let p = place(info);
-    let mut gpu = BurnedGpu {
-        place: p.clone(),
-        name: info.name.clone(),
-        pci_bus: info
-            .facts
-            .get("pci_bus_id")
-            .and_then(|v| v.as_str())
-            .map(String::from),
-        sms: info.compute_units,
-        ..BurnedGpu::default()
-    };
-    let (mut units, absent) = units_for(info);
-    let mut out = GpuBurn::default();
-    for (name, why) in absent {
-        out.units.push(UnitRun::not_run("gpu", &p, &name, why));
-    }
-    // Only the first device gets the injected fault: one GPU block, not one per GPU.
-    let first = cfg
-        .devices
-        .first()
-        .is_some_and(|d| d.backend == info.backend && d.index == info.index);
-    let mut tally = Tally {
-        by_sm: BTreeMap::new(),
-        covered: BTreeSet::new(),
-        pass: 0,
-        fault: fault_block(&cfg.fault).filter(|_| first),
-    };
+    let mut run = DeviceRun::new(info, cfg);
     let result = (|| -> Result<(), BenchError> {
         let mut s = open_session(info)?;
         let mut telemetry = (info.backend == Backend::Cuda)
-            .then(|| Telemetry::open(gpu.pci_bus.as_deref(), info.index).ok())
+            .then(|| Telemetry::open(run.gpu.pci_bus.as_deref(), info.index).ok())
             .flatten();
         let mut probe = (info.kind == "cpu").then(Probe::start);
         let mut k = s.burn()?;
+        run.burn(k.as_mut(), cfg, t0, &mut || {
+            read_conditions(telemetry.as_mut(), probe.as_mut())
+        });
+        Ok(())
+    })();
+    run.finish(info, result)
+}
+
+/// One device's units and what they found so far.
+pub(super) struct DeviceRun {
+    gpu: BurnedGpu,
+    units: Vec<Unit>,
+    tally: Tally,
+    out: GpuBurn,
+}
+
+impl DeviceRun {
+    pub(super) fn new(info: &DeviceInfo, cfg: &GpuBurnConfig) -> DeviceRun {
+        let p = place(info);
+        let gpu = BurnedGpu {
+            place: p.clone(),
+            name: info.name.clone(),
+            pci_bus: info
+                .facts
+                .get("pci_bus_id")
+                .and_then(|v| v.as_str())
+                .map(String::from),
+            sms: info.compute_units,
+            ..BurnedGpu::default()
+        };
+        let (units, absent) = units_for(info);
+        let mut out = GpuBurn::default();
+        for (name, why) in absent {
+            out.units.push(UnitRun::not_run("gpu", &p, &name, why));
+        }
+        // Only the first device gets the injected fault: one GPU block, not one per GPU.
+        let first = cfg
+            .devices
+            .first()
+            .is_some_and(|d| d.backend == info.backend && d.index == info.index);
+        let tally = Tally {
+            by_sm: BTreeMap::new(),
+            covered: BTreeSet::new(),
+            pass: 0,
+            fault: fault_block(&cfg.fault).filter(|_| first),
+        };
+        DeviceRun {
+            gpu,
+            units,
+            tally,
+            out,
+        }
+    }
+
+    /// Size the launches, then run the units in turns until `t0 + cfg.duration`, a timeline
+    /// point per unit per interval with what `conditions` reads at its end.
+    pub(super) fn burn(
+        &mut self,
+        k: &mut dyn BurnKernels,
+        cfg: &GpuBurnConfig,
+        t0: Instant,
+        conditions: &mut dyn FnMut() -> IntervalReading,
+    ) {
+        let (gpu, tally) = (&mut self.gpu, &mut self.tally);
         gpu.mem_bytes = k.words() * 4;
         let mut chains: [Option<Chains>; 2] = [None, None];
-        let mut reps: BTreeMap<&'static str, u64> = BTreeMap::new();
-        for u in units.iter_mut() {
+        let mut reps: BTreeMap<&'static str, (Form, u64)> = BTreeMap::new();
+        for u in self.units.iter_mut() {
             match u.kind {
                 Kind::Chain { double } => {
-                    let c = calibrate(k.as_mut(), double, u, &mut tally);
-                    chains[usize::from(double)] = stop_on_error(u, &mut gpu, c);
+                    let c = calibrate(k, double, u, tally);
+                    chains[usize::from(double)] = stop_on_error(u, gpu, c);
                 }
                 Kind::Tensor(t) => {
-                    if let Some(r) = stop_on_error(u, &mut gpu, tensor_reps(k.session(), t)) {
-                        reps.insert(t.name(), r);
+                    // A precision whose kernel does not build or run here is absent, like
+                    // one the GPU lacks; a device fault still shows in the other units.
+                    match tensor_reps(k.session(), t) {
+                        Ok(r) => {
+                            reps.insert(t.name(), r);
+                        }
+                        Err(why) => u.run.note = Some(format!("not run: {why}")),
                     }
                 }
                 Kind::Memory => {}
             }
         }
-        let slice = cfg.interval / units.len().max(1) as u32;
+        let slice = cfg.interval / self.units.len().max(1) as u32;
         let end = t0 + cfg.duration;
-        while Instant::now() < end && units.iter().any(|u| u.run.note.is_none()) {
-            for u in units.iter_mut().filter(|u| u.run.note.is_none()) {
+        while Instant::now() < end && self.units.iter().any(|u| u.run.note.is_none()) {
+            for u in self.units.iter_mut().filter(|u| u.run.note.is_none()) {
                 let until = (Instant::now() + slice).min(end);
-                let r = run_slice(k.as_mut(), u, until, &chains, &reps, &mut tally);
-                stop_on_error(u, &mut gpu, r);
+                let r = run_slice(k, u, until, &chains, &reps, tally);
+                stop_on_error(u, gpu, r);
             }
-            let reading = read_conditions(telemetry.as_mut(), probe.as_mut());
+            let reading = conditions();
             let t_s = t0.elapsed().as_secs_f64();
-            for u in units.iter_mut().filter(|u| u.secs > 0.0) {
-                out.timeline.push(reading.point(
+            for u in self.units.iter_mut().filter(|u| u.secs > 0.0) {
+                self.out.timeline.push(reading.point(
                     t_s,
-                    format!("{p} {}", u.run.unit),
+                    format!("{} {}", gpu.place, u.run.unit),
                     u.work / u.secs,
                     u.run.rate_unit.clone(),
                 ));
@@ -112,31 +154,34 @@ pub(super) fn burn_device(info: &DeviceInfo, cfg: &GpuBurnConfig, t0: Instant) -
                 u.secs = 0.0;
             }
         }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        gpu.stopped.push(e.to_string());
-        for u in units.iter_mut().filter(|u| u.run.note.is_none()) {
-            u.run.note = Some(format!("not run: {e}"));
-        }
     }
-    gpu.errors_by_sm = tally.by_sm;
-    gpu.sms_covered = (info.backend == Backend::Cuda).then_some(tally.covered.len() as u32);
-    for mut u in units {
-        let stopped = u.run.note.is_some();
-        u.run.settle();
-        // A unit stopped by an error (or that never started) is not a pass, whatever it
-        // checked before; a wrong result still fails it.
-        if stopped && u.run.status == UnitStatus::Pass {
-            u.run.status = UnitStatus::NotRun;
+
+    /// The device's outcome: units settled (one stopped by an error is not a pass, whatever it
+    /// checked before; a wrong result still fails it), coverage and errors per SM.
+    pub(super) fn finish(mut self, info: &DeviceInfo, result: Result<(), BenchError>) -> GpuBurn {
+        if let Err(e) = result {
+            self.gpu.stopped.push(e.to_string());
+            for u in self.units.iter_mut().filter(|u| u.run.note.is_none()) {
+                u.run.note = Some(format!("not run: {e}"));
+            }
         }
-        if u.run.seconds > 0.0 {
-            u.run.rate /= u.run.seconds;
+        self.gpu.errors_by_sm = self.tally.by_sm;
+        self.gpu.sms_covered =
+            (info.backend == Backend::Cuda).then_some(self.tally.covered.len() as u32);
+        for mut u in self.units {
+            let stopped = u.run.note.is_some();
+            u.run.settle();
+            if stopped && u.run.status == UnitStatus::Pass {
+                u.run.status = UnitStatus::NotRun;
+            }
+            if u.run.seconds > 0.0 {
+                u.run.rate /= u.run.seconds;
+            }
+            self.out.units.push(u.run);
         }
-        out.units.push(u.run);
+        self.out.devices.push(self.gpu);
+        self.out
     }
-    out.devices.push(gpu);
-    out
 }
 
 /// `r`'s value, or `None` with the unit stopped and the reason kept on the device.
@@ -197,7 +242,7 @@ fn run_slice(
     u: &mut Unit,
     until: Instant,
     chains: &[Option<Chains>; 2],
-    reps: &BTreeMap<&'static str, u64>,
+    reps: &BTreeMap<&'static str, (Form, u64)>,
     tally: &mut Tally,
 ) -> Result<(), BenchError> {
     loop {
@@ -238,15 +283,10 @@ fn run_slice(
                 Some((secs, k.words() as f64 * 4.0 / 1e9))
             }
             Kind::Tensor(ty) => {
-                let Some(&n) = reps.get(ty.name()) else {
+                let Some(&(form, n)) = reps.get(ty.name()) else {
                     return Ok(());
                 };
                 let s = k.session();
-                let (major, minor) = s.info().compute_capability().unwrap_or((0, 0));
-                let form = tensor::forms(major, minor, ty)
-                    .ok()
-                    .and_then(|f| f.first().copied())
-                    .ok_or_else(|| BenchError::unsupported("no tensor kernel"))?;
                 let mut tk = s.tensor(ty, form)?;
                 tk.prepare(pass)?;
                 tk.run(n)?;

@@ -1,6 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
-use hostbench_core::burn::{Fault, UnitRun};
+use hostbench_core::burn::{Fault, IntervalReading, UnitRun, UnitStatus};
 
 use super::*;
 
@@ -229,4 +230,171 @@ fn ptxas_accepts_the_burn_module() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A device without hardware: chain launches that give the replay's answers (less one block when
+/// asked: a block that never ran), and a pattern check that fails like a lost device after a
+/// few passes when asked.
+struct FakeDevice {
+    info: DeviceInfo,
+    drop_block: Option<usize>,
+    checks_before_error: Option<u32>,
+    checks: u32,
+    answers: BTreeMap<(bool, u32), Vec<u32>>,
+}
+
+const FAKE_BLOCKS: usize = 4;
+const FAKE_BLOCK: u32 = 32;
+
+impl Session for FakeDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn compute(&mut self, _: Dtype, _: u32) -> Result<Box<dyn crate::Timed + '_>, BenchError> {
+        Err(BenchError::unsupported("fake"))
+    }
+    fn memory(
+        &mut self,
+        _: crate::MemKernel,
+        _: u64,
+    ) -> Result<Box<dyn crate::Timed + '_>, BenchError> {
+        Err(BenchError::unsupported("fake"))
+    }
+    fn transfer(
+        &mut self,
+        _: crate::Direction,
+        _: crate::HostMemory,
+        _: u64,
+    ) -> Result<Box<dyn crate::Timed + '_>, BenchError> {
+        Err(BenchError::unsupported("fake"))
+    }
+    fn launch(&mut self) -> Result<Box<dyn crate::Timed + '_>, BenchError> {
+        Err(BenchError::unsupported("fake"))
+    }
+}
+
+impl BurnKernels for FakeDevice {
+    fn session(&mut self) -> &mut dyn Session {
+        self
+    }
+    fn chain(&mut self, double: bool, iters: u32) -> Result<ChainRun, BenchError> {
+        // Long enough that the calibration settles on a few thousand turns.
+        std::thread::sleep(Duration::from_millis(15));
+        let want = self
+            .answers
+            .entry((double, iters))
+            .or_insert_with(|| expected_chains(double, iters));
+        let mut run = launch(want, FAKE_BLOCKS, FAKE_BLOCK);
+        run.sms = Some((0..FAKE_BLOCKS as u32).map(|b| b % 2).collect());
+        if let Some(b) = self.drop_block {
+            let n = FAKE_BLOCK as usize;
+            run.sums[b * n..(b + 1) * n].fill(0);
+            run.sms.as_mut().unwrap()[b] = u32::MAX;
+        }
+        Ok(run)
+    }
+    fn words(&self) -> u64 {
+        1 << 10
+    }
+    fn fill(&mut self, _: u32, _: u32) -> Result<(), BenchError> {
+        Ok(())
+    }
+    fn check(&mut self, _: u32, _: u32) -> Result<Vec<MemRecord>, BenchError> {
+        std::thread::sleep(Duration::from_millis(5));
+        self.checks += 1;
+        if self.checks_before_error.is_some_and(|n| self.checks > n) {
+            return Err(BenchError::Failed(
+                "cuLaunchKernel: CUDA_ERROR_ECC_UNCORRECTABLE".into(),
+            ));
+        }
+        let clean = MemRecord {
+            errors: 0,
+            got: 0,
+            first: self.words(),
+        };
+        Ok(vec![clean; 8])
+    }
+}
+
+fn fake_burn(drop_block: Option<usize>, checks_before_error: Option<u32>) -> GpuBurn {
+    let mut info = DeviceInfo::named(Backend::Cuda, 0, "fake", "gpu");
+    info.compute_units = 2;
+    let cfg = GpuBurnConfig {
+        devices: vec![info.clone()],
+        duration: Duration::from_millis(1500),
+        interval: Duration::from_millis(300),
+        fault: None,
+    };
+    let mut dev = FakeDevice {
+        info: info.clone(),
+        drop_block,
+        checks_before_error,
+        checks: 0,
+        answers: BTreeMap::new(),
+    };
+    let mut run = device::DeviceRun::new(&info, &cfg);
+    run.burn(
+        &mut dev,
+        &cfg,
+        Instant::now(),
+        &mut IntervalReading::default,
+    );
+    run.finish(&info, Ok(()))
+}
+
+fn unit<'a>(b: &'a GpuBurn, name: &str) -> &'a UnitRun {
+    b.units.iter().find(|u| u.unit == name).unwrap()
+}
+
+/// A unit stopped by a device error midway is `not run` with the error, and the device lists it
+/// as stopped (the burn's verdict is then unknown), even though its earlier passes were right;
+/// the other units run on, each with a timeline point per interval.
+#[test]
+fn a_device_error_midway_stops_the_unit_and_is_never_a_pass() {
+    let b = fake_burn(None, Some(2));
+    let mem = unit(&b, "mem-patterns");
+    assert_eq!(mem.status, UnitStatus::NotRun, "{mem:?}");
+    assert!(mem.checks > 0, "{mem:?}");
+    assert!(
+        mem.note.as_deref().unwrap().contains("ECC_UNCORRECTABLE"),
+        "{mem:?}"
+    );
+    let g = &b.devices[0];
+    assert_eq!(g.stopped.len(), 1, "{g:?}");
+    assert!(g.stopped[0].starts_with("mem-patterns: "), "{g:?}");
+    for name in ["fma-f32", "fma-f64"] {
+        let u = unit(&b, name);
+        assert_eq!((u.status, u.errors), (UnitStatus::Pass, 0), "{u:?}");
+        assert!(u.rate > 0.0, "{u:?}");
+        let points = b
+            .timeline
+            .iter()
+            .filter(|p| p.unit == format!("cuda0 {name}"))
+            .count();
+        assert!(points >= 2, "{name}: {:?}", b.timeline);
+    }
+    assert_eq!(g.sms_covered, Some(2));
+}
+
+/// A block that never ran (its SM id and checksums left cleared) is wrong on every thread and
+/// covers no SM.
+#[test]
+fn a_block_that_never_ran_is_wrong_and_covers_no_sm() {
+    let b = fake_burn(Some(2), None);
+    let u = unit(&b, "fma-f32");
+    assert_eq!(u.status, UnitStatus::Fail, "{u:?}");
+    assert_eq!(u.errors % u64::from(FAKE_BLOCK), 0, "{u:?}");
+    assert_eq!(
+        u.first_error.as_ref().unwrap().location,
+        "block 2, thread 0"
+    );
+    let g = &b.devices[0];
+    assert_eq!(g.sms_covered, Some(2), "{g:?}");
+    assert_eq!(
+        g.errors_by_sm.keys().collect::<Vec<_>>(),
+        ["block2"],
+        "{g:?}"
+    );
+    assert!(g.stopped.is_empty(), "{g:?}");
+    assert_eq!(unit(&b, "mem-patterns").status, UnitStatus::Pass);
 }

@@ -42,7 +42,8 @@ use crate::tensor::{self, Form, TensorType};
 use crate::{Backend, Dtype};
 
 pub use source::{
-    chain_entry, opencl as opencl_source, ptx as ptx_source, C, CHAINS, HIGH_MUL, STEP, UNROLL,
+    chain_entry, opencl as opencl_source, ptx as ptx_source, ptx_chain_args, ptx_pattern_args, C,
+    CHAINS, HIGH_MUL, STEP, UNROLL,
 };
 
 /// The device side of the burn, one per open session (`Session::burn`).

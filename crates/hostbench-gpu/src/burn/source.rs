@@ -17,6 +17,7 @@
 
 use std::fmt::Write as _;
 
+use crate::ptx::{Arg, KernelArgs};
 use crate::replay::FNV_PRIME;
 
 /// Independent chains per thread (two FMA units' latency of 4 cycles is covered by 8).
@@ -123,6 +124,44 @@ fn ptx_chain(s: &mut String, double: bool) {
         "\tcvta.to.global.u64 %rd0, %rd0;\n\tmul.wide.u32 %rd1, %r4, 4;\n\
          \tadd.s64 %rd2, %rd0, %rd1;\n\tst.global.u32 [%rd2], %r7;\n\tret;\n}\n\n",
     );
+}
+
+/// The arguments of the PTX chain kernel: the checksum and SM-id buffers, the map's constant and
+/// the start step in the kernel's precision, and the turns (at least 1: the loop runs once
+/// before it tests).
+pub fn ptx_chain_args(double: bool, sums: u64, sms: u64, iters: u32) -> KernelArgs {
+    let (c, step) = if double {
+        (Arg::F64(C), Arg::F64(STEP))
+    } else {
+        (Arg::F32(C as f32), Arg::F32(STEP as f32))
+    };
+    KernelArgs::new(&[
+        Arg::U64(sums),
+        Arg::U64(sms),
+        c,
+        step,
+        Arg::U32(iters.max(1)),
+    ])
+}
+
+/// The arguments of `burn_fill` (`records: None`) or `burn_check`.
+pub fn ptx_pattern_args(
+    buf: u64,
+    words: u64,
+    mode: u32,
+    seed: u32,
+    records: Option<u64>,
+) -> KernelArgs {
+    let mut a = KernelArgs::new(&[
+        Arg::U64(buf),
+        Arg::U64(words),
+        Arg::U32(mode),
+        Arg::U32(seed),
+    ]);
+    if let Some(r) = records {
+        a.push(Arg::U64(r));
+    }
+    a
 }
 
 /// Declarations, parameters and the grid-stride start shared by fill and check: the buffer

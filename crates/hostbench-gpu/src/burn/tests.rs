@@ -188,6 +188,18 @@ fn the_kernel_texts_hold_what_the_backends_launch() {
         let got = crate::ptx::entry_params(&ptx, entry).unwrap_or_else(|| panic!("{entry}"));
         assert_eq!(got.len(), params, "{entry}: {got:?}");
     }
+    // What the CUDA side passes is what each entry declares, type by type.
+    let types = |a: crate::ptx::KernelArgs| -> Vec<String> {
+        a.args().iter().map(|x| x.ptx_type().to_string()).collect()
+    };
+    for double in [false, true] {
+        let declared = crate::ptx::entry_params(&ptx, chain_entry(double)).unwrap();
+        assert_eq!(types(ptx_chain_args(double, 1, 2, 0)), declared, "{double}");
+    }
+    let fill = crate::ptx::entry_params(&ptx, "burn_fill").unwrap();
+    assert_eq!(types(ptx_pattern_args(1, 2, 3, 4, None)), fill);
+    let check = crate::ptx::entry_params(&ptx, "burn_check").unwrap();
+    assert_eq!(types(ptx_pattern_args(1, 2, 3, 4, Some(5))), check);
     assert!(ptx.contains("%smid"));
     assert_eq!(
         ptx.matches("fma.rn.f32 %x7, %x7, %x7, %vc;").count(),

@@ -9,7 +9,6 @@ use hostbench_core::BenchError;
 
 use super::{cu_err, CudaSession, DevBuf};
 use crate::burn::{self, BurnKernels, ChainRun, MemRecord};
-use crate::ptx::{Arg, KernelArgs};
 use crate::Session;
 
 const BLOCK: u32 = 256;
@@ -81,24 +80,7 @@ impl BurnKernels for CuBurn<'_> {
                 .and_then(|_| result::memset_d8_sync(self.sms.ptr, 0xFF, self.sms.bytes))
         }
         .map_err(cu_err("cuMemsetD8"))?;
-        let (c, step) = (crate::burn::C, crate::burn::STEP);
-        let mut args = if double {
-            KernelArgs::new(&[
-                Arg::U64(self.sums.ptr),
-                Arg::U64(self.sms.ptr),
-                Arg::F64(c),
-                Arg::F64(step),
-                Arg::U32(iters.max(1)),
-            ])
-        } else {
-            KernelArgs::new(&[
-                Arg::U64(self.sums.ptr),
-                Arg::U64(self.sms.ptr),
-                Arg::F32(c as f32),
-                Arg::F32(step as f32),
-                Arg::U32(iters.max(1)),
-            ])
-        };
+        let mut args = burn::ptx_chain_args(double, self.sums.ptr, self.sms.ptr, iters);
         let f = self.chain[usize::from(double)];
         CudaSession::launch(self.s, f, self.grid, BLOCK, &mut args)?;
         self.s.sync()?;
@@ -114,24 +96,14 @@ impl BurnKernels for CuBurn<'_> {
     }
 
     fn fill(&mut self, mode: u32, seed: u32) -> Result<(), BenchError> {
-        let mut args = KernelArgs::new(&[
-            Arg::U64(self.mem.ptr),
-            Arg::U64(self.words),
-            Arg::U32(mode),
-            Arg::U32(seed),
-        ]);
+        let mut args = burn::ptx_pattern_args(self.mem.ptr, self.words, mode, seed, None);
         CudaSession::launch(self.s, self.fill, self.grid, BLOCK, &mut args)?;
         self.s.sync()
     }
 
     fn check(&mut self, mode: u32, seed: u32) -> Result<Vec<MemRecord>, BenchError> {
-        let mut args = KernelArgs::new(&[
-            Arg::U64(self.mem.ptr),
-            Arg::U64(self.words),
-            Arg::U32(mode),
-            Arg::U32(seed),
-            Arg::U64(self.records.ptr),
-        ]);
+        let mut args =
+            burn::ptx_pattern_args(self.mem.ptr, self.words, mode, seed, Some(self.records.ptr));
         CudaSession::launch(self.s, self.check, self.grid, BLOCK, &mut args)?;
         self.s.sync()?;
         Ok(MemRecord::parse(

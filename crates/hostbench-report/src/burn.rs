@@ -44,18 +44,25 @@ pub struct BurnPage<'a> {
 /// The page as HTML.
 pub fn html(page: &BurnPage<'_>) -> Result<String, ReportError> {
     let rates = rate_charts(page.timeline, page.units, page.warned);
-    let conditions = condition_charts(page.timeline);
+    let conditions = condition_charts(page.timeline, page.units);
+    let gpu = gpu_condition_charts(page.timeline, page.units);
     let rate_bodies = figure_bodies(&rates)?;
     let cond_bodies = figure_bodies(&conditions.iter().flatten().cloned().collect::<Vec<_>>())?;
-    write_page(page, (&rates, &rate_bodies), &conditions, &cond_bodies)
-        .map_err(|e| ReportError::bad(format!("formatting burn.html: {e}")))
+    let gpu_bodies = figure_bodies(&gpu)?;
+    write_page(
+        page,
+        (&rates, &rate_bodies),
+        (&conditions, &cond_bodies),
+        (&gpu, &gpu_bodies),
+    )
+    .map_err(|e| ReportError::bad(format!("formatting burn.html: {e}")))
 }
 
 fn write_page(
     page: &BurnPage<'_>,
     (rates, rate_bodies): (&[Chart], &[String]),
-    conditions: &[Option<Chart>; 2],
-    cond_bodies: &[String],
+    (conditions, cond_bodies): (&[Option<Chart>; 2], &[String]),
+    (gpu, gpu_bodies): (&[Chart], &[String]),
 ) -> Result<String, std::fmt::Error> {
     let mut o = String::new();
     let title = "hostbench burn-in";
@@ -125,6 +132,23 @@ fn write_page(
                 "<p class=\"common\">{what}: not readable here (the record holds no reading; \
                  nothing is drawn).</p>"
             )?,
+        }
+    }
+    let burned_gpu = page
+        .units
+        .iter()
+        .any(|u| u.resource == "gpu" && u.seconds > 0.0);
+    if burned_gpu {
+        writeln!(o, "<h2>GPU clock, temperature and power</h2>")?;
+        if gpu.is_empty() {
+            writeln!(
+                o,
+                "<p class=\"common\">GPU readings: not readable here (no NVML reading in the \
+                 record; nothing is drawn).</p>"
+            )?;
+        }
+        for (c, body) in gpu.iter().zip(gpu_bodies) {
+            figure(&mut o, c, body)?;
         }
     }
     writeln!(o, "</section>\n</body>\n</html>")?;
@@ -243,26 +267,28 @@ fn rate_series(name: &str, timeline: &[TimelinePoint], warned: bool) -> Option<S
 
 /// The rate charts: per resource (from `units`; `other` for a unit the table does not name), one
 /// line per unit, at most `MAX_LINES` a chart.
+/// The resource of a timeline unit, from the units table (`other` for one it does not name). The
+/// memory burn names its timeline units `mem-PATTERN`, its table rows `PATTERN`; the GPU burn
+/// `PLACE UNIT` (`cuda0 fma-f32`: one line per device).
+fn resource_of<'a>(units: &'a [UnitRun], name: &str) -> &'a str {
+    units
+        .iter()
+        .find(|u| {
+            u.unit == name
+                || name
+                    .strip_prefix(u.resource.as_str())
+                    .and_then(|n| n.strip_prefix('-'))
+                    == Some(u.unit.as_str())
+                || name
+                    .strip_prefix(u.place.as_str())
+                    .and_then(|n| n.strip_prefix(' '))
+                    == Some(u.unit.as_str())
+        })
+        .map_or("other", |u| u.resource.as_str())
+}
+
 pub fn rate_charts(timeline: &[TimelinePoint], units: &[UnitRun], warned: &[String]) -> Vec<Chart> {
-    // The memory burn names its timeline units `mem-PATTERN`, its table rows `PATTERN`; the GPU
-    // burn `PLACE UNIT`.
-    let resource_of = |name: &str| {
-        units
-            .iter()
-            .find(|u| {
-                u.unit == name
-                    || name
-                        .strip_prefix(u.resource.as_str())
-                        .and_then(|n| n.strip_prefix('-'))
-                        == Some(u.unit.as_str())
-                    // The GPU burn names them `PLACE UNIT` (`cuda0 fma-f32`): one line per device.
-                    || name
-                        .strip_prefix(u.place.as_str())
-                        .and_then(|n| n.strip_prefix(' '))
-                        == Some(u.unit.as_str())
-            })
-            .map_or("other", |u| u.resource.as_str())
-    };
+    let resource_of = |name: &str| resource_of(units, name);
     let names = unit_names(timeline);
     let mut resources: Vec<&str> = names.iter().map(|n| resource_of(n)).collect();
     resources.dedup();
@@ -301,57 +327,133 @@ pub fn rate_charts(timeline: &[TimelinePoint], units: &[UnitRun], warned: &[Stri
     out
 }
 
-/// The clock and temperature charts, `None` for one the record holds no reading of. The
-/// readings are per interval, whichever unit's point carries them: one per distinct time.
-pub fn condition_charts(timeline: &[TimelinePoint]) -> [Option<Chart>; 2] {
-    let per_time = |get: fn(&TimelinePoint) -> Option<f64>| -> Vec<(f64, f64, f64)> {
-        let mut v: Vec<(f64, f64, f64)> = Vec::new();
-        for p in timeline {
-            if let Some(x) = get(p).filter(|x| x.is_finite()) {
-                if !v.iter().any(|q| (q.0 - p.t_s).abs() < 1e-9) {
-                    v.push((p.t_s, x, 0.0));
-                }
+/// A series' points: (seconds since the start, value, unused spread).
+type Points = Vec<(f64, f64, f64)>;
+
+/// One reading per distinct time from `points` (the readings are per interval, whichever unit's
+/// point carries them), in time order.
+fn per_time<'a>(
+    points: impl Iterator<Item = &'a TimelinePoint>,
+    get: fn(&TimelinePoint) -> Option<f64>,
+) -> Vec<(f64, f64, f64)> {
+    let mut v: Vec<(f64, f64, f64)> = Vec::new();
+    for p in points {
+        if let Some(x) = get(p).filter(|x| x.is_finite()) {
+            if !v.iter().any(|q| (q.0 - p.t_s).abs() < 1e-9) {
+                v.push((p.t_s, x, 0.0));
             }
         }
-        v.sort_by(|a, b| a.0.total_cmp(&b.0));
-        v
-    };
-    let one = |id: &str, title: &str, name: &str, unit: &str, points: Vec<(f64, f64, f64)>| {
-        (!points.is_empty()).then(|| {
-            let tips = points
+    }
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// A chart of readings, one series per source, tooltips naming source, time and value; `None`
+/// where no source has a reading.
+fn readings_chart(
+    id: &str,
+    title: &str,
+    unit: &str,
+    sources: Vec<(String, Points)>,
+) -> Option<Chart> {
+    let series: Vec<Series> = sources
+        .into_iter()
+        .filter(|(_, pts)| !pts.is_empty())
+        .map(|(name, points)| Series {
+            tips: points
                 .iter()
                 .map(|p| format!("{name} at {:.1} s: {}", p.0, crate::units::human(p.1, unit)))
-                .collect();
-            line_chart(
-                id.into(),
-                title.into(),
-                "conditions",
-                unit,
-                vec![Series {
-                    name: name.into(),
-                    points,
-                    peaks: Vec::new(),
-                    tips,
-                    dashed_like: None,
-                    rings: Vec::new(),
-                }],
-            )
+                .collect(),
+            name,
+            points,
+            peaks: Vec::new(),
+            dashed_like: None,
+            rings: Vec::new(),
         })
+        .collect();
+    (!series.is_empty()).then(|| line_chart(id.into(), title.into(), "conditions", unit, series))
+}
+
+/// The GPUs' SM clock, temperature and power per interval (NVML's, on the GPU burn's points),
+/// one series per device, each chart only where some device has that reading.
+pub fn gpu_condition_charts(timeline: &[TimelinePoint], units: &[UnitRun]) -> Vec<Chart> {
+    let mut places: Vec<&str> = Vec::new();
+    for p in timeline
+        .iter()
+        .filter(|p| resource_of(units, &p.unit) == "gpu")
+    {
+        let place = p.unit.split(' ').next().unwrap_or_default();
+        if !places.contains(&place) {
+            places.push(place);
+        }
+    }
+    let sources = |get: fn(&TimelinePoint) -> Option<f64>| -> Vec<(String, Points)> {
+        places
+            .iter()
+            .map(|place| {
+                let mine = timeline
+                    .iter()
+                    .filter(|p| p.unit.split(' ').next() == Some(place));
+                (place.to_string(), per_time(mine, get))
+            })
+            .collect()
     };
+    [
+        readings_chart(
+            "burn-gpu-clock",
+            "GPU SM clock per interval",
+            "Hz",
+            sources(|p| p.clock_mhz.map(|c| c * 1e6)),
+        ),
+        readings_chart(
+            "burn-gpu-temperature",
+            "GPU temperature per interval",
+            "°C",
+            sources(|p| p.temp_c),
+        ),
+        readings_chart(
+            "burn-gpu-power",
+            "GPU power per interval",
+            "W",
+            sources(|p| p.power_w),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The CPU's clock and temperature charts, `None` for one the record holds no reading of (the
+/// GPU burn's points, which carry the GPU's readings, are left to `gpu_condition_charts`).
+pub fn condition_charts(timeline: &[TimelinePoint], units: &[UnitRun]) -> [Option<Chart>; 2] {
+    let cpu = || {
+        timeline
+            .iter()
+            .filter(|p| resource_of(units, &p.unit) != "gpu")
+    };
+    let one =
+        |id: &str, title: &str, name: &str, unit: &str, get: fn(&TimelinePoint) -> Option<f64>| {
+            readings_chart(
+                id,
+                title,
+                unit,
+                vec![(name.to_string(), per_time(cpu(), get))],
+            )
+        };
     [
         one(
             "burn-clock",
             "Mean CPU clock per interval",
             "mean CPU clock",
             "Hz",
-            per_time(|p| p.clock_mhz.map(|c| c * 1e6)),
+            |p| p.clock_mhz.map(|c| c * 1e6),
         ),
         one(
             "burn-temperature",
             "Hottest temperature per interval",
             "hottest thermal zone",
             "°C",
-            per_time(|p| p.temp_c),
+            |p| p.temp_c,
         ),
     ]
 }
@@ -468,7 +570,98 @@ mod tests {
             .sum();
         assert_eq!(drawn, 11);
         assert!(charts.iter().all(|c| rings(c) == 0));
-        assert!(condition_charts(&timeline).iter().all(Option::is_none));
+        assert!(condition_charts(&timeline, &units)
+            .iter()
+            .all(Option::is_none));
         assert!(crate::chart::svg(&charts[0]).is_ok());
+    }
+
+    /// The GPU burn's points (`cuda0 fma-f32`) are drawn in the gpu chart, and their NVML
+    /// readings in the GPU panel, one series per device: the CPU clock chart holds only the CPU
+    /// points' readings.
+    #[test]
+    fn gpu_points_have_their_own_charts_and_readings() {
+        let gpu_unit = |name: &str, place: &str| {
+            let mut u = UnitRun::new("gpu", place, "all", name, "FLOP/s");
+            u.seconds = 1.0;
+            u
+        };
+        let units = vec![
+            unit("fma-chain", "cpu"),
+            gpu_unit("fma-f32", "cuda0"),
+            gpu_unit("fma-f32", "cuda1"),
+        ];
+        let mut timeline = Vec::new();
+        for t in [1.0, 2.0, 3.0] {
+            timeline.push(point(t, "fma-chain", 5.0, Some(2600.0)));
+            for (place, watts) in [("cuda0", 650.0), ("cuda1", 640.0)] {
+                let mut p = point(t + 10.0, &format!("{place} fma-f32"), 5e13, Some(1980.0));
+                p.temp_c = Some(61.0);
+                p.power_w = Some(watts);
+                timeline.push(p);
+            }
+        }
+        let rates = rate_charts(&timeline, &units, &[]);
+        assert_eq!(
+            rates
+                .iter()
+                .map(|c| c.subsystem.as_str())
+                .collect::<Vec<_>>(),
+            ["cpu", "gpu"]
+        );
+        let [clock, temp] = condition_charts(&timeline, &units);
+        let values = |c: &Chart| -> Vec<f64> {
+            match &c.kind {
+                Kind::Lines(l) => l
+                    .series
+                    .iter()
+                    .flat_map(|s| s.points.iter().map(|p| p.1))
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        assert_eq!(values(&clock.unwrap()), [2.6e9; 3], "CPU points only");
+        assert!(temp.is_none(), "no CPU temperature in the record");
+        let gpu = gpu_condition_charts(&timeline, &units);
+        let titles: Vec<&str> = gpu.iter().map(|c| c.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            [
+                "GPU SM clock per interval",
+                "GPU temperature per interval",
+                "GPU power per interval"
+            ]
+        );
+        match &gpu[2].kind {
+            Kind::Lines(l) => {
+                let names: Vec<&str> = l.series.iter().map(|s| s.name.as_str()).collect();
+                assert_eq!(names, ["cuda0", "cuda1"]);
+                assert_eq!(l.series[1].points.len(), 3);
+                assert_eq!(l.series[0].points[0].1, 650.0);
+            }
+            other => panic!("{other:?}"),
+        }
+        let html_of = |timeline: &[TimelinePoint]| {
+            super::html(&BurnPage {
+                verdict_line: "PASS",
+                meta: "m",
+                units: &units,
+                timeline,
+                warnings: &[],
+                warned: &[],
+            })
+            .unwrap()
+        };
+        let html = html_of(&timeline);
+        assert!(html.contains("GPU clock, temperature and power"), "{html}");
+        assert!(html.contains("GPU power per interval"));
+        // Without NVML readings the GPU panel says so.
+        for p in timeline.iter_mut() {
+            if p.unit.starts_with("cuda") {
+                (p.clock_mhz, p.temp_c, p.power_w) = (None, None, None);
+            }
+        }
+        let html = html_of(&timeline);
+        assert!(html.contains("GPU readings: not readable here"), "{html}");
     }
 }

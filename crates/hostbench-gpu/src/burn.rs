@@ -43,7 +43,7 @@ use crate::{Backend, Dtype};
 
 pub use source::{
     chain_entry, opencl as opencl_source, ptx as ptx_source, ptx_chain_args, ptx_pattern_args, C,
-    CHAINS, HIGH_MUL, STEP, UNROLL,
+    CHAINS, HIGH_MUL, MAX_WIDTH, STEP, UNROLL,
 };
 
 /// The device side of the burn, one per open session (`Session::burn`).
@@ -53,6 +53,10 @@ pub trait BurnKernels {
     /// One launch of the chain kernel (`double`: f64) with `iters` turns, waited for and read
     /// back.
     fn chain(&mut self, double: bool, iters: u32) -> Result<ChainRun, BenchError>;
+    /// Lanes per chain of the chain kernel (`expected_chains`' width): 1 but on OpenCL CPUs.
+    fn width(&self, _double: bool) -> u32 {
+        1
+    }
     /// 32-bit words in the pattern buffer.
     fn words(&self) -> u64;
     /// Fill the buffer with `pattern(i, mode, seed)`.
@@ -114,28 +118,32 @@ pub fn pattern(i: u64, mode: u32, seed: u32) -> u32 {
     v ^ 0u32.wrapping_sub((mode >> 1) & 1)
 }
 
-/// Every start vector's checksum after `iters` turns of the chain kernel, replayed on the host
-/// with the same fused multiply-add; the starts are spread over the host's CPUs.
-pub fn expected_chains(double: bool, iters: u32) -> Vec<u32> {
+/// Every start vector's checksum after `iters` turns of the chain kernel with `width` lanes per
+/// chain, replayed on the host with the same fused multiply-add (lane l of chain j of start s
+/// starts at `k = (s·CHAINS + j)·width + l + 1`, folded chain by chain, lane by lane); the starts
+/// are spread over the host's CPUs.
+pub fn expected_chains(double: bool, iters: u32, width: u32) -> Vec<u32> {
     let steps = u64::from(iters) * u64::from(UNROLL);
     let one = |start: u32| -> u32 {
         let mut h = 0u32;
         for j in 0..CHAINS {
-            let k = start * CHAINS + j + 1;
-            if double {
-                let mut x = f64::from(k).mul_add(source::STEP, source::C);
-                for _ in 0..steps {
-                    x = x.mul_add(x, source::C);
+            for l in 0..width {
+                let k = (start * CHAINS + j) * width + l + 1;
+                if double {
+                    let mut x = f64::from(k).mul_add(source::STEP, source::C);
+                    for _ in 0..steps {
+                        x = x.mul_add(x, source::C);
+                    }
+                    let b = x.to_bits();
+                    h = fold(fold(h, b as u32), (b >> 32) as u32);
+                } else {
+                    let (c, step) = (source::C as f32, source::STEP as f32);
+                    let mut x = (k as f32).mul_add(step, c);
+                    for _ in 0..steps {
+                        x = x.mul_add(x, c);
+                    }
+                    h = fold(h, x.to_bits());
                 }
-                let b = x.to_bits();
-                h = fold(fold(h, b as u32), (b >> 32) as u32);
-            } else {
-                let (c, step) = (source::C as f32, source::STEP as f32);
-                let mut x = (k as f32).mul_add(step, c);
-                for _ in 0..steps {
-                    x = x.mul_add(x, c);
-                }
-                h = fold(h, x.to_bits());
             }
         }
         h

@@ -214,7 +214,7 @@ fn calibrate(
         if let (Some(b), false) = (tally.fault, double) {
             inject(&mut run, b);
         }
-        let probe = expected_chains(double, iters);
+        let probe = expected_chains(double, iters, k.width(double));
         check_chains(
             &run,
             &probe,
@@ -231,7 +231,7 @@ fn calibrate(
     }
     Ok(Chains {
         iters,
-        expected: expected_chains(double, iters),
+        expected: expected_chains(double, iters, k.width(double)),
     })
 }
 
@@ -269,7 +269,9 @@ fn run_slice(
                 add(
                     u,
                     secs,
-                    2.0 * n as f64 * f64::from(c.iters) * f64::from(super::CHAINS * super::UNROLL),
+                    2.0 * n as f64
+                        * f64::from(c.iters)
+                        * f64::from(super::CHAINS * super::UNROLL * k.width(double)),
                 );
                 None
             }

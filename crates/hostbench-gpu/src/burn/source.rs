@@ -29,8 +29,11 @@ pub const STARTS: u32 = 16;
 /// The map's constant: with `c = -1.875` the interval `[c, c² + c]` = `[-1.875, 1.640625]` maps
 /// into itself (both ends exact in binary), and rounding is monotone, so no chain can leave it.
 pub const C: f64 = -1.875;
-/// Start values are `c + k·STEP` for `k = 1 ..= STARTS·CHAINS`: inside the interval.
-pub const STEP: f64 = 1.0 / 256.0;
+/// Start values are `c + k·STEP` for `k = 1 ..= STARTS·CHAINS·16` (16 lanes at the widest): from
+/// -1.874 to 0.125, inside the interval, and exact.
+pub const STEP: f64 = 1.0 / 1024.0;
+/// The widest vector an OpenCL chain runs in (lanes per chain).
+pub const MAX_WIDTH: u32 = 16;
 /// Multiplier of the address pattern's high word.
 pub const HIGH_MUL: u32 = 0x9E37_79B1;
 
@@ -238,42 +241,66 @@ const RANGE: &str = "#define RANGE \\\n\
 
 /// The OpenCL C program: the same kernels (no SM id: OpenCL does not say which compute unit ran
 /// a work-group). `double` adds the f64 chain (devices without `cl_khr_fp64` compile without it).
-pub fn opencl(double: bool) -> String {
+/// `widths` are the chains' vector widths for f32 and f64: 1 on a GPU (its threads are scalar);
+/// on a CPU device, the SIMD width, because PoCL does not vectorise these chains across
+/// work-items by itself. Lane l of chain j of start s starts at `k = (s·CHAINS + j)·w + l + 1`.
+pub fn opencl(double: bool, widths: [u32; 2]) -> String {
     let mut s = String::new();
     if double {
         s.push_str("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n");
     }
-    let types: &[(&str, &str)] = if double {
-        &[("float", "f32"), ("double", "f64")]
+    let types: &[(&str, &str, u32)] = if double {
+        &[("float", "f32", widths[0]), ("double", "f64", widths[1])]
     } else {
-        &[("float", "f32")]
+        &[("float", "f32", widths[0])]
     };
-    for (ty, name) in types {
+    for &(ty, name, w) in types {
+        let tv = if w == 1 {
+            ty.to_string()
+        } else {
+            format!("{ty}{w}")
+        };
         let _ = writeln!(
             s,
             "__kernel void burn_chain_{name}(__global uint* out, {ty} c, {ty} step, uint iters) {{\n\
-             \tuint g = get_global_id(0);\n\tuint base = (g & {}u) * {CHAINS}u;",
-            STARTS - 1
+             \tuint g = get_global_id(0);\n\tuint base = (g & {}u) * {}u;\n\
+             \t{tv} vc = ({tv})(c), vs = ({tv})(step);",
+            STARTS - 1,
+            CHAINS * w
         );
         for j in 0..CHAINS {
-            let _ = writeln!(s, "\t{ty} x{j} = fma(({ty})(base + {}u), step, c);", j + 1);
+            let lanes: Vec<String> = (0..w)
+                .map(|l| format!("({ty})(base + {}u)", j * w + l + 1))
+                .collect();
+            let _ = writeln!(
+                s,
+                "\t{tv} x{j} = fma(({tv})({}), vs, vc);",
+                lanes.join(", ")
+            );
         }
         s.push_str("\tfor (uint i = 0; i < iters; i++) {\n");
         for _ in 0..UNROLL {
             for j in 0..CHAINS {
-                let _ = writeln!(s, "\t\tx{j} = fma(x{j}, x{j}, c);");
+                let _ = writeln!(s, "\t\tx{j} = fma(x{j}, x{j}, vc);");
             }
         }
         s.push_str("\t}\n\tuint h = 0;\n");
         for j in 0..CHAINS {
-            if *ty == "double" {
-                let _ = writeln!(
-                    s,
-                    "\th = (h * {FNV_PRIME}u) ^ (uint)as_ulong(x{j});\n\
-                     \th = (h * {FNV_PRIME}u) ^ (uint)(as_ulong(x{j}) >> 32);"
-                );
-            } else {
-                let _ = writeln!(s, "\th = (h * {FNV_PRIME}u) ^ as_uint(x{j});");
+            for l in 0..w {
+                let lane = if w == 1 {
+                    format!("x{j}")
+                } else {
+                    format!("x{j}.s{}", &"0123456789abcdef"[l as usize..=l as usize])
+                };
+                if ty == "double" {
+                    let _ = writeln!(
+                        s,
+                        "\th = (h * {FNV_PRIME}u) ^ (uint)as_ulong({lane});\n\
+                         \th = (h * {FNV_PRIME}u) ^ (uint)(as_ulong({lane}) >> 32);"
+                    );
+                } else {
+                    let _ = writeln!(s, "\th = (h * {FNV_PRIME}u) ^ as_uint({lane});");
+                }
             }
         }
         s.push_str("\tout[g] = h;\n}\n\n");

@@ -29,10 +29,10 @@ fn patterns_are_what_their_names_say() {
 #[test]
 fn chains_stay_bounded_and_every_step_counts() {
     let (lo, hi) = (C, C * C + C);
-    for k in 1..=(source::STARTS * CHAINS) {
+    for k in 1..=(source::STARTS * CHAINS * MAX_WIDTH) {
         let mut x = (k as f32).mul_add(STEP as f32, C as f32);
         let mut y = f64::from(k).mul_add(STEP, C);
-        for _ in 0..100_000 {
+        for _ in 0..20_000 {
             x = x.mul_add(x, C as f32);
             y = y.mul_add(y, C);
             assert!((lo..=hi).contains(&f64::from(x)), "f32 start {k}: {x}");
@@ -40,17 +40,24 @@ fn chains_stay_bounded_and_every_step_counts() {
         }
     }
     for double in [false, true] {
-        let a = expected_chains(double, 3);
-        let b = expected_chains(double, 4);
+        let a = expected_chains(double, 3, 1);
+        let b = expected_chains(double, 4, 1);
         assert_eq!(a.len(), source::STARTS as usize);
         assert!(a.iter().zip(&b).all(|(x, y)| x != y), "{a:x?} {b:x?}");
         // Distinct starts give distinct answers, so a thread that ran another start's chain
         // (a wrong index) is caught too.
         let distinct: BTreeSet<u32> = a.iter().copied().collect();
         assert_eq!(distinct.len(), a.len());
-        assert_eq!(expected_chains(double, 3), a, "the replay is deterministic");
+        assert_eq!(
+            expected_chains(double, 3, 1),
+            a,
+            "the replay is deterministic"
+        );
     }
-    assert_ne!(expected_chains(false, 3), expected_chains(true, 3));
+    assert_ne!(expected_chains(false, 3, 1), expected_chains(true, 3, 1));
+    // Two lanes per chain fold twice the chains: another answer, so a kernel built for one
+    // width cannot pass against the replay of another.
+    assert_ne!(expected_chains(false, 3, 2), expected_chains(false, 3, 1));
 }
 
 fn launch(expected: &[u32], blocks: usize, block: u32) -> ChainRun {
@@ -64,7 +71,7 @@ fn launch(expected: &[u32], blocks: usize, block: u32) -> ChainRun {
 
 #[test]
 fn a_wrong_chain_result_is_named_by_block_thread_and_sm() {
-    let expected = expected_chains(false, 2);
+    let expected = expected_chains(false, 2, 1);
     let mut unit = UnitRun::new("gpu", "cuda0", "all", "fma-f32", "FLOP/s");
     let (mut by_sm, mut covered) = (BTreeMap::new(), BTreeSet::new());
     let clean = launch(&expected, 8, 64);
@@ -205,7 +212,7 @@ fn the_kernel_texts_hold_what_the_backends_launch() {
         ptx.matches("fma.rn.f32 %x7, %x7, %x7, %vc;").count(),
         UNROLL as usize
     );
-    let cl = opencl_source(true);
+    let cl = opencl_source(true, [1, 1]);
     for k in [
         "burn_chain_f32",
         "burn_chain_f64",
@@ -214,7 +221,13 @@ fn the_kernel_texts_hold_what_the_backends_launch() {
     ] {
         assert!(cl.contains(&format!("__kernel void {k}(")), "{k}");
     }
-    assert!(!opencl_source(false).contains("double"));
+    assert!(!opencl_source(false, [1, 1]).contains("double"));
+    let wide = opencl_source(true, [16, 8]);
+    assert!(
+        wide.contains("float16 x7") && wide.contains("double8 x7"),
+        "{wide}"
+    );
+    assert!(wide.contains("x7.sf"), "every lane of a float16 is folded");
     assert!(cl.contains(&format!("{HIGH_MUL}u")));
 }
 
@@ -295,7 +308,7 @@ impl BurnKernels for FakeDevice {
         let want = self
             .answers
             .entry((double, iters))
-            .or_insert_with(|| expected_chains(double, iters));
+            .or_insert_with(|| expected_chains(double, iters, 1));
         let mut run = launch(want, FAKE_BLOCKS, FAKE_BLOCK);
         run.sms = Some((0..FAKE_BLOCKS as u32).map(|b| b % 2).collect());
         if let Some(b) = self.drop_block {

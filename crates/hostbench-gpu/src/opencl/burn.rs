@@ -16,6 +16,8 @@ use crate::{Dtype, Session};
 
 /// Work-items per compute unit in a chain launch (a GPU's full occupancy is about this).
 const ITEMS_PER_CU: u64 = 2048;
+/// Lanes per chain (f32, f64) on a CPU device.
+const CPU_WIDTHS: [u32; 2] = [16, 8];
 /// The pattern buffer of a CPU device.
 const CPU_BYTES: u64 = 64 << 20;
 
@@ -30,12 +32,16 @@ pub(super) struct ClBurn<'a> {
     records: Buffer<u8>,
     mem: Buffer<u8>,
     words: u64,
+    widths: [u32; 2],
 }
 
 impl<'a> ClBurn<'a> {
     pub(super) fn new(s: &'a mut ClSession) -> Result<Self, BenchError> {
         let double = s.info.dtypes.iter().any(|(d, _)| *d == Dtype::F64);
-        let src = burn::opencl_source(double);
+        // On a CPU device, 64 bytes of lanes per chain: one AVX-512 register, two AVX2 ones
+        // (`hostbench gpu` measures width 16 best for f32 on PoCL).
+        let widths = if s.is_cpu() { CPU_WIDTHS } else { [1, 1] };
+        let src = burn::opencl_source(double, widths);
         let chain = [
             Some(s.kernel(&src, burn::chain_entry(false))?),
             if double {
@@ -70,6 +76,7 @@ impl<'a> ClBurn<'a> {
             records,
             words: bytes / 4,
             mem,
+            widths,
         })
     }
 
@@ -125,6 +132,10 @@ impl BurnKernels for ClBurn<'_> {
             sms: None,
             block: self.local as u32,
         })
+    }
+
+    fn width(&self, double: bool) -> u32 {
+        self.widths[usize::from(double)]
     }
 
     fn words(&self) -> u64 {

@@ -27,6 +27,7 @@
 //! * `session` — the backend interface (`Session`, `Timed`) and the shared timing.
 //! * `run` — running the cases through the runner and filling the records.
 //! * `health` — NVML's error and link counters (`health.gpu`): ECC, row remapping, the PCIe link.
+//! * `xid` — NVML's XID events watched while `hostbench burn` runs, and their verdict lines.
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
 mod causes;
@@ -46,6 +47,7 @@ mod run;
 mod session;
 pub mod subsystem;
 pub mod tensor;
+pub mod xid;
 
 pub use config::{
     default_mem_blocks, default_transfer_blocks, Backend, ComputeConfig, Direction, Dtype,

@@ -454,3 +454,58 @@ fn a_corrected_edac_rise_during_the_burn_is_a_warning_naming_the_dimm() {
     );
     assert_eq!(rises.len(), 2, "the controller's and the DIMM's: {rises:?}");
 }
+
+#[test]
+fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let o = burn(
+        &[
+            "--duration",
+            "1s",
+            "--only",
+            "gpu",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        None,
+    );
+    let text = stdout(&o);
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
+    let xid = &rec["xid"];
+    let watched = xid["watched"].as_array().expect("xid.watched");
+    let not_watched = xid
+        .get("not_watched")
+        .and_then(|n| n.as_array())
+        .cloned()
+        .unwrap_or_default();
+    // Watched or said why: never silent (a host without NVML, as CI is, says why).
+    assert!(!watched.is_empty() || !not_watched.is_empty(), "{xid}");
+    if watched.is_empty() {
+        assert!(
+            text.contains("warn XID events not watched: "),
+            "{text}\n{xid}"
+        );
+        let md = std::fs::read_to_string(out.join("burn.md")).unwrap();
+        assert!(md.contains("XID events not watched"), "{md}");
+    }
+    assert!(rec["gpu_rises"].is_array(), "{rec}");
+
+    let cpu = dir.path().join("cpu");
+    let o = burn(
+        &[
+            "--duration",
+            "1s",
+            "--only",
+            "cpu",
+            "--out",
+            cpu.to_str().unwrap(),
+        ],
+        None,
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cpu.join("burn.json")).unwrap()).unwrap();
+    assert!(rec.get("xid").is_none(), "{rec}");
+    assert!(!stdout(&o).contains("XID"), "{}", stdout(&o));
+}

@@ -12,6 +12,7 @@ use anyhow::Context;
 use hostbench_core::burn::{Fault, TimelinePoint, UnitRun, UnitStatus};
 use hostbench_core::model::Health;
 use hostbench_core::{affinity, host, units, BenchError};
+use hostbench_gpu::xid::{XidReport, XidWatch};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::BurnArgs;
@@ -47,6 +48,12 @@ pub(crate) struct BurnRecord {
     /// The EDAC counters that rose between `health_before` and `health_after`.
     #[serde(default)]
     edac_rises: Vec<edac::EdacRise>,
+    /// The GPU (NVML) counters that rose between `health_before` and `health_after`.
+    #[serde(default)]
+    gpu_rises: Vec<edac::GpuRise>,
+    /// The XID events watched while the GPU was burned; absent when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    xid: Option<hostbench_gpu::xid::XidReport>,
 }
 
 struct Plan {
@@ -149,6 +156,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let inv = host::inventory();
     let health_before = super::health_counters();
     let wants = |r: &str| plan.only.contains(&r);
+    let xid_watch = wants("gpu").then(hostbench_gpu::xid::XidWatch::start);
     let parts = plan
         .only
         .iter()
@@ -233,6 +241,15 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let edac_rises = edac::rises(&health_before, &health_after);
     warnings.extend(edac::warnings(&edac_rises));
     let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only), &edac_rises);
+    let xid = xid_watch.map(|w| w.map_or_else(XidReport::unwatched, XidWatch::finish));
+    let gpu_rises = edac::gpu_rises(&health_before, &health_after);
+    warnings.extend(edac::gpu_warnings(
+        &health_before,
+        &health_after,
+        &gpu_rises,
+        xid.as_ref(),
+    ));
+    let (verdict, reason, exit) = edac::gpu_fold((verdict, reason, exit), &gpu_rises, xid.as_ref());
     let record = BurnRecord {
         schema: SCHEMA.into(),
         verdict,
@@ -250,6 +267,8 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         health_before,
         health_after,
         edac_rises,
+        gpu_rises,
+        xid,
     };
     Ok((record, exit))
 }
@@ -519,6 +538,7 @@ fn markdown(r: &BurnRecord) -> String {
         s += &format!("\n- {w}");
     }
     s += &edac::markdown(&r.edac_rises);
+    s += &edac::gpu_markdown(&r.gpu_rises, r.xid.as_ref());
     s
 }
 

@@ -33,8 +33,10 @@ type Ret = c_int;
 pub const EVENT_XID_CRITICAL: u64 = 0x8;
 /// `NVML_ERROR_TIMEOUT`: the wait ended with no event.
 const TIMEOUT: Ret = 10;
-/// How long one wait blocks: the longest `finish` waits for the thread to see its stop flag.
+/// How long one wait blocks: about the longest `finish` waits for the thread to see its stop flag.
 const WAIT_MS: c_uint = 200;
+/// How long the waits after the stop flag block: they only drain events already queued.
+const DRAIN_MS: c_uint = 20;
 
 /// NVML's `nvmlEventData_t` (API v11 on: 32 bytes; older drivers fill only the first 24, and the
 /// two instance ids are not read).
@@ -136,7 +138,7 @@ impl XidWatch {
                     match lib.get::<unsafe extern "C" fn(EventSet, *mut EventData, c_uint) -> Ret>(
                         b"nvmlEventSetWait_v2\0",
                     ) {
-                        Ok(wait) => watch(&flag, began, &gpus, |d| wait(set.0, d, WAIT_MS)),
+                        Ok(wait) => watch(&flag, began, &gpus, |d, ms| wait(set.0, d, ms)),
                         Err(_) => (
                             Vec::new(),
                             vec!["XID events not watched: NVML has no nvmlEventSetWait_v2".into()],
@@ -167,7 +169,8 @@ impl XidWatch {
         })
     }
 
-    /// Stop waiting (within one wait, 200 ms) and return what was seen.
+    /// Stop waiting (within one wait, 200 ms, and the drain of what is queued) and return what
+    /// was seen.
     pub fn finish(mut self) -> XidReport {
         let (events, broke) = self.join();
         let mut not_watched = std::mem::take(&mut self.not_watched);
@@ -266,20 +269,22 @@ unsafe fn register(lib: &libloading::Library) -> Result<(EventSet, Gpus, Vec<Str
     }
 }
 
-/// Wait for events until `stop` is set: each XID event on a known GPU, and each distinct wait
-/// failure once (a lost GPU fails every wait), pausing one wait's time after a failure so a
-/// broken set does not spin.
+/// Wait (`wait(data, timeout_ms)`) for events until `stop` is set, then drain what is queued
+/// (an XID raised just before the stop, or before the thread first waited, still counts): each XID
+/// event on a known GPU, and each distinct wait failure once (a lost GPU fails every wait),
+/// pausing one wait's time after a failure so a broken set does not spin.
 fn watch(
     stop: &AtomicBool,
     began: Instant,
     gpus: &Gpus,
-    mut wait: impl FnMut(&mut EventData) -> Ret,
+    mut wait: impl FnMut(&mut EventData, c_uint) -> Ret,
 ) -> (Vec<XidEvent>, Vec<String>) {
     let mut events = Vec::new();
     let mut broke: Vec<(Ret, String)> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
         let mut d = EventData::default();
-        let rc = wait(&mut d);
+        let rc = wait(&mut d, if stopping { DRAIN_MS } else { WAIT_MS });
         let at_s = began.elapsed().as_secs_f64();
         match rc {
             0 if d.event_type & EVENT_XID_CRITICAL != 0 => {
@@ -291,13 +296,18 @@ fn watch(
                     at_s,
                 });
             }
-            0 | TIMEOUT => {}
+            0 => {}
+            TIMEOUT if stopping => break,
+            TIMEOUT => {}
             rc => {
                 if !broke.iter().any(|(r, _)| *r == rc) {
                     broke.push((
                         rc,
                         format!("XID events: waiting failed at {at_s:.1} s (NVML error {rc})"),
                     ));
+                }
+                if stopping {
+                    break;
                 }
                 std::thread::sleep(Duration::from_millis(u64::from(WAIT_MS)));
             }
@@ -426,7 +436,7 @@ mod tests {
         let gpus: Gpus = vec![(dev, 3, Some("0000:c1:00.0".into()))];
         let stop = AtomicBool::new(false);
         let mut step = 0;
-        let (events, broke) = watch(&stop, Instant::now(), &gpus, |d| {
+        let (events, broke) = watch(&stop, Instant::now(), &gpus, |d, _| {
             step += 1;
             match step {
                 1 => TIMEOUT,
@@ -456,6 +466,31 @@ mod tests {
         );
         assert_eq!(broke.len(), 1, "{broke:?}");
         assert!(broke[0].contains("NVML error 15"), "{}", broke[0]);
+    }
+
+    #[test]
+    fn events_queued_before_the_stop_are_drained() {
+        let dev = 0x1650usize;
+        let gpus: Gpus = vec![(dev, 0, None)];
+        let stop = AtomicBool::new(true);
+        let mut queued = vec![79u64, 13];
+        let mut timeouts = Vec::new();
+        let (events, broke) = watch(&stop, Instant::now(), &gpus, |d, ms| match queued.pop() {
+            Some(x) => {
+                d.device = dev as Device;
+                d.event_type = EVENT_XID_CRITICAL;
+                d.event_data = x;
+                0
+            }
+            None => {
+                timeouts.push(ms);
+                TIMEOUT
+            }
+        });
+        let xids: Vec<u64> = events.iter().map(|e| e.xid).collect();
+        assert_eq!(xids, [13, 79]);
+        assert!(broke.is_empty());
+        assert_eq!(timeouts, [DRAIN_MS], "one short wait ends the drain");
     }
 
     #[test]

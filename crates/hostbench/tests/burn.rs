@@ -455,24 +455,29 @@ fn a_corrected_edac_rise_during_the_burn_is_a_warning_naming_the_dimm() {
     assert_eq!(rises.len(), 2, "the controller's and the DIMM's: {rises:?}");
 }
 
-#[test]
-fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("o");
+/// A 1 s burn of `only` saving its record under `out`: the output and the record.
+fn burn_record(only: &str, out: &std::path::Path) -> (Output, serde_json::Value) {
     let o = burn(
         &[
             "--duration",
             "1s",
             "--only",
-            "gpu",
+            only,
             "--out",
-            out.to_str().unwrap(),
+            out.to_str().expect("a UTF-8 temp path"),
         ],
         None,
     );
+    let text = std::fs::read_to_string(out.join("burn.json")).expect("burn.json written");
+    (o, serde_json::from_str(&text).expect("burn.json is JSON"))
+}
+
+#[test]
+fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let (o, rec) = burn_record("gpu", &out);
     let text = stdout(&o);
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
     let xid = &rec["xid"];
     let watched = xid["watched"].as_array().expect("xid.watched");
     let not_watched = xid
@@ -492,20 +497,7 @@ fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them()
     }
     assert!(rec["gpu_rises"].is_array(), "{rec}");
 
-    let cpu = dir.path().join("cpu");
-    let o = burn(
-        &[
-            "--duration",
-            "1s",
-            "--only",
-            "cpu",
-            "--out",
-            cpu.to_str().unwrap(),
-        ],
-        None,
-    );
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(cpu.join("burn.json")).unwrap()).unwrap();
+    let (o, rec) = burn_record("cpu", &dir.path().join("cpu"));
     assert!(rec.get("xid").is_none(), "{rec}");
     assert!(!stdout(&o).contains("XID"), "{}", stdout(&o));
 }

@@ -28,6 +28,7 @@ use crate::nvml::load;
 type Device = *mut c_void;
 type EventSet = *mut c_void;
 type Ret = c_int;
+type Wait = unsafe extern "C" fn(EventSet, *mut EventData, c_uint) -> Ret;
 
 /// NVML's `nvmlEventTypeXidCriticalError`.
 pub const EVENT_XID_CRITICAL: u64 = 0x8;
@@ -127,17 +128,15 @@ impl XidWatch {
         let flag = Arc::clone(&stop);
         let set = Set(set);
         let watched = gpus.iter().map(|(_, i, _)| *i).collect();
+        let began = Instant::now();
         let thread = std::thread::Builder::new()
             .name("hostbench-xid".into())
             .spawn(move || {
                 let set = set;
-                let began = Instant::now();
                 // SAFETY: nvmlEventSetWait_v2's documented signature; the set came from
                 // nvmlEventSetCreate on this library and is freed only after the loop ends.
                 let seen = unsafe {
-                    match lib.get::<unsafe extern "C" fn(EventSet, *mut EventData, c_uint) -> Ret>(
-                        b"nvmlEventSetWait_v2\0",
-                    ) {
+                    match lib.get::<Wait>(b"nvmlEventSetWait_v2\0") {
                         Ok(wait) => watch(&flag, began, &gpus, |d, ms| wait(set.0, d, ms)),
                         Err(_) => (
                             Vec::new(),
@@ -231,6 +230,9 @@ unsafe fn register(lib: &libloading::Library) -> Result<(EventSet, Gpus, Vec<Str
         let free = lib
             .get::<Free>(b"nvmlEventSetFree\0")
             .map_err(|_| sym("nvmlEventSetFree"))?;
+        // Looked up here too so that a driver without it is told before any GPU is called watched.
+        lib.get::<Wait>(b"nvmlEventSetWait_v2\0")
+            .map_err(|_| sym("nvmlEventSetWait_v2"))?;
         let mut n: c_uint = 0;
         let rc = count(&mut n);
         if rc != 0 {

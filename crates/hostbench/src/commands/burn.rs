@@ -1,7 +1,8 @@
 //! `hostbench burn`: the burn-in verb. Parses and checks every input before anything runs, runs
 //! the CPU and memory burns from their crates, reads the hardware error counters before and after,
 //! and prints the verdict on the first line (the failing CPU or address and unit, or `PASS`); an
-//! EDAC count that rose meanwhile fails it (uncorrectable) or warns (corrected), see `edac`.
+//! EDAC count that rose meanwhile fails it (uncorrectable) or warns (corrected), see `edac`; so do
+//! the GPU's NVML counters and, with the GPU in the plan, the XIDs watched while it ran.
 
 mod edac;
 
@@ -53,7 +54,7 @@ pub(crate) struct BurnRecord {
     gpu_rises: Vec<edac::GpuRise>,
     /// The XID events watched while the GPU was burned; absent when it was not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    xid: Option<hostbench_gpu::xid::XidReport>,
+    xid: Option<XidReport>,
 }
 
 struct Plan {
@@ -156,7 +157,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let inv = host::inventory();
     let health_before = super::health_counters();
     let wants = |r: &str| plan.only.contains(&r);
-    let xid_watch = wants("gpu").then(hostbench_gpu::xid::XidWatch::start);
+    let xid_watch = wants("gpu").then(XidWatch::start);
     let parts = plan
         .only
         .iter()

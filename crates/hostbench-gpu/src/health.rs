@@ -114,7 +114,6 @@ unsafe fn ask(lib: &libloading::Library, dev: Device, index: u32) -> GpuAnswers 
     type Remap =
         unsafe extern "C" fn(Device, *mut c_uint, *mut c_uint, *mut c_uint, *mut c_uint) -> Ret;
     type Name = unsafe extern "C" fn(Device, *mut c_char, c_uint) -> Ret;
-    type Pci = unsafe extern "C" fn(Device, *mut PciInfo) -> Ret;
 
     // SAFETY: every call is one of NVML's documented functions with the signature declared
     // above, on the caller's valid handle, with out-pointers to locals that outlive the call.
@@ -132,13 +131,7 @@ unsafe fn ask(lib: &libloading::Library, dev: Device, index: u32) -> GpuAnswers 
         {
             a.name = Some(cstr(&buf));
         }
-        let mut pci = PciInfo::default();
-        if query!(lib, "nvmlDeviceGetPciInfo_v3", Pci, |f| f(dev, &mut pci)) == 0 {
-            a.bus = Some(format!(
-                "{:04x}:{:02x}:{:02x}.0",
-                pci.domain, pci.bus, pci.device
-            ));
-        }
+        a.bus = bus(lib, dev);
         let mut push = |k: &'static str, rc: Ret, v: u64| {
             a.counters.push((k, (rc == 0).then_some(v).ok_or(rc)))
         };
@@ -240,6 +233,19 @@ unsafe fn ask(lib: &libloading::Library, dev: Device, index: u32) -> GpuAnswers 
     }
 }
 
+/// The GPU's PCI address ("0000:41:00.0"), where NVML tells it.
+///
+/// # Safety
+/// `dev` is a handle NVML returned from `lib`.
+pub(crate) unsafe fn bus(lib: &libloading::Library, dev: Device) -> Option<String> {
+    type Pci = unsafe extern "C" fn(Device, *mut PciInfo) -> Ret;
+    let mut pci = PciInfo::default();
+    // SAFETY: NVML's documented signature, the caller's valid handle, an out-struct of
+    // nvmlPciInfo_t's size that outlives the call.
+    let rc = unsafe { query!(lib, "nvmlDeviceGetPciInfo_v3", Pci, |f| f(dev, &mut pci)) };
+    (rc == 0).then(|| format!("{:04x}:{:02x}:{:02x}.0", pci.domain, pci.bus, pci.device))
+}
+
 /// NVML's `nvmlPciInfo_t` (the v3 layout, 68 bytes).
 #[repr(C)]
 #[derive(Default)]
@@ -262,7 +268,7 @@ fn cstr(buf: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).trim().to_string()
 }
 
-fn why_unread(rc: i32) -> &'static str {
+pub(crate) fn why_unread(rc: i32) -> &'static str {
     match rc {
         NOT_SUPPORTED => "not supported by this GPU",
         NO_PERMISSION => "no permission",

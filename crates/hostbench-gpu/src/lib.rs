@@ -29,6 +29,7 @@
 //! * `burn` — the GPU burn-in: checked FMA chains per SM, the tensor kernels, device-memory
 //!   patterns, with a timeline (`hostbench burn`).
 //! * `health` — NVML's error and link counters (`health.gpu`): ECC, row remapping, the PCIe link.
+//! * `xid` — NVML's XID events watched while `hostbench burn` runs, and their verdict lines.
 //! * `reference` — clpeak beside the OpenCL cases (`--reference`), run once per device.
 
 pub mod burn;
@@ -49,6 +50,7 @@ mod run;
 mod session;
 pub mod subsystem;
 pub mod tensor;
+pub mod xid;
 
 pub use config::{
     default_mem_blocks, default_transfer_blocks, Backend, ComputeConfig, Direction, Dtype,

@@ -589,3 +589,50 @@ fn an_injected_gpu_block_fault_names_the_device_unit_and_block_first() {
         "only one thread per launch is wrong"
     );
 }
+
+/// A 1 s burn of `only` saving its record under `out`: the output and the record.
+fn burn_record(only: &str, out: &std::path::Path) -> (Output, serde_json::Value) {
+    let o = burn(
+        &[
+            "--duration",
+            "1s",
+            "--only",
+            only,
+            "--out",
+            out.to_str().expect("a UTF-8 temp path"),
+        ],
+        None,
+    );
+    let text = std::fs::read_to_string(out.join("burn.json")).expect("burn.json written");
+    (o, serde_json::from_str(&text).expect("burn.json is JSON"))
+}
+
+#[test]
+fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let (o, rec) = burn_record("gpu", &out);
+    let text = stdout(&o);
+    let xid = &rec["xid"];
+    let watched = xid["watched"].as_array().expect("xid.watched");
+    let not_watched = xid
+        .get("not_watched")
+        .and_then(|n| n.as_array())
+        .cloned()
+        .unwrap_or_default();
+    // Watched or said why: never silent (a host without NVML, as CI is, says why).
+    assert!(!watched.is_empty() || !not_watched.is_empty(), "{xid}");
+    if watched.is_empty() {
+        assert!(
+            text.contains("warn XID events not watched: "),
+            "{text}\n{xid}"
+        );
+        let md = std::fs::read_to_string(out.join("burn.md")).unwrap();
+        assert!(md.contains("XID events not watched"), "{md}");
+    }
+    assert!(rec["gpu_rises"].is_array(), "{rec}");
+
+    let (o, rec) = burn_record("cpu", &dir.path().join("cpu"));
+    assert!(rec.get("xid").is_none(), "{rec}");
+    assert!(!stdout(&o).contains("XID"), "{}", stdout(&o));
+}

@@ -38,6 +38,44 @@ const WARN_XIDS: [(u32, &str); 3] = [
     (94, "contained ECC error"),
 ];
 
+/// XIDs an application's own fault raises as a rule (a bad address, an exception in its kernel,
+/// a killed process): context, not a hardware verdict on their own.
+const APPLICATION_XIDS: [(u32, &str); 4] = [
+    (
+        13,
+        "graphics engine exception: as a rule an application's kernel fault",
+    ),
+    (
+        31,
+        "GPU memory page fault: as a rule an application's illegal address",
+    ),
+    (
+        43,
+        "GPU stopped processing: as a rule an application's fault",
+    ),
+    (
+        45,
+        "preemptive cleanup after an earlier error or a killed application",
+    ),
+];
+
+/// What NVIDIA's XID catalogue says `code` is, for the well-known ones, with the class the
+/// since-boot reading gives it: `Fail` the hardware's fault, `Warn` a hardware event worth a look,
+/// `Info` an application's fault as a rule. `None`: look it up in the catalogue. Shared with the
+/// GPU crate's XID watch during `hostbench burn`, which judges by the same table.
+pub fn xid_meaning(code: u64) -> Option<(Severity, &'static str)> {
+    let find = |table: &[(u32, &'static str)]| {
+        table
+            .iter()
+            .find(|(c, _)| u64::from(*c) == code)
+            .map(|(_, w)| *w)
+    };
+    find(&HARDWARE_XIDS)
+        .map(|w| (Severity::Fail, w))
+        .or_else(|| find(&WARN_XIDS).map(|w| (Severity::Warn, w)))
+        .or_else(|| find(&APPLICATION_XIDS).map(|w| (Severity::Info, w)))
+}
+
 /// The log's messages, one per record (the text after the `prio,seq,ts,flags;` prefix).
 pub(crate) fn read(root: &Path) -> Result<Vec<String>, String> {
     let path = at(root, "dev/kmsg");
@@ -130,13 +168,8 @@ pub(crate) fn xids(log: &[String]) -> Vec<HealthReading> {
             put(&mut r, "xids", Some(list.join(", ")));
             put(&mut r, "last", Some(last));
             for (&code, &n) in &codes {
-                let (severity, what) = match HARDWARE_XIDS.iter().find(|(c, _)| *c == code) {
-                    Some((_, w)) => (Severity::Fail, *w),
-                    None => match WARN_XIDS.iter().find(|(c, _)| *c == code) {
-                        Some((_, w)) => (Severity::Warn, *w),
-                        None => (Severity::Info, "an application's or driver's event"),
-                    },
-                };
+                let (severity, what) = xid_meaning(u64::from(code))
+                    .unwrap_or((Severity::Info, "an application's or driver's event"));
                 finding(
                     &mut r,
                     severity,
@@ -225,6 +258,11 @@ SUBSYSTEM=pci\n\
         let sev: Vec<Severity> = r[0].findings.iter().map(|f| f.severity).collect();
         assert_eq!(sev, [Severity::Info, Severity::Fail]);
         assert!(r[0].findings[1].text.contains("fallen off the bus"));
+        assert!(
+            r[0].findings[0].text.contains("application's kernel fault"),
+            "{:?}",
+            r[0].findings[0]
+        );
         assert_eq!(r[1].device, "0000:c1:00");
         assert_eq!(r[1].findings[0].severity, Severity::Warn);
     }

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::model::{Health, Severity};
 
+pub use self::kmsg::xid_meaning;
 pub use self::nvme::parse_smart_log;
 pub use self::pcie::{lane_payload_bps, link_peak_bps};
 pub(crate) use self::source::Part;

@@ -1,7 +1,8 @@
 //! `hostbench burn`: the burn-in verb. Parses and checks every input before anything runs, runs
 //! the CPU and memory burns from their crates, reads the hardware error counters before and after,
 //! and prints the verdict on the first line (the failing CPU or address and unit, or `PASS`); an
-//! EDAC count that rose meanwhile fails it (uncorrectable) or warns (corrected), see `edac`.
+//! EDAC count that rose meanwhile fails it (uncorrectable) or warns (corrected), see `edac`; so do
+//! the GPU's NVML counters and, with the GPU in the plan, the XIDs watched while it ran.
 
 mod edac;
 
@@ -12,6 +13,7 @@ use anyhow::Context;
 use hostbench_core::burn::{Fault, TimelinePoint, UnitRun, UnitStatus};
 use hostbench_core::model::Health;
 use hostbench_core::{affinity, host, units, BenchError};
+use hostbench_gpu::xid::{XidReport, XidWatch};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::BurnArgs;
@@ -51,6 +53,12 @@ pub(crate) struct BurnRecord {
     /// what stopped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     gpus: Vec<hostbench_gpu::burn::BurnedGpu>,
+    /// The GPU (NVML) counters that rose between `health_before` and `health_after`.
+    #[serde(default)]
+    gpu_rises: Vec<edac::GpuRise>,
+    /// The XID events watched while the GPU was burned; absent when it was not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    xid: Option<XidReport>,
 }
 
 struct Plan {
@@ -179,6 +187,7 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
     let inv = host::inventory();
     let health_before = super::health_counters();
     let wants = |r: &str| plan.only.contains(&r);
+    let xid_watch = wants("gpu").then(XidWatch::start);
     let parts = plan
         .only
         .iter()
@@ -277,6 +286,15 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         .flat_map(|g| g.stopped.iter().map(move |s| format!("{} {s}", g.place)))
         .collect();
     let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only, &stopped), &edac_rises);
+    let xid = xid_watch.map(|w| w.map_or_else(XidReport::unwatched, XidWatch::finish));
+    let gpu_rises = edac::gpu_rises(&health_before, &health_after);
+    warnings.extend(edac::gpu_warnings(
+        &health_before,
+        &health_after,
+        &gpu_rises,
+        xid.as_ref(),
+    ));
+    let (verdict, reason, exit) = edac::gpu_fold((verdict, reason, exit), &gpu_rises, xid.as_ref());
     let record = BurnRecord {
         schema: SCHEMA.into(),
         verdict,
@@ -295,6 +313,8 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         health_after,
         edac_rises,
         gpus,
+        gpu_rises,
+        xid,
     };
     Ok((record, exit))
 }
@@ -616,6 +636,7 @@ fn markdown(r: &BurnRecord) -> String {
         s += &format!("\n- {w}");
     }
     s += &edac::markdown(&r.edac_rises);
+    s += &edac::gpu_markdown(&r.gpu_rises, r.xid.as_ref());
     s
 }
 

@@ -6,8 +6,15 @@
 //! before the pattern check could see it. An uncorrectable error is a fault on its own and fails
 //! the burn; corrected ones are a warning, because a healthy DIMM corrects a few and the limit
 //! belongs to the node's expectation file, not to a fixed threshold here.
+//!
+//! The GPU's NVML counters (`health.gpu`, per GPU) and the XID events watched during the burn
+//! (`hostbench_gpu::xid`) are judged the same way: an uncorrectable ECC error, a row remap or page
+//! retirement that became pending or failed, or a hardware XID fails the burn naming the GPU and
+//! its PCI address; corrected counts and application-caused XIDs warn. Where NVML could not be
+//! read or watched, the burn says so rather than pass the counters.
 
-use hostbench_core::model::Health;
+use hostbench_core::model::{Health, HealthReading, Severity};
+use hostbench_gpu::xid::{self, XidReport};
 use serde::{Deserialize, Serialize};
 
 use crate::Exit;
@@ -55,31 +62,44 @@ impl EdacRise {
 /// corrected for each device, in the readers' device order. A counter read only once (a driver
 /// loaded or gone mid-burn) or that fell (a driver reloaded) is no rise.
 pub(crate) fn rises(before: &Health, after: &Health) -> Vec<EdacRise> {
+    let keys = ["uncorrectable_errors", "correctable_errors"];
+    rose(before, after, EDAC, &keys)
+        .into_iter()
+        .map(|(b, a, key, was, now)| EdacRise {
+            device: a.device.clone(),
+            label: a.label.clone().or_else(|| b.label.clone()),
+            kind: if key == keys[0] {
+                UNCORRECTABLE
+            } else {
+                CORRECTED
+            }
+            .to_string(),
+            before: was,
+            after: now,
+        })
+        .collect()
+}
+
+/// A counter that rose: the reading before, the one after, the counter's key, its two values.
+type Rose<'a> = (&'a HealthReading, &'a HealthReading, &'a str, u64, u64);
+
+/// Each counter of `keys` in source `id`'s readings that was read for the same device both
+/// before and after and is higher after, in the after-readings' device order and `keys`' order.
+fn rose<'a>(before: &'a Health, after: &'a Health, id: &str, keys: &[&'a str]) -> Vec<Rose<'a>> {
     let mut out = Vec::new();
-    for a in after.readings.iter().filter(|r| r.id == EDAC) {
+    for a in after.readings.iter().filter(|r| r.id == id) {
         let Some(b) = before
             .readings
             .iter()
-            .find(|r| r.id == EDAC && r.device == a.device)
+            .find(|r| r.id == id && r.device == a.device)
         else {
             continue;
         };
-        for (key, kind) in [
-            ("uncorrectable_errors", UNCORRECTABLE),
-            ("correctable_errors", CORRECTED),
-        ] {
-            let count = |r: &hostbench_core::model::HealthReading| {
-                r.values.get(key).and_then(serde_json::Value::as_u64)
-            };
+        for &key in keys {
+            let count = |r: &HealthReading| r.values.get(key).and_then(serde_json::Value::as_u64);
             if let (Some(was), Some(now)) = (count(b), count(a)) {
                 if now > was {
-                    out.push(EdacRise {
-                        device: a.device.clone(),
-                        label: a.label.clone().or_else(|| b.label.clone()),
-                        kind: kind.to_string(),
-                        before: was,
-                        after: now,
-                    });
+                    out.push((b, a, key, was, now));
                 }
             }
         }
@@ -105,15 +125,23 @@ fn named<'a>(rises: &'a [EdacRise], kind: &str) -> Vec<&'a EdacRise> {
 
 /// The burn's verdict with the uncorrectable rises folded in: any makes it `fail` (exit 1),
 /// named on the first line after a pattern failure's own reason, or before the rest otherwise.
-pub(crate) fn fold(
+pub(crate) fn fold(verdict: (String, String, Exit), rises: &[EdacRise]) -> (String, String, Exit) {
+    let lines: Vec<String> = named(rises, UNCORRECTABLE)
+        .iter()
+        .map(|r| r.line())
+        .collect();
+    fail_with(verdict, &lines)
+}
+
+/// `verdict` failed by `lines` where there are any: after a failure's own reason (a wrong result
+/// stays the first thing named), before any other verdict's.
+fn fail_with(
     (verdict, reason, exit): (String, String, Exit),
-    rises: &[EdacRise],
+    lines: &[String],
 ) -> (String, String, Exit) {
-    let ue = named(rises, UNCORRECTABLE);
-    if ue.is_empty() {
+    if lines.is_empty() {
         return (verdict, reason, exit);
     }
-    let lines: Vec<String> = ue.iter().map(|r| r.line()).collect();
     let lines = lines.join("; ");
     let reason = if verdict == "fail" {
         format!("{reason}; {lines}")
@@ -153,6 +181,223 @@ pub(crate) fn markdown(rises: &[EdacRise]) -> String {
             r.before,
             r.after
         );
+    }
+    s
+}
+
+const GPU: &str = "health.gpu";
+
+/// The `health.gpu` counters a burn watches, what each counts, and what a rise means: a count
+/// the hardware could not correct, or a repair it could not finish, fails; a corrected one warns.
+const GPU_COUNTERS: [(&str, &str, Severity); 9] = [
+    (
+        "ecc_volatile_uncorrected",
+        "uncorrectable ECC errors",
+        Severity::Fail,
+    ),
+    (
+        "remapped_rows_uncorrectable",
+        "rows remapped after uncorrectable errors",
+        Severity::Fail,
+    ),
+    ("remap_pending", "pending row remaps", Severity::Fail),
+    ("remap_failed", "failed row remaps", Severity::Fail),
+    (
+        "retired_pages_dbe",
+        "pages retired after double-bit errors",
+        Severity::Fail,
+    ),
+    (
+        "retired_pages_pending",
+        "pending page retirements",
+        Severity::Fail,
+    ),
+    (
+        "ecc_volatile_corrected",
+        "corrected ECC errors",
+        Severity::Warn,
+    ),
+    (
+        "remapped_rows_correctable",
+        "rows remapped after correctable errors",
+        Severity::Warn,
+    ),
+    (
+        "retired_pages_sbe",
+        "pages retired after single-bit errors",
+        Severity::Warn,
+    ),
+];
+
+/// One GPU counter that rose during the burn (`gpu_rises` in the burn record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct GpuRise {
+    /// The GPU as `health.gpu` names it: `gpu0` (NVML's index).
+    pub device: String,
+    /// Its PCI address, "0000:41:00.0", where NVML told it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bus: Option<String>,
+    /// The GPU's model, "NVIDIA H100 80GB HBM3".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The counter's key in `health.gpu`: `ecc_volatile_uncorrected`, `remap_pending`, ….
+    pub counter: String,
+    /// `fail` or `warn`.
+    pub severity: Severity,
+    pub before: u64,
+    pub after: u64,
+}
+
+impl GpuRise {
+    /// "gpu0 (0000:41:00.0): uncorrectable ECC errors rose 0 → 2 during the burn".
+    fn line(&self) -> String {
+        let what = GPU_COUNTERS
+            .iter()
+            .find(|(k, _, _)| *k == self.counter)
+            .map_or(self.counter.as_str(), |(_, w, _)| w);
+        let who = match &self.bus {
+            Some(b) => format!("{} ({b})", self.device),
+            None => self.device.clone(),
+        };
+        format!(
+            "{who}: {what} rose {} → {} during the burn",
+            self.before, self.after
+        )
+    }
+}
+
+/// Every watched GPU counter read both before and after that is higher after, per GPU in the
+/// reader's order, failing counters first. As for EDAC, a counter read only once (NVML refused it
+/// once) or that fell (a driver reload resets the volatile counts) is no rise.
+pub(crate) fn gpu_rises(before: &Health, after: &Health) -> Vec<GpuRise> {
+    let keys: Vec<&str> = GPU_COUNTERS.iter().map(|(k, _, _)| *k).collect();
+    let text = |r: &HealthReading| {
+        r.values
+            .get("pci_bus")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let mut out: Vec<GpuRise> = rose(before, after, GPU, &keys)
+        .into_iter()
+        .map(|(b, a, key, was, now)| GpuRise {
+            device: a.device.clone(),
+            bus: text(a).or_else(|| text(b)),
+            label: a.label.clone().or_else(|| b.label.clone()),
+            counter: key.to_string(),
+            severity: GPU_COUNTERS
+                .iter()
+                .find(|(k, _, _)| *k == key)
+                .map_or(Severity::Warn, |(_, _, s)| *s),
+            before: was,
+            after: now,
+        })
+        .collect();
+    out.sort_by_key(|r| r.severity != Severity::Fail);
+    out
+}
+
+/// The XID verdict lines, none where the GPU was not watched.
+fn xid_lines(xid: Option<&XidReport>) -> Vec<(Severity, String)> {
+    xid.map(|x| xid::judge(&x.events)).unwrap_or_default()
+}
+
+/// The burn's verdict with the GPU's failing rises and hardware XIDs folded in, as `fold` does
+/// for EDAC: any makes it `fail` (exit 1), a wrong result's own reason staying first. `xid` is
+/// the watch's report where the GPU was burned.
+pub(crate) fn gpu_fold(
+    verdict: (String, String, Exit),
+    rises: &[GpuRise],
+    xid: Option<&XidReport>,
+) -> (String, String, Exit) {
+    let mut lines: Vec<String> = rises
+        .iter()
+        .filter(|r| r.severity == Severity::Fail)
+        .map(GpuRise::line)
+        .collect();
+    lines.extend(
+        xid_lines(xid)
+            .into_iter()
+            .filter(|(s, _)| *s == Severity::Fail)
+            .map(|(_, l)| l),
+    );
+    fail_with(verdict, &lines)
+}
+
+/// A warning line for each corrected GPU rise and application-caused XID; where the GPU was
+/// burned (`xid` given), also each part that was not watched: the XIDs (no NVML, no permission)
+/// and the counters (`health.gpu` unavailable), so a missing NVML never reads as a clean GPU.
+pub(crate) fn gpu_warnings(
+    before: &Health,
+    after: &Health,
+    rises: &[GpuRise],
+    xid: Option<&XidReport>,
+) -> Vec<String> {
+    let mut out: Vec<String> = rises
+        .iter()
+        .filter(|r| r.severity != Severity::Fail)
+        .map(|r| {
+            format!(
+                "warn {} (corrected: the expectation's limit decides)",
+                r.line()
+            )
+        })
+        .collect();
+    out.extend(
+        xid_lines(xid)
+            .into_iter()
+            .filter(|(s, _)| *s != Severity::Fail)
+            .map(|(_, l)| format!("warn {l}")),
+    );
+    if let Some(x) = xid {
+        out.extend(x.not_watched.iter().map(|w| format!("warn {w}")));
+        let unread = [before, after]
+            .into_iter()
+            .find_map(|h| h.unavailable.get(GPU));
+        if let Some(why) = unread {
+            out.push(format!("warn GPU error counters not read: {why}"));
+        }
+    }
+    out
+}
+
+/// The Markdown section listing every GPU rise and XID, and what was watched; empty when nothing
+/// rose and the GPU was not burned.
+pub(crate) fn gpu_markdown(rises: &[GpuRise], xid: Option<&XidReport>) -> String {
+    if rises.is_empty() && xid.is_none() {
+        return String::new();
+    }
+    let mut s = String::from("\n\n## GPU counters and XIDs during the burn\n\n");
+    if !rises.is_empty() {
+        s += "| GPU | bus | model | counter | severity | before | after |\n|---|---|---|---|---|---:|---:|\n";
+        for r in rises {
+            s += &format!(
+                "| {} | {} | {} | {} | {} | {} | {} |\n",
+                r.device,
+                r.bus.as_deref().unwrap_or("-"),
+                r.label.as_deref().unwrap_or("-"),
+                r.counter,
+                r.severity.name(),
+                r.before,
+                r.after
+            );
+        }
+        s += "\n";
+    }
+    if let Some(x) = xid {
+        if !x.watched.is_empty() {
+            let gpus: Vec<String> = x.watched.iter().map(|g| format!("gpu{g}")).collect();
+            s += &format!(
+                "XID events watched on {}: {} seen.\n",
+                gpus.join(", "),
+                x.events.len()
+            );
+        }
+        for (sev, l) in xid_lines(xid) {
+            s += &format!("\n- {} {l}", sev.name());
+        }
+        for w in &x.not_watched {
+            s += &format!("\n- {w}");
+        }
     }
     s
 }
@@ -272,5 +517,184 @@ mod tests {
         assert!(same.is_empty());
         assert_eq!(markdown(&same), "");
         assert!(warnings(&same).is_empty());
+    }
+
+    fn gpu(device: &str, bus: Option<&str>, counters: &[(&str, u64)]) -> HealthReading {
+        let mut values = hostbench_core::model::Params::new();
+        if let Some(b) = bus {
+            values.insert("pci_bus".into(), b.into());
+        }
+        for (k, v) in counters {
+            values.insert((*k).into(), (*v).into());
+        }
+        HealthReading {
+            id: GPU.into(),
+            device: device.into(),
+            label: Some("NVIDIA H100 80GB HBM3".into()),
+            values,
+            findings: Vec::new(),
+        }
+    }
+
+    fn pass() -> (String, String, Exit) {
+        (
+            "pass".to_string(),
+            "9 results checked, 0 wrong".to_string(),
+            Exit::Ok,
+        )
+    }
+
+    #[test]
+    fn an_uncorrectable_gpu_rise_fails_naming_the_gpu_and_its_bus() {
+        let bus = Some("0000:41:00.0");
+        let before = health(vec![gpu(
+            "gpu0",
+            bus,
+            &[
+                ("ecc_volatile_uncorrected", 0),
+                ("ecc_volatile_corrected", 3),
+            ],
+        )]);
+        let after = health(vec![gpu(
+            "gpu0",
+            bus,
+            &[
+                ("ecc_volatile_uncorrected", 2),
+                ("ecc_volatile_corrected", 5),
+            ],
+        )]);
+        let r = gpu_rises(&before, &after);
+        assert_eq!(r.len(), 2, "{r:?}");
+        let (verdict, reason, exit) = gpu_fold(pass(), &r, None);
+        assert_eq!((verdict.as_str(), exit), ("fail", Exit::Failure));
+        assert_eq!(
+            reason,
+            "gpu0 (0000:41:00.0): uncorrectable ECC errors rose 0 → 2 during the burn; \
+             9 results checked, 0 wrong"
+        );
+        let w = gpu_warnings(&before, &after, &r, None);
+        assert_eq!(
+            w,
+            [
+                "warn gpu0 (0000:41:00.0): corrected ECC errors rose 3 → 5 during the burn \
+              (corrected: the expectation's limit decides)"
+            ]
+        );
+        let md = gpu_markdown(&r, None);
+        assert!(
+            md.contains("| gpu0 | 0000:41:00.0 | NVIDIA H100 80GB HBM3 | ecc_volatile_uncorrected | fail | 0 | 2 |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn remaps_and_retirements_that_became_pending_or_failed_fail_and_a_wrong_result_stays_first() {
+        for key in [
+            "remap_pending",
+            "remap_failed",
+            "retired_pages_pending",
+            "remapped_rows_uncorrectable",
+            "retired_pages_dbe",
+        ] {
+            let before = health(vec![gpu("gpu1", None, &[(key, 0)])]);
+            let after = health(vec![gpu("gpu1", None, &[(key, 1)])]);
+            let r = gpu_rises(&before, &after);
+            assert_eq!(r.len(), 1, "{key}");
+            assert_eq!(r[0].severity, Severity::Fail, "{key}");
+            let wrong = (
+                "fail".to_string(),
+                "gpu1 fp32: 1 wrong results".to_string(),
+                Exit::Failure,
+            );
+            let (_, reason, exit) = gpu_fold(wrong, &r, None);
+            assert_eq!(exit, Exit::Failure);
+            assert!(
+                reason.starts_with("gpu1 fp32: 1 wrong results; gpu1: "),
+                "{key}: {reason}"
+            );
+            assert!(reason.ends_with("rose 0 → 1 during the burn"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_gpu_counter_read_once_or_that_fell_is_no_rise_and_corrected_ones_only_warn() {
+        let before = health(vec![
+            gpu("gpu0", None, &[("ecc_volatile_corrected", 7)]),
+            gpu("gpu1", None, &[("remapped_rows_correctable", 1)]),
+        ]);
+        let after = health(vec![
+            // Fell: the driver reloaded. Read only after: NVML refused it before.
+            gpu(
+                "gpu0",
+                None,
+                &[
+                    ("ecc_volatile_corrected", 0),
+                    ("ecc_volatile_uncorrected", 4),
+                ],
+            ),
+            gpu("gpu1", None, &[("remapped_rows_correctable", 2)]),
+            gpu("gpu2", None, &[("remap_pending", 1)]),
+        ]);
+        let r = gpu_rises(&before, &after);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!(
+            (r[0].device.as_str(), r[0].counter.as_str(), r[0].severity),
+            ("gpu1", "remapped_rows_correctable", Severity::Warn)
+        );
+        assert_eq!(gpu_fold(pass(), &r, None), pass());
+        assert_eq!(gpu_warnings(&before, &after, &r, None).len(), 1);
+        assert!(gpu_rises(&before, &before).is_empty());
+        assert_eq!(gpu_markdown(&[], None), "");
+    }
+
+    #[test]
+    fn hardware_xids_fail_the_burn_application_ones_and_an_unwatched_gpu_warn() {
+        let event = |xid, at_s| hostbench_gpu::xid::XidEvent {
+            gpu: 0,
+            bus: Some("0000:41:00.0".into()),
+            xid,
+            at_s,
+        };
+        let seen = XidReport {
+            watched: vec![0],
+            events: vec![event(13, 1.0), event(79, 2.0)],
+            not_watched: Vec::new(),
+        };
+        let (verdict, reason, _) = gpu_fold(pass(), &[], Some(&seen));
+        assert_eq!(verdict, "fail");
+        assert!(
+            reason.starts_with("gpu0 (0000:41:00.0): XID 79 at 2.0 s during the burn"),
+            "{reason}"
+        );
+        let empty = Health::default();
+        let w = gpu_warnings(&empty, &empty, &[], Some(&seen));
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("warn gpu0 (0000:41:00.0): XID 13 at 1.0 s"),
+            "{}",
+            w[0]
+        );
+        let md = gpu_markdown(&[], Some(&seen));
+        assert!(md.contains("XID events watched on gpu0: 2 seen."), "{md}");
+
+        // No NVML: neither XIDs nor counters pass; both are named as not watched.
+        let mut unread = Health::default();
+        unread.unavailable.insert(
+            GPU.into(),
+            "NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)".into(),
+        );
+        let none = XidReport::unwatched("NVML not found".into());
+        assert_eq!(gpu_fold(pass(), &[], Some(&none)), pass());
+        let w = gpu_warnings(&unread, &unread, &[], Some(&none));
+        assert_eq!(
+            w,
+            [
+                "warn XID events not watched: NVML not found",
+                "warn GPU error counters not read: NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)",
+            ]
+        );
+        assert!(gpu_markdown(&[], Some(&none)).contains("XID events not watched"));
+        // A burn without the GPU says nothing of it.
+        assert!(gpu_warnings(&unread, &unread, &[], None).is_empty());
     }
 }

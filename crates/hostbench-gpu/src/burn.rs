@@ -26,7 +26,10 @@
 //! in `[-1.875, 1.640625]`, and any wrong bit changes the end value; the host replays it with
 //! Rust's `mul_add`, the same IEEE fused multiply-add the device's `fma.rn` computes.
 
+mod device;
 mod source;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -37,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::device::{list_devices, DeviceInfo};
 use crate::replay::fold;
-use crate::session::{open, reps_for, Session};
+use crate::session::{reps_for, Session};
 use crate::tensor::{self, Form, TensorType};
 use crate::{Backend, Dtype};
 
@@ -251,7 +254,7 @@ pub fn run(cfg: &GpuBurnConfig) -> GpuBurn {
         let handles: Vec<_> = cfg
             .devices
             .iter()
-            .map(|info| s.spawn(move || burn_device(info, cfg, t0)))
+            .map(|info| s.spawn(move || device::burn_device(info, cfg, t0)))
             .collect();
         handles
             .into_iter()
@@ -302,12 +305,6 @@ enum Kind {
 
 /// Launch-sized work: a chain launch lasts about this long once calibrated.
 const LAUNCH_TARGET: Duration = Duration::from_millis(50);
-
-mod device;
-use device::burn_device;
-
-#[cfg(test)]
-mod tests;
 
 /// The units a device runs: its chains, its tensor types (CUDA), the memory patterns.
 fn units_for(info: &DeviceInfo) -> (Vec<Unit>, Vec<(String, String)>) {
@@ -476,9 +473,4 @@ pub(crate) fn alloc_halving<B>(
             Err(e) => return Err(e),
         }
     }
-}
-
-/// Open a device's session (for the device thread).
-fn open_session(info: &DeviceInfo) -> Result<Box<dyn Session>, BenchError> {
-    open(info)
 }

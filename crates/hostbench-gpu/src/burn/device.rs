@@ -10,9 +10,8 @@ use hostbench_core::burn::{IntervalReading, Probe, UnitRun, UnitStatus};
 use hostbench_core::BenchError;
 
 use super::{
-    check_chains, check_memory, expected_chains, fault_block, inject, open_session, place,
-    tensor_reps, units_for, BurnKernels, BurnedGpu, GpuBurn, GpuBurnConfig, Kind, Unit,
-    LAUNCH_TARGET,
+    check_chains, check_memory, expected_chains, fault_block, inject, place, tensor_reps,
+    units_for, BurnKernels, BurnedGpu, GpuBurn, GpuBurnConfig, Kind, Unit, LAUNCH_TARGET,
 };
 use crate::device::DeviceInfo;
 use crate::nvml::Telemetry;
@@ -41,7 +40,7 @@ struct Tally {
 pub(super) fn burn_device(info: &DeviceInfo, cfg: &GpuBurnConfig, t0: Instant) -> GpuBurn {
     let mut run = DeviceRun::new(info, cfg);
     let result = (|| -> Result<(), BenchError> {
-        let mut s = open_session(info)?;
+        let mut s = crate::session::open(info)?;
         let mut telemetry = (info.backend == Backend::Cuda)
             .then(|| Telemetry::open(run.gpu.pci_bus.as_deref(), info.index).ok())
             .flatten();

@@ -331,6 +331,19 @@ fn who(e: &XidEvent) -> String {
     }
 }
 
+/// What an XID seen during the burn means for it, and the words for the line: `Fail` for any XID
+/// but the application-caused ones, which are `Warn` (the burn's own kernel could cause them).
+pub fn burn_severity(xid: u64) -> (Severity, String) {
+    match xid_meaning(xid) {
+        Some((Severity::Info, w)) => (
+            Severity::Warn,
+            format!("{w}; the burn's own kernel could have caused it"),
+        ),
+        Some((_, w)) => (Severity::Fail, w.to_string()),
+        None => (Severity::Fail, "see NVIDIA's XID catalog".to_string()),
+    }
+}
+
 /// The events as verdict lines, one per GPU and XID in the order first seen: `Fail` for any XID
 /// but the application-caused ones, which are `Warn` (the burn's own kernel could cause them).
 pub fn judge(events: &[XidEvent]) -> Vec<(Severity, String)> {
@@ -352,14 +365,7 @@ pub fn judge(events: &[XidEvent]) -> Vec<(Severity, String)> {
             } else {
                 format!("x{n}, first at {:.1} s", e.at_s)
             };
-            let (severity, what) = match xid_meaning(e.xid) {
-                Some((Severity::Info, w)) => (
-                    Severity::Warn,
-                    format!("{w}; the burn's own kernel could have caused it"),
-                ),
-                Some((_, w)) => (Severity::Fail, w.to_string()),
-                None => (Severity::Fail, "see NVIDIA's XID catalog".to_string()),
-            };
+            let (severity, what) = burn_severity(e.xid);
             (
                 severity,
                 format!("{}: XID {} {when} during the burn ({what})", who(e), e.xid),

@@ -294,7 +294,12 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         &gpu_rises,
         xid.as_ref(),
     ));
-    let (verdict, reason, exit) = edac::gpu_fold((verdict, reason, exit), &gpu_rises, xid.as_ref());
+    let (verdict, reason, exit) = edac::gpu_fold(
+        (verdict, reason, exit),
+        (&health_before, &health_after),
+        &gpu_rises,
+        xid.as_ref(),
+    );
     let record = BurnRecord {
         schema: SCHEMA.into(),
         verdict,
@@ -636,7 +641,11 @@ fn markdown(r: &BurnRecord) -> String {
         s += &format!("\n- {w}");
     }
     s += &edac::markdown(&r.edac_rises);
-    s += &edac::gpu_markdown(&r.gpu_rises, r.xid.as_ref());
+    s += &edac::gpu_markdown(
+        &r.gpu_rises,
+        r.xid.as_ref(),
+        (&r.health_before, &r.health_after),
+    );
     s
 }
 

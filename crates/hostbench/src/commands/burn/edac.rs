@@ -13,6 +13,8 @@
 //! its PCI address; corrected counts and application-caused XIDs warn. Where NVML could not be
 //! read or watched, the burn says so rather than pass the counters.
 
+use std::collections::BTreeMap;
+
 use hostbench_core::model::{Health, HealthReading, Severity};
 use hostbench_gpu::xid::{self, XidReport};
 use serde::{Deserialize, Serialize};
@@ -296,9 +298,61 @@ pub(crate) fn gpu_rises(before: &Health, after: &Health) -> Vec<GpuRise> {
     out
 }
 
-/// The XID verdict lines, none where the GPU was not watched.
-fn xid_lines(xid: Option<&XidReport>) -> Vec<(Severity, String)> {
-    xid.map(|x| xid::judge(&x.events)).unwrap_or_default()
+/// The XID verdict lines: NVML's events where the watch ran; where it watched no GPU (no NVML, no
+/// permission, events not supported), the XIDs the driver logged in the kernel log meanwhile
+/// (`health.xid` before and after); none where the GPU was not burned.
+fn xid_lines(xid: Option<&XidReport>, before: &Health, after: &Health) -> Vec<(Severity, String)> {
+    match xid {
+        None => Vec::new(),
+        Some(x) if x.watched.is_empty() => kernel_log_xids(before, after),
+        Some(x) => xid::judge(&x.events),
+    }
+}
+
+const XID_LOG: &str = "health.xid";
+
+/// Per code, the count in a `health.xid` reading's `xids` ("13 x2, 79 x1").
+fn xid_counts(r: &HealthReading) -> BTreeMap<u64, u64> {
+    let text = r.values.get("xids").and_then(|v| v.as_str()).unwrap_or("");
+    text.split(", ")
+        .filter_map(|item| {
+            let (code, n) = item.split_once(" x")?;
+            Some((code.trim().parse().ok()?, n.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The XIDs whose count in the kernel log rose between the two readings, per GPU as the driver
+/// names it (its PCI address), judged as NVML's events are (`xid::burn_severity`). Nothing where
+/// the log was not read before the burn: then no count can have risen.
+pub(crate) fn kernel_log_xids(before: &Health, after: &Health) -> Vec<(Severity, String)> {
+    if !before.readings.iter().any(|r| r.id == XID_LOG) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for a in after.readings.iter().filter(|r| r.id == XID_LOG) {
+        let was = before
+            .readings
+            .iter()
+            .find(|r| r.id == XID_LOG && r.device == a.device)
+            .map(xid_counts)
+            .unwrap_or_default();
+        for (code, now) in xid_counts(a) {
+            let then = was.get(&code).copied().unwrap_or(0);
+            if now > then {
+                let (severity, what) = xid::burn_severity(code);
+                out.push((
+                    severity,
+                    format!(
+                        "GPU {}: XID {code} x{} in the kernel log during the burn ({what})",
+                        a.device,
+                        now - then
+                    ),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The burn's verdict with the GPU's failing rises and hardware XIDs folded in, as `fold` does
@@ -306,6 +360,7 @@ fn xid_lines(xid: Option<&XidReport>) -> Vec<(Severity, String)> {
 /// the watch's report where the GPU was burned.
 pub(crate) fn gpu_fold(
     verdict: (String, String, Exit),
+    (before, after): (&Health, &Health),
     rises: &[GpuRise],
     xid: Option<&XidReport>,
 ) -> (String, String, Exit) {
@@ -315,7 +370,7 @@ pub(crate) fn gpu_fold(
         .map(GpuRise::line)
         .collect();
     lines.extend(
-        xid_lines(xid)
+        xid_lines(xid, before, after)
             .into_iter()
             .filter(|(s, _)| *s == Severity::Fail)
             .map(|(_, l)| l),
@@ -343,13 +398,21 @@ pub(crate) fn gpu_warnings(
         })
         .collect();
     out.extend(
-        xid_lines(xid)
+        xid_lines(xid, before, after)
             .into_iter()
             .filter(|(s, _)| *s != Severity::Fail)
             .map(|(_, l)| format!("warn {l}")),
     );
     if let Some(x) = xid {
-        out.extend(x.not_watched.iter().map(|w| format!("warn {w}")));
+        // The kernel log stood in for the watch where it was read before the burn.
+        let log_read = x.watched.is_empty() && before.readings.iter().any(|r| r.id == XID_LOG);
+        out.extend(x.not_watched.iter().map(|w| {
+            if log_read {
+                format!("warn {w}; the kernel log's XID lines were compared instead")
+            } else {
+                format!("warn {w}")
+            }
+        }));
         let unread = [before, after]
             .into_iter()
             .find_map(|h| h.unavailable.get(GPU));
@@ -362,7 +425,11 @@ pub(crate) fn gpu_warnings(
 
 /// The Markdown section listing every GPU rise and XID, and what was watched; empty when nothing
 /// rose and the GPU was not burned.
-pub(crate) fn gpu_markdown(rises: &[GpuRise], xid: Option<&XidReport>) -> String {
+pub(crate) fn gpu_markdown(
+    rises: &[GpuRise],
+    xid: Option<&XidReport>,
+    (before, after): (&Health, &Health),
+) -> String {
     if rises.is_empty() && xid.is_none() {
         return String::new();
     }
@@ -392,7 +459,7 @@ pub(crate) fn gpu_markdown(rises: &[GpuRise], xid: Option<&XidReport>) -> String
                 x.events.len()
             );
         }
-        for (sev, l) in xid_lines(xid) {
+        for (sev, l) in xid_lines(xid, before, after) {
             s += &format!("\n- {} {l}", sev.name());
         }
         for w in &x.not_watched {
@@ -565,7 +632,7 @@ mod tests {
         )]);
         let r = gpu_rises(&before, &after);
         assert_eq!(r.len(), 2, "{r:?}");
-        let (verdict, reason, exit) = gpu_fold(pass(), &r, None);
+        let (verdict, reason, exit) = gpu_fold(pass(), (&before, &after), &r, None);
         assert_eq!((verdict.as_str(), exit), ("fail", Exit::Failure));
         assert_eq!(
             reason,
@@ -580,7 +647,7 @@ mod tests {
               (corrected: the expectation's limit decides)"
             ]
         );
-        let md = gpu_markdown(&r, None);
+        let md = gpu_markdown(&r, None, (&before, &after));
         assert!(
             md.contains("| gpu0 | 0000:41:00.0 | NVIDIA H100 80GB HBM3 | ecc_volatile_uncorrected | fail | 0 | 2 |"),
             "{md}"
@@ -606,7 +673,7 @@ mod tests {
                 "gpu1 fp32: 1 wrong results".to_string(),
                 Exit::Failure,
             );
-            let (_, reason, exit) = gpu_fold(wrong, &r, None);
+            let (_, reason, exit) = gpu_fold(wrong, (&before, &after), &r, None);
             assert_eq!(exit, Exit::Failure);
             assert!(
                 reason.starts_with("gpu1 fp32: 1 wrong results; gpu1: "),
@@ -641,10 +708,10 @@ mod tests {
             (r[0].device.as_str(), r[0].counter.as_str(), r[0].severity),
             ("gpu1", "remapped_rows_correctable", Severity::Warn)
         );
-        assert_eq!(gpu_fold(pass(), &r, None), pass());
+        assert_eq!(gpu_fold(pass(), (&before, &after), &r, None), pass());
         assert_eq!(gpu_warnings(&before, &after, &r, None).len(), 1);
         assert!(gpu_rises(&before, &before).is_empty());
-        assert_eq!(gpu_markdown(&[], None), "");
+        assert_eq!(gpu_markdown(&[], None, (&before, &after)), "");
     }
 
     #[test]
@@ -660,13 +727,13 @@ mod tests {
             events: vec![event(13, 1.0), event(79, 2.0)],
             not_watched: Vec::new(),
         };
-        let (verdict, reason, _) = gpu_fold(pass(), &[], Some(&seen));
+        let empty = Health::default();
+        let (verdict, reason, _) = gpu_fold(pass(), (&empty, &empty), &[], Some(&seen));
         assert_eq!(verdict, "fail");
         assert!(
             reason.starts_with("gpu0 (0000:41:00.0): XID 79 at 2.0 s during the burn"),
             "{reason}"
         );
-        let empty = Health::default();
         let w = gpu_warnings(&empty, &empty, &[], Some(&seen));
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
@@ -674,7 +741,7 @@ mod tests {
             "{}",
             w[0]
         );
-        let md = gpu_markdown(&[], Some(&seen));
+        let md = gpu_markdown(&[], Some(&seen), (&empty, &empty));
         assert!(md.contains("XID events watched on gpu0: 2 seen."), "{md}");
 
         // No NVML: neither XIDs nor counters pass; both are named as not watched.
@@ -684,7 +751,10 @@ mod tests {
             "NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)".into(),
         );
         let none = XidReport::unwatched("NVML not found".into());
-        assert_eq!(gpu_fold(pass(), &[], Some(&none)), pass());
+        assert_eq!(
+            gpu_fold(pass(), (&unread, &unread), &[], Some(&none)),
+            pass()
+        );
         let w = gpu_warnings(&unread, &unread, &[], Some(&none));
         assert_eq!(
             w,
@@ -693,8 +763,72 @@ mod tests {
                 "warn GPU error counters not read: NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)",
             ]
         );
-        assert!(gpu_markdown(&[], Some(&none)).contains("XID events not watched"));
+        assert!(
+            gpu_markdown(&[], Some(&none), (&unread, &unread)).contains("XID events not watched")
+        );
         // A burn without the GPU says nothing of it.
         assert!(gpu_warnings(&unread, &unread, &[], None).is_empty());
+    }
+
+    /// Where NVML watched no GPU, the XIDs the driver logged during the burn count instead: a
+    /// hardware one fails it naming the GPU's PCI address, an application-caused one warns; a
+    /// count that did not rise, or a log unread before the burn, says nothing.
+    #[test]
+    fn unwatched_by_nvml_the_kernel_logs_xids_that_rose_count() {
+        let log = |device: &str, xids: &str| {
+            let mut values = hostbench_core::model::Params::new();
+            values.insert("xids".into(), xids.into());
+            HealthReading {
+                id: XID_LOG.into(),
+                device: device.into(),
+                label: None,
+                values,
+                findings: Vec::new(),
+            }
+        };
+        let before = health(vec![log("0000:41:00", "13 x2")]);
+        let after = health(vec![
+            log("0000:41:00", "13 x3, 79 x1"),
+            log("0000:42:00", "31 x1"),
+        ]);
+        let none = XidReport::unwatched("NVML not found".into());
+        let (verdict, reason, exit) = gpu_fold(pass(), (&before, &after), &[], Some(&none));
+        assert_eq!((verdict.as_str(), exit), ("fail", Exit::Failure));
+        assert!(
+            reason.starts_with("GPU 0000:41:00: XID 79 x1 in the kernel log during the burn ("),
+            "{reason}"
+        );
+        let w = gpu_warnings(&before, &after, &[], Some(&none));
+        assert!(
+            w.contains(&"warn XID events not watched: NVML not found; the kernel log's XID lines were compared instead".to_string()),
+            "{w:?}"
+        );
+        let xids: Vec<&String> = w
+            .iter()
+            .filter(|l| l.contains("in the kernel log"))
+            .collect();
+        assert_eq!(xids.len(), 2, "{w:?}");
+        assert!(
+            xids[0].starts_with("warn GPU 0000:41:00: XID 13 x1 in the kernel log"),
+            "{w:?}"
+        );
+        assert!(
+            xids[1].starts_with("warn GPU 0000:42:00: XID 31 x1"),
+            "{w:?}"
+        );
+        // Nothing rose: nothing said.
+        assert_eq!(gpu_fold(pass(), (&after, &after), &[], Some(&none)), pass());
+        // The log unread before the burn: no count can have risen.
+        let (v, _, _) = gpu_fold(pass(), (&Health::default(), &after), &[], Some(&none));
+        assert_eq!(v, "pass");
+        // NVML watched: its events decide, the log is not read twice over.
+        let watched = XidReport {
+            watched: vec![0],
+            ..XidReport::default()
+        };
+        assert_eq!(
+            gpu_fold(pass(), (&before, &after), &[], Some(&watched)),
+            pass()
+        );
     }
 }

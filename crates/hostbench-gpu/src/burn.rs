@@ -291,6 +291,8 @@ fn place(info: &DeviceInfo) -> String {
 struct Unit {
     kind: Kind,
     run: UnitRun,
+    /// Work done over the whole run (the run's rate is this over its seconds).
+    total: f64,
     /// Work done and seconds spent in the current interval.
     work: f64,
     secs: f64,
@@ -312,6 +314,7 @@ fn units_for(info: &DeviceInfo) -> (Vec<Unit>, Vec<(String, String)>) {
     let unit = |kind: Kind, name: &str, rate_unit: &str| Unit {
         kind,
         run: UnitRun::new("gpu", &p, "all", name, rate_unit),
+        total: 0.0,
         work: 0.0,
         secs: 0.0,
     };

@@ -405,11 +405,7 @@ impl Timed for CuKernel<'_> {
         match self.check {
             Check::Checksums(expected) => {
                 let threads = u64::from(self.grid) * u64::from(self.block);
-                let b = self.bufs[0].read(0, threads * 4)?;
-                let words: Vec<u32> = b
-                    .chunks_exact(4)
-                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect();
+                let words = replay::words(&self.bufs[0].read(0, threads * 4)?);
                 replay::check_checksums(&words, expected, "compute kernel")
             }
             Check::ReadSum {

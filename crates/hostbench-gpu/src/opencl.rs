@@ -452,11 +452,7 @@ impl Timed for ClCompute<'_> {
                 .enqueue_read_buffer(&self.out, CL_BLOCKING, 0, &mut out, &[])
         }
         .map_err(cl_err("clEnqueueReadBuffer"))?;
-        let words: Vec<u32> = out
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        replay::check_checksums(&words, self.expected, "compute kernel")
+        replay::check_checksums(&replay::words(&out), self.expected, "compute kernel")
     }
 
     fn work(&self) -> f64 {

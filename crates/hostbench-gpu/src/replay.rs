@@ -116,6 +116,13 @@ pub fn expected_checksums(
     Ok(out)
 }
 
+/// Little-endian 32-bit words of a buffer read back from a device (checksums, SM ids).
+pub fn words(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 /// Check every work-item's checksum.
 pub fn check_checksums(out: &[u32], expected: [u32; 2], what: &str) -> Result<(), BenchError> {
     for (g, &v) in out.iter().enumerate() {

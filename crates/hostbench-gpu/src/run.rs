@@ -790,14 +790,10 @@ fn gemm_beside(
 
 /// `tool`, `version` and `library` facts of a reference's timed operation.
 fn tool_facts(t: &dyn Timed) -> (String, String, String) {
-    let facts = t.facts();
     let fact = |k: &str| {
-        facts
-            .iter()
-            .find(|(n, _)| n == k)
-            .and_then(|(_, v)| v.as_str())
-            .unwrap_or("unknown")
-            .to_string()
+        t.fact(k)
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_else(|| "unknown".into())
     };
     (fact("tool"), fact("version"), fact("library"))
 }

@@ -30,6 +30,13 @@ pub trait Timed {
     fn work(&self) -> f64;
     /// Facts for `extra` (work sizes, vector width, chains, kernel layout).
     fn facts(&self) -> Vec<(String, Value)>;
+    /// One of the facts, by name.
+    fn fact(&self, name: &str) -> Option<Value> {
+        self.facts()
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+    }
 }
 
 /// A backend's open device: makes the timed operations.

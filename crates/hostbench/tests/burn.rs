@@ -25,17 +25,7 @@ fn allowed_cpus() -> Vec<usize> {
 fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
-    let o = burn(
-        &[
-            "--duration",
-            "3s",
-            "--mem-share",
-            "0.002",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        None,
-    );
+    let (o, rec) = burn_record(&["--duration", "3s", "--mem-share", "0.002"], &out);
     let text = stdout(&o);
     assert_eq!(
         o.status.code(),
@@ -48,8 +38,6 @@ fn a_short_clean_burn_passes_on_every_cpu_with_a_timeline() {
         assert!(text.contains(&format!("cpu{cpu}: pass")), "{text}");
     }
     assert!(!text.contains("fault injected"), "{text}");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
     assert_eq!(rec["verdict"], "pass");
     assert!(rec.get("fault_injected").is_none());
     let units = rec["units"].as_array().unwrap();
@@ -499,7 +487,7 @@ fn the_gpu_burn_checks_every_unit_on_an_opencl_device() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
-    let o = burn(
+    let (o, rec) = burn_record(
         &[
             "--only",
             "gpu",
@@ -507,18 +495,14 @@ fn the_gpu_burn_checks_every_unit_on_an_opencl_device() {
             "opencl",
             "--duration",
             "2s",
-            "--out",
-            out.to_str().unwrap(),
         ],
-        None,
+        &out,
     );
     let text = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{text}");
     assert!(text.starts_with("PASS "), "{text}");
     assert!(text.contains("gpu opencl0 fma-f32: pass"), "{text}");
     assert!(text.contains("gpu opencl0 mem-patterns: pass"), "{text}");
-    let rec: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("burn.json")).unwrap()).unwrap();
     let units = gpu_units(&rec);
     for name in ["fma-f32", "mem-patterns"] {
         let u = units
@@ -590,20 +574,18 @@ fn an_injected_gpu_block_fault_names_the_device_unit_and_block_first() {
     );
 }
 
-/// A 1 s burn of `only` saving its record under `out`: the output and the record.
-fn burn_record(only: &str, out: &std::path::Path) -> (Output, serde_json::Value) {
-    let o = burn(
-        &[
-            "--duration",
-            "1s",
-            "--only",
-            only,
-            "--out",
-            out.to_str().expect("a UTF-8 temp path"),
-        ],
-        None,
-    );
-    let text = std::fs::read_to_string(out.join("burn.json")).expect("burn.json written");
+/// A burn with `args` saving its record under `out`: the output and the record (a burn that
+/// wrote none panics here with its output).
+fn burn_record(args: &[&str], out: &std::path::Path) -> (Output, serde_json::Value) {
+    let dir = out.to_str().expect("a UTF-8 temp path");
+    let o = burn(&[args, &["--out", dir]].concat(), None);
+    let text = std::fs::read_to_string(out.join("burn.json")).unwrap_or_else(|e| {
+        panic!(
+            "burn.json not written ({e}): {}\n{}",
+            stdout(&o),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
     (o, serde_json::from_str(&text).expect("burn.json is JSON"))
 }
 
@@ -611,7 +593,7 @@ fn burn_record(only: &str, out: &std::path::Path) -> (Output, serde_json::Value)
 fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
-    let (o, rec) = burn_record("gpu", &out);
+    let (o, rec) = burn_record(&["--duration", "1s", "--only", "gpu"], &out);
     let text = stdout(&o);
     let xid = &rec["xid"];
     let watched = xid["watched"].as_array().expect("xid.watched");
@@ -632,7 +614,10 @@ fn a_gpu_burn_watches_xids_or_says_why_not_and_a_cpu_burn_says_nothing_of_them()
     }
     assert!(rec["gpu_rises"].is_array(), "{rec}");
 
-    let (o, rec) = burn_record("cpu", &dir.path().join("cpu"));
+    let (o, rec) = burn_record(
+        &["--duration", "1s", "--only", "cpu"],
+        &dir.path().join("cpu"),
+    );
     assert!(rec.get("xid").is_none(), "{rec}");
     assert!(!stdout(&o).contains("XID"), "{}", stdout(&o));
 }

@@ -166,6 +166,11 @@ pub(crate) fn xids(log: &[String]) -> Vec<HealthReading> {
             put(&mut r, "xid_events", Some(codes.values().sum::<u64>()));
             let list: Vec<String> = codes.iter().map(|(c, n)| format!("{c} x{n}")).collect();
             put(&mut r, "xids", Some(list.join(", ")));
+            // Each code's count as a number too, so a reader comparing two readings (the
+            // burn's before and after) needs no parsing of the list above.
+            for (c, n) in &codes {
+                put(&mut r, &format!("xid_{c}"), Some(*n));
+            }
             put(&mut r, "last", Some(last));
             for (&code, &n) in &codes {
                 let (severity, what) = xid_meaning(u64::from(code))
@@ -255,6 +260,10 @@ SUBSYSTEM=pci\n\
         assert_eq!(r[0].device, "0000:41:00");
         assert_eq!(r[0].values["xid_events"], 3);
         assert_eq!(r[0].values["xids"], "13 x2, 79 x1");
+        assert_eq!(
+            (r[0].values["xid_13"].clone(), r[0].values["xid_79"].clone()),
+            (2.into(), 1.into())
+        );
         let sev: Vec<Severity> = r[0].findings.iter().map(|f| f.severity).collect();
         assert_eq!(sev, [Severity::Info, Severity::Fail]);
         assert!(r[0].findings[1].text.contains("fallen off the bus"));

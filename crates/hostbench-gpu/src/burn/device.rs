@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use hostbench_core::burn::{IntervalReading, Probe, UnitRun, UnitStatus};
+use hostbench_core::burn::{IntervalReading, Mismatch, Probe, UnitRun, UnitStatus};
 use hostbench_core::BenchError;
 
 use super::{
@@ -174,7 +174,7 @@ impl DeviceRun {
                 u.run.status = UnitStatus::NotRun;
             }
             if u.run.seconds > 0.0 {
-                u.run.rate /= u.run.seconds;
+                u.run.rate = u.total / u.run.seconds;
             }
             self.out.units.push(u.run);
         }
@@ -234,8 +234,8 @@ fn calibrate(
     })
 }
 
-/// Passes of unit `u` until `until` (at least one): each launch or fill-and-check timed,
-/// its work added to the unit and the interval, its results checked.
+/// Passes of unit `u` until `until` (at least one): each launch or fill-and-check timed, its
+/// results checked. A tensor kernel is made once per slice and relaunched.
 fn run_slice(
     k: &mut dyn BurnKernels,
     u: &mut Unit,
@@ -244,98 +244,91 @@ fn run_slice(
     reps: &BTreeMap<&'static str, (Form, u64)>,
     tally: &mut Tally,
 ) -> Result<(), BenchError> {
-    loop {
-        tally.pass += 1;
-        let pass = tally.pass;
-        let t = Instant::now();
-        let work = match u.kind {
-            Kind::Chain { double } => {
-                let Some(c) = &chains[usize::from(double)] else {
-                    return Ok(());
-                };
-                let mut run = k.chain(double, c.iters)?;
+    match u.kind {
+        Kind::Chain { double } => {
+            let Some(c) = &chains[usize::from(double)] else {
+                return Ok(());
+            };
+            let flop_per_thread = 2.0
+                * f64::from(c.iters)
+                * f64::from(super::CHAINS * super::UNROLL * k.width(double));
+            passes(u, until, |run| {
+                let t = Instant::now();
+                let mut launch = k.chain(double, c.iters)?;
                 let secs = t.elapsed().as_secs_f64();
                 if let (Some(b), false) = (tally.fault, double) {
-                    inject(&mut run, b);
+                    inject(&mut launch, b);
                 }
                 let n = check_chains(
-                    &run,
+                    &launch,
                     &c.expected,
-                    &mut u.run,
+                    run,
                     &mut tally.by_sm,
                     &mut tally.covered,
                 );
-                add(
-                    u,
-                    secs,
-                    2.0 * n as f64
-                        * f64::from(c.iters)
-                        * f64::from(super::CHAINS * super::UNROLL * k.width(double)),
-                );
-                None
-            }
-            Kind::Memory => {
-                let mode = (pass % 4) as u32;
-                let seed = (pass as u32).wrapping_mul(0x9E37_79B9) ^ 0x5A5A_0F0F;
-                k.fill(mode, seed)?;
-                let records = k.check(mode, seed)?;
-                let secs = t.elapsed().as_secs_f64();
-                check_memory(&records, k.words(), mode, seed, &mut u.run);
-                Some((secs, k.words() as f64 * 4.0 / 1e9))
-            }
-            Kind::Tensor(ty) => {
-                let Some(&(form, n)) = reps.get(ty.name()) else {
-                    return Ok(());
-                };
-                let s = k.session();
-                let mut tk = s.tensor(ty, form)?;
-                tk.prepare(pass)?;
+                Ok((secs, n as f64 * flop_per_thread))
+            })
+        }
+        Kind::Memory => passes(u, until, |run| {
+            tally.pass += 1;
+            let mode = (tally.pass % 4) as u32;
+            let seed = (tally.pass as u32).wrapping_mul(0x9E37_79B9) ^ 0x5A5A_0F0F;
+            let t = Instant::now();
+            k.fill(mode, seed)?;
+            let records = k.check(mode, seed)?;
+            let secs = t.elapsed().as_secs_f64();
+            check_memory(&records, k.words(), mode, seed, run);
+            Ok((secs, k.words() as f64 * 4.0 / 1e9))
+        }),
+        Kind::Tensor(ty) => {
+            let Some(&(form, n)) = reps.get(ty.name()) else {
+                return Ok(());
+            };
+            let mut tk = k.session().tensor(ty, form)?;
+            let fact = |f: &str| tk.fact(f).and_then(|v| v.as_u64()).unwrap_or(1);
+            let threads = fact("grid") * fact("block");
+            passes(u, until, |run| {
+                tally.pass += 1;
+                let t = Instant::now();
+                tk.prepare(tally.pass)?;
                 tk.run(n)?;
                 let checked = tk.validate();
                 let secs = t.elapsed().as_secs_f64();
-                let threads: u64 = ["grid", "block"]
-                    .iter()
-                    .map(|f| {
-                        tk.facts()
-                            .iter()
-                            .find(|(k, _)| k == f)
-                            .and_then(|(_, v)| v.as_u64())
-                            .unwrap_or(1)
-                    })
-                    .product();
                 match checked {
                     Ok(()) => {}
-                    Err(BenchError::Validation(why)) => {
-                        u.run.record_error(hostbench_core::burn::Mismatch {
-                            location: format!("batch {pass}: {why}"),
-                            expected: "-".into(),
-                            got: "-".into(),
-                            bits: Vec::new(),
-                            detail: None,
-                        });
-                    }
+                    Err(BenchError::Validation(why)) => run.record_error(Mismatch {
+                        location: format!("batch {}: {why}", tally.pass),
+                        expected: "-".into(),
+                        got: "-".into(),
+                        bits: Vec::new(),
+                        detail: None,
+                    }),
                     Err(e) => return Err(e),
                 }
-                u.run.checks += threads;
-                Some((secs, tk.work() * n as f64))
-            }
-        };
-        if let Some((secs, w)) = work {
-            add(u, secs, w);
-        }
-        if Instant::now() >= until {
-            return Ok(());
+                run.checks += threads;
+                Ok((secs, tk.work() * n as f64))
+            })
         }
     }
 }
 
-/// Add one pass's seconds and work to the unit (the run's totals sum work in `rate` until the
-/// end divides it by the seconds) and to the current interval.
-fn add(u: &mut Unit, secs: f64, work: f64) {
-    u.run.seconds += secs;
-    u.run.rate += work;
-    u.secs += secs;
-    u.work += work;
+/// Passes until `until` (at least one), each `pass` returning its seconds and work, added to
+/// the unit's run and to the current interval.
+fn passes(
+    u: &mut Unit,
+    until: Instant,
+    mut pass: impl FnMut(&mut UnitRun) -> Result<(f64, f64), BenchError>,
+) -> Result<(), BenchError> {
+    loop {
+        let (secs, work) = pass(&mut u.run)?;
+        u.run.seconds += secs;
+        u.total += work;
+        u.secs += secs;
+        u.work += work;
+        if Instant::now() >= until {
+            return Ok(());
+        }
+    }
 }
 
 /// What the interval ran under: NVML's SM clock, temperature and power for a CUDA device; for

@@ -9,6 +9,7 @@ use hostbench_core::BenchError;
 
 use super::{cu_err, CudaSession, DevBuf};
 use crate::burn::{self, BurnKernels, ChainRun, MemRecord};
+use crate::replay;
 use crate::Session;
 
 const BLOCK: u32 = 256;
@@ -60,12 +61,6 @@ impl<'a> CuBurn<'a> {
             mem,
         })
     }
-
-    fn words_of(b: &[u8]) -> Vec<u32> {
-        b.chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect()
-    }
 }
 
 impl BurnKernels for CuBurn<'_> {
@@ -85,8 +80,8 @@ impl BurnKernels for CuBurn<'_> {
         CudaSession::launch(self.s, f, self.grid, BLOCK, &mut args)?;
         self.s.sync()?;
         Ok(ChainRun {
-            sums: Self::words_of(&self.sums.read(0, self.sums.bytes as u64)?),
-            sms: Some(Self::words_of(&self.sms.read(0, self.sms.bytes as u64)?)),
+            sums: replay::words(&self.sums.read(0, self.sums.bytes as u64)?),
+            sms: Some(replay::words(&self.sms.read(0, self.sms.bytes as u64)?)),
             block: BLOCK,
         })
     }

@@ -12,6 +12,7 @@ use opencl3::types::CL_BLOCKING;
 
 use super::{cl_err, set_arg, set_mem, ClSession};
 use crate::burn::{self, BurnKernels, ChainRun, MemRecord};
+use crate::replay;
 use crate::{Dtype, Session};
 
 /// Work-items per compute unit in a chain launch (a GPU's full occupancy is about this).
@@ -123,12 +124,8 @@ impl BurnKernels for ClBurn<'_> {
         set_arg(k, 3, &iters.max(1))?;
         self.s.enqueue(k, self.global, Some(self.local))?;
         self.s.finish()?;
-        let b = self.read(&self.sums, self.global * 4)?;
         Ok(ChainRun {
-            sums: b
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
+            sums: replay::words(&self.read(&self.sums, self.global * 4)?),
             sms: None,
             block: self.local as u32,
         })

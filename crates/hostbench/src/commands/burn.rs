@@ -85,41 +85,45 @@ fn parse(args: &BurnArgs) -> Result<Plan, BenchError> {
             })
         })
         .transpose()?;
-    let mut gpus = Err("not planned".to_string());
-    let only = match &args.only {
-        // The default plan burns the GPUs a node has (asking for a backend plans them too).
-        None => {
-            let mut only = vec!["cpu", "mem"];
-            gpus = hostbench_gpu::burn::plan(backend);
-            if gpus.is_ok() || backend.is_some() {
-                only.push("gpu");
-            }
-            if args.disk_dir.is_some() {
-                only.push("disk");
-            }
-            only
-        }
-        Some(list) => list
-            .split(',')
-            .map(|w| {
-                RESOURCES
-                    .iter()
-                    .copied()
-                    .find(|r| *r == w.trim())
-                    .ok_or_else(|| {
-                        BenchError::invalid(format!(
-                            "--only: unknown resource {w:?} (cpu, mem, gpu, disk)"
-                        ))
-                    })
-            })
-            .collect::<Result<_, _>>()?,
-    };
+    let named: Option<Vec<&'static str>> = args
+        .only
+        .as_ref()
+        .map(|list| {
+            list.split(',')
+                .map(|w| {
+                    RESOURCES
+                        .iter()
+                        .copied()
+                        .find(|r| *r == w.trim())
+                        .ok_or_else(|| {
+                            BenchError::invalid(format!(
+                                "--only: unknown resource {w:?} (cpu, mem, gpu, disk)"
+                            ))
+                        })
+                })
+                .collect::<Result<_, _>>()
+        })
+        .transpose()?;
     let mem_share = mem_share(&args.mem_share)?;
     let fault = Fault::from_env()?;
     hostbench_cpu::burn::validate_fault(&fault)?;
-    if args.only.is_some() && only.contains(&"gpu") {
-        gpus = hostbench_gpu::burn::plan(backend);
-    }
+    // Every input checked, the devices are listed once: for the default plan, which burns the
+    // GPUs a node has (asking for a backend plans them too), or where `--only` names the GPU.
+    let gpus = if named.as_ref().is_none_or(|o| o.contains(&"gpu")) {
+        hostbench_gpu::burn::plan(backend)
+    } else {
+        Err("not planned".to_string())
+    };
+    let only = named.unwrap_or_else(|| {
+        let mut only = vec!["cpu", "mem"];
+        if gpus.is_ok() || backend.is_some() {
+            only.push("gpu");
+        }
+        if args.disk_dir.is_some() {
+            only.push("disk");
+        }
+        only
+    });
     Ok(Plan {
         duration,
         only,

@@ -311,14 +311,11 @@ fn xid_lines(xid: Option<&XidReport>, before: &Health, after: &Health) -> Vec<(S
 
 const XID_LOG: &str = "health.xid";
 
-/// Per code, the count in a `health.xid` reading's `xids` ("13 x2, 79 x1").
+/// Per code, the count in a `health.xid` reading (its `xid_<code>` values).
 fn xid_counts(r: &HealthReading) -> BTreeMap<u64, u64> {
-    let text = r.values.get("xids").and_then(|v| v.as_str()).unwrap_or("");
-    text.split(", ")
-        .filter_map(|item| {
-            let (code, n) = item.split_once(" x")?;
-            Some((code.trim().parse().ok()?, n.trim().parse().ok()?))
-        })
+    r.values
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("xid_")?.parse().ok()?, v.as_u64()?)))
         .collect()
 }
 
@@ -775,9 +772,11 @@ mod tests {
     /// count that did not rise, or a log unread before the burn, says nothing.
     #[test]
     fn unwatched_by_nvml_the_kernel_logs_xids_that_rose_count() {
-        let log = |device: &str, xids: &str| {
+        let log = |device: &str, xids: &[(u64, u64)]| {
             let mut values = hostbench_core::model::Params::new();
-            values.insert("xids".into(), xids.into());
+            for (code, n) in xids {
+                values.insert(format!("xid_{code}"), (*n).into());
+            }
             HealthReading {
                 id: XID_LOG.into(),
                 device: device.into(),
@@ -786,10 +785,10 @@ mod tests {
                 findings: Vec::new(),
             }
         };
-        let before = health(vec![log("0000:41:00", "13 x2")]);
+        let before = health(vec![log("0000:41:00", &[(13, 2)])]);
         let after = health(vec![
-            log("0000:41:00", "13 x3, 79 x1"),
-            log("0000:42:00", "31 x1"),
+            log("0000:41:00", &[(13, 3), (79, 1)]),
+            log("0000:42:00", &[(31, 1)]),
         ]);
         let none = XidReport::unwatched("NVML not found".into());
         let (verdict, reason, exit) = gpu_fold(pass(), (&before, &after), &[], Some(&none));

@@ -120,6 +120,35 @@ impl Mismatch {
             detail: None,
         }
     }
+
+    /// An error the device reported itself (an uncorrectable ECC error from the driver), where
+    /// no value was read: `detail` says what it reported.
+    pub fn reported(location: impl Into<String>, detail: impl Into<String>) -> Mismatch {
+        Mismatch {
+            location: location.into(),
+            expected: String::new(),
+            got: String::new(),
+            bits: Vec::new(),
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// `location: expected E got G, bits [..]; detail`, or `location: detail` for an error the
+    /// device reported.
+    pub fn describe(&self) -> String {
+        let detail = self.detail.as_deref();
+        if self.expected.is_empty() && self.got.is_empty() {
+            return format!("{}: {}", self.location, detail.unwrap_or("-"));
+        }
+        format!(
+            "{}: expected {} got {}, bits {:?}{}",
+            self.location,
+            self.expected,
+            self.got,
+            self.bits,
+            detail.map_or(String::new(), |d| format!("; {d}"))
+        )
+    }
 }
 
 /// How a burn unit ended.

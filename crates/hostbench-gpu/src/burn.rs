@@ -332,6 +332,7 @@ fn units_for(info: &DeviceInfo) -> (Vec<Unit>, Vec<(String, String)>) {
     }
     if info.backend == Backend::Cuda {
         if let Some((major, minor)) = info.compute_capability() {
+            let mut missing = Vec::new();
             for t in TensorType::ALL {
                 match tensor::forms(major, minor, t) {
                     Ok(f) if !f.is_empty() => out.push(unit(
@@ -340,8 +341,18 @@ fn units_for(info: &DeviceInfo) -> (Vec<Unit>, Vec<(String, String)>) {
                         "FLOP/s",
                     )),
                     Ok(_) => {}
-                    Err(why) => absent.push((format!("tensor-{}", t.name()), why)),
+                    Err(why) => missing.push((format!("tensor-{}", t.name()), why)),
                 }
+            }
+            // A GPU with no tensor kernel at all for one reason (no tensor cores) is one line.
+            match missing.first() {
+                Some((_, why))
+                    if missing.len() == TensorType::ALL.len()
+                        && missing.iter().all(|(_, w)| w == why) =>
+                {
+                    absent.push(("tensor".to_string(), why.clone()))
+                }
+                _ => absent.extend(missing),
             }
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! cudarc's dynamic loading panics when the library is missing, so `probe` looks for it first
 //! (`is_culib_present`, a plain dlopen) and nothing else in this module runs without it; symbols
-//! are resolved lazily (cudarc ≥ 0.19.5), so an older driver only fails the call it lacks.
+//! are resolved lazily (cudarc ≥ 0.19.5), so a driver that lacks one only panics at the call that
+//! needs it (every entry point used here is in the drivers of CUDA 11 and later).
 //! Kernels are PTX text (`ptx`) that the driver JIT-compiles: no toolkit or NVRTC is needed.
 //! Timing is the host wall clock around a batch of launches or copies on one stream and a
 //! `cuStreamSynchronize`, as in the OpenCL backend.
@@ -12,7 +13,9 @@
 //!
 //! Measured on an NVIDIA H200 (BENCHMARKS.md, "CUDA on an NVIDIA H200"); without a GPU it is
 //! unit-tested where it can be (the probe without a driver, the PTX text and its assembly by
-//! `ptxas`, the argument marshalling, the driver-copy reference on a simulated session).
+//! `ptxas`, the argument marshalling, the driver-copy reference on a simulated session), and the
+//! burn runs end to end against a stand-in driver that executes its kernels on the host
+//! (crates/hostbench/tests/burn_driver.rs).
 
 use std::ffi::{c_void, CString};
 
@@ -72,6 +75,11 @@ fn cu_err(what: &str) -> impl Fn(DriverError) -> BenchError + '_ {
         CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
             BenchError::unsupported(format!("{what}: out of device memory"))
         }
+        // The GPU detected corrupted data it could not correct: a wrong result the hardware
+        // caught, not a failure to measure (the burn fails the device on it).
+        CUresult::CUDA_ERROR_ECC_UNCORRECTABLE => BenchError::Validation(format!(
+            "{what}: the GPU reported an uncorrectable ECC error (CUDA_ERROR_ECC_UNCORRECTABLE)"
+        )),
         code => BenchError::Failed(format!("{what}: {code:?}")),
     }
 }

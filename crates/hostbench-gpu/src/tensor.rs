@@ -329,6 +329,8 @@ pub fn forms(major: u32, minor: u32, t: TensorType) -> Result<Vec<Form>, String>
                 "no tensor kernel for compute capability {major}.{minor}: Blackwell's tcgen05 \
                  instructions are not written"
             )
+        } else if major < 7 {
+            format!("compute capability {major}.{minor} has no tensor cores (they came with 7.0)")
         } else {
             format!(
                 "the tensor cores of compute capability {major}.{minor} have no {} inputs",

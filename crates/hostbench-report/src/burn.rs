@@ -169,15 +169,10 @@ fn units_table(o: &mut String, units: &[UnitRun]) -> std::fmt::Result {
          <th>first wrong value / note</th></tr>"
     )?;
     for u in units {
-        let first = u.first_error.as_ref().map_or_else(
-            || u.note.clone().unwrap_or_default(),
-            |m| {
-                format!(
-                    "{}: expected {} got {}, bits {:?}",
-                    m.location, m.expected, m.got, m.bits
-                )
-            },
-        );
+        let first = u
+            .first_error
+            .as_ref()
+            .map_or_else(|| u.note.clone().unwrap_or_default(), |m| m.describe());
         writeln!(
             o,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td>\

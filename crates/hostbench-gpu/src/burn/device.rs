@@ -126,7 +126,7 @@ impl DeviceRun {
                         Ok(r) => {
                             reps.insert(t.name(), r);
                         }
-                        Err(why) => u.run.note = Some(format!("not run: {why}")),
+                        Err(why) => u.run.note = Some(why),
                     }
                 }
                 Kind::Memory => {}
@@ -161,7 +161,7 @@ impl DeviceRun {
         if let Err(e) = result {
             self.gpu.stopped.push(e.to_string());
             for u in self.units.iter_mut().filter(|u| u.run.note.is_none()) {
-                u.run.note = Some(format!("not run: {e}"));
+                u.run.note = Some(e.to_string());
             }
         }
         self.gpu.errors_by_sm = self.tally.by_sm;
@@ -189,6 +189,12 @@ fn stop_on_error<T>(u: &mut Unit, gpu: &mut BurnedGpu, r: Result<T, BenchError>)
         Ok(v) => Some(v),
         Err(e) => {
             gpu.stopped.push(format!("{}: {e}", u.run.unit));
+            // A wrong result the device caught itself (the driver's uncorrectable ECC error)
+            // fails the unit as a wrong checksum does; any other error only stops it.
+            if let BenchError::Validation(why) = &e {
+                u.run
+                    .record_error(Mismatch::reported("the device", why.clone()));
+            }
             u.run.note = Some(format!("stopped: {e}"));
             None
         }
@@ -296,13 +302,9 @@ fn run_slice(
                 let secs = t.elapsed().as_secs_f64();
                 match checked {
                     Ok(()) => {}
-                    Err(BenchError::Validation(why)) => run.record_error(Mismatch {
-                        location: format!("batch {}: {why}", tally.pass),
-                        expected: "-".into(),
-                        got: "-".into(),
-                        bits: Vec::new(),
-                        detail: None,
-                    }),
+                    Err(BenchError::Validation(why)) => {
+                        run.record_error(Mismatch::reported(format!("batch {}", tally.pass), why))
+                    }
                     Err(e) => return Err(e),
                 }
                 run.checks += threads;

@@ -329,7 +329,7 @@ impl BurnKernels for FakeDevice {
         self.checks += 1;
         if self.checks_before_error.is_some_and(|n| self.checks > n) {
             return Err(BenchError::Failed(
-                "cuLaunchKernel: CUDA_ERROR_ECC_UNCORRECTABLE".into(),
+                "cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED".into(),
             ));
         }
         let clean = MemRecord {
@@ -381,7 +381,7 @@ fn a_device_error_midway_stops_the_unit_and_is_never_a_pass() {
     assert_eq!(mem.status, UnitStatus::NotRun, "{mem:?}");
     assert!(mem.checks > 0, "{mem:?}");
     assert!(
-        mem.note.as_deref().unwrap().contains("ECC_UNCORRECTABLE"),
+        mem.note.as_deref().unwrap().contains("LAUNCH_FAILED"),
         "{mem:?}"
     );
     let g = &b.devices[0];

@@ -289,7 +289,18 @@ fn soak(args: &BurnArgs, plan: &Plan) -> anyhow::Result<(BurnRecord, Exit)> {
         .iter()
         .flat_map(|g| g.stopped.iter().map(move |s| format!("{} {s}", g.place)))
         .collect();
-    let (verdict, reason, exit) = edac::fold(verdict(&units, &plan.only, &stopped), &edac_rises);
+    // A GPU is named with its PCI address too: that is what finds it in the machine.
+    let labels: Vec<(String, String)> = gpus
+        .iter()
+        .filter_map(|g| {
+            Some((
+                g.place.clone(),
+                format!("{} ({})", g.place, g.pci_bus.as_ref()?),
+            ))
+        })
+        .collect();
+    let (verdict, reason, exit) =
+        edac::fold(verdict(&units, &plan.only, &stopped, &labels), &edac_rises);
     let xid = xid_watch.map(|w| w.map_or_else(XidReport::unwatched, XidWatch::finish));
     let gpu_rises = edac::gpu_rises(&health_before, &health_after);
     warnings.extend(edac::gpu_warnings(
@@ -374,8 +385,14 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-/// The verdict, its first-line reason, and the exit code.
-fn verdict(units: &[UnitRun], only: &[&str], stopped: &[String]) -> (String, String, Exit) {
+/// The verdict, its first-line reason, and the exit code. `labels` names a place more fully
+/// where it can (a GPU with its PCI address).
+fn verdict(
+    units: &[UnitRun],
+    only: &[&str],
+    stopped: &[String],
+    labels: &[(String, String)],
+) -> (String, String, Exit) {
     if let Some(u) = units.iter().find(|u| u.status == UnitStatus::Fail) {
         let place = match u.resource.as_str() {
             "mem" => format!(
@@ -384,20 +401,15 @@ fn verdict(units: &[UnitRun], only: &[&str], stopped: &[String]) -> (String, Str
                     .as_ref()
                     .map_or(u.place.clone(), |m| m.location.clone())
             ),
-            _ => u.place.clone(),
+            _ => labels
+                .iter()
+                .find(|(p, _)| *p == u.place)
+                .map_or(u.place.clone(), |(_, l)| l.clone()),
         };
-        let first = u.first_error.as_ref().map_or(String::new(), |m| {
-            format!(
-                " (first at {}: expected {} got {}, bits {:?}{})",
-                m.location,
-                m.expected,
-                m.got,
-                m.bits,
-                m.detail
-                    .as_ref()
-                    .map_or(String::new(), |d| format!("; {d}"))
-            )
-        });
+        let first = u
+            .first_error
+            .as_ref()
+            .map_or(String::new(), |m| format!(" (first at {})", m.describe()));
         let total: u64 = units
             .iter()
             .filter(|v| v.place == u.place && v.unit == u.unit)
@@ -416,15 +428,18 @@ fn verdict(units: &[UnitRun], only: &[&str], stopped: &[String]) -> (String, Str
                 .any(|u| u.resource == *r && u.status == UnitStatus::Pass)
         })
         .collect();
-    if !missing.is_empty() {
-        let reason = format!("not run: {}", missing.join(", "));
-        return ("unknown".into(), reason, Exit::Unknown);
-    }
     // A device error that stopped a GPU unit midway (a lost device, a failed launch) leaves its
-    // work unchecked: not a pass, and not a wrong result either.
+    // work unchecked: not a pass, and not a wrong result either. Where it stopped every unit of
+    // a resource, the reason says both.
+    let mut reasons = Vec::new();
+    if !missing.is_empty() {
+        reasons.push(format!("not run: {}", missing.join(", ")));
+    }
     if !stopped.is_empty() {
-        let reason = format!("stopped: {}", stopped.join("; "));
-        return ("unknown".into(), reason, Exit::Unknown);
+        reasons.push(format!("stopped: {}", stopped.join("; ")));
+    }
+    if !reasons.is_empty() {
+        return ("unknown".into(), reasons.join("; "), Exit::Unknown);
     }
     let checks: u64 = units.iter().map(|u| u.checks).sum();
     (
@@ -534,8 +549,13 @@ fn render(r: &BurnRecord) -> String {
     for u in r.units.iter().filter(|u| u.cpu.is_none()) {
         match u.status {
             UnitStatus::NotRun => {
+                // The device or directory it was meant for, where one was chosen.
+                let place = match u.place.as_str() {
+                    "-" => String::new(),
+                    p => format!(" {p}"),
+                };
                 s += &format!(
-                    "{} {}: not run ({})\n",
+                    "{}{place} {}: not run ({})\n",
                     u.resource,
                     u.unit,
                     u.note.as_deref().unwrap_or("-")

@@ -2,7 +2,9 @@
  * LD_LIBRARY_PATH, so `hostbench burn` goes through its real NVML calls on a host without a GPU.
  * Signatures and the nvmlEventData_t layout follow NVIDIA's nvml.h; what it answers is the fault
  * under test: one GPU (0000:41:00.0) whose volatile uncorrectable ECC count reads 0 the first time
- * and 2 after (with $FAKE_NVML_MARK set), and whose event set hands out XID 13 then XID 79, then only timeouts.
+ * and 2 after (with $FAKE_NVML_MARK set), and whose event set hands out XID 13 then XID 79, then only timeouts
+ * ($FAKE_NVML_XIDS=none: timeouts from the start). It is found by its PCI address too, and reads
+ * a steady SM clock, temperature and power, for the burn's timeline (tests/burn_cuda.rs).
  * Any function not defined here is absent, as in an older driver. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,42 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d)
 	if (i != 0)
 		return 2;
 	*d = DEV;
+	return 0;
+}
+
+/* NVML takes "domain:bus:device.function" with any width of hex domain. */
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *id, nvmlDevice_t *d)
+{
+	unsigned int domain, bus, device, function;
+
+	if (sscanf(id, "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4 || domain != 0 ||
+	    bus != 0x41 || device != 0 || function != 0)
+		return 6; /* NVML_ERROR_NOT_FOUND */
+	*d = DEV;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, int type, unsigned int *mhz)
+{
+	if (d != DEV)
+		return 2;
+	*mhz = type == 1 ? 1410 : 2619; /* NVML_CLOCK_SM, else memory */
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *c)
+{
+	if (d != DEV || sensor != 0)
+		return 2;
+	*c = 47;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
+{
+	if (d != DEV)
+		return 2;
+	*mw = 312000;
 	return 0;
 }
 
@@ -101,8 +139,12 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *e, unsigned 
 	static const unsigned long long xids[] = { 13, 79 };
 	static unsigned int next;
 
+	const char *which = getenv("FAKE_NVML_XIDS");
+
 	if (s != SET)
 		return 2;
+	if (which && strcmp(which, "none") == 0)
+		next = sizeof xids / sizeof xids[0];
 	if (next < sizeof xids / sizeof xids[0]) {
 		memset(e, 0, sizeof *e);
 		e->device = DEV;

@@ -13,9 +13,9 @@
 //!
 //! Measured on an NVIDIA H200 (BENCHMARKS.md, "CUDA on an NVIDIA H200"); without a GPU it is
 //! unit-tested where it can be (the probe without a driver, the PTX text and its assembly by
-//! `ptxas`, the argument marshalling, the driver-copy reference on a simulated session), and the
-//! burn runs end to end against a stand-in driver that executes its kernels on the host
-//! (crates/hostbench/tests/burn_driver.rs).
+//! `ptxas`, the argument marshalling, the driver-copy reference on a simulated session, the
+//! burn's PTX run by `ptx_sim`), and the burn runs end to end against a stand-in driver that
+//! executes its kernels on the host (crates/hostbench/tests/burn_driver.rs).
 
 use std::ffi::{c_void, CString};
 

@@ -44,6 +44,8 @@ pub mod nvml;
 pub mod opencl;
 pub mod peak;
 pub mod ptx;
+#[cfg(test)]
+mod ptx_sim;
 pub mod reference;
 pub mod replay;
 mod run;

@@ -423,3 +423,75 @@ fn a_block_that_never_ran_is_wrong_and_covers_no_sm() {
     assert!(g.stopped.is_empty(), "{g:?}");
     assert_eq!(unit(&b, "mem-patterns").status, UnitStatus::Pass);
 }
+
+/// The PTX chain kernels, interpreted (`ptx_sim`): every thread's checksum is the host replay's
+/// for its start, over more threads than starts and more than one turn, and thread 0 of each
+/// block stores the SM it ran on at its block's slot; nothing is stored outside the buffers.
+#[test]
+fn the_ptx_chain_kernels_compute_the_host_replay() {
+    let module = ptx_source();
+    let (grid, block, iters) = (3u32, 32u32, 3u32);
+    for double in [false, true] {
+        let k = crate::ptx_sim::Kernel::parse(&module, chain_entry(double));
+        let mut mem = crate::ptx_sim::Memory::default();
+        let sums = mem.alloc((grid * block * 4) as usize);
+        let sms = mem.alloc((grid * 4) as usize);
+        let args = ptx_chain_args(double, sums, sms, iters);
+        crate::ptx_sim::launch(&k, grid, block, &args, &mut mem, |b| 7 + 2 * b);
+        let want = expected_chains(double, iters, 1);
+        let got = crate::replay::words(mem.buf(sums));
+        for (g, &v) in got.iter().enumerate() {
+            assert_eq!(v, want[g % want.len()], "double {double}, thread {g}");
+        }
+        assert_eq!(crate::replay::words(mem.buf(sms)), [7, 9, 11]);
+        // One more turn is another answer: the loop count is the argument's.
+        let mut other = crate::ptx_sim::Memory::default();
+        let (s2, m2) = (other.alloc((grid * block * 4) as usize), other.alloc(12));
+        let args = ptx_chain_args(double, s2, m2, iters + 1);
+        crate::ptx_sim::launch(&k, grid, block, &args, &mut other, |_| 0);
+        assert_ne!(crate::replay::words(other.buf(s2))[0], want[0]);
+    }
+}
+
+/// The PTX fill and check kernels, interpreted: a grid-stride fill writes every word's pattern
+/// (in each mode, and no word past the end), and the check finds exactly one flipped word,
+/// reported by the thread that read it with its index and the value read; every other thread
+/// reports none, its first index the word count.
+#[test]
+fn the_ptx_pattern_kernels_fill_and_find_a_flipped_word() {
+    let module = ptx_source();
+    let fill = crate::ptx_sim::Kernel::parse(&module, "burn_fill");
+    let check = crate::ptx_sim::Kernel::parse(&module, "burn_check");
+    let (grid, block, words) = (2u32, 32u32, 1000u64);
+    let threads = u64::from(grid * block);
+    for mode in 0..4 {
+        let seed = 0xC0FF_EE00 ^ mode;
+        let mut mem = crate::ptx_sim::Memory::default();
+        let buf = mem.alloc(words as usize * 4);
+        let out = mem.alloc(threads as usize * 16);
+        let args = ptx_pattern_args(buf, words, mode, seed, None);
+        crate::ptx_sim::launch(&fill, grid, block, &args, &mut mem, |_| 0);
+        let filled = crate::replay::words(mem.buf(buf));
+        for (i, &v) in filled.iter().enumerate() {
+            assert_eq!(v, pattern(i as u64, mode, seed), "mode {mode}, word {i}");
+        }
+        let bad = 777usize;
+        mem.buf(buf)[bad * 4 + 1] ^= 1 << 1;
+        let args = ptx_pattern_args(buf, words, mode, seed, Some(out));
+        crate::ptx_sim::launch(&check, grid, block, &args, &mut mem, |_| 0);
+        let records = MemRecord::parse(mem.buf(out));
+        assert_eq!(records.len() as u64, threads);
+        for (t, r) in records.iter().enumerate() {
+            if t as u64 == bad as u64 % threads {
+                let want = MemRecord {
+                    errors: 1,
+                    got: pattern(bad as u64, mode, seed) ^ (1 << 9),
+                    first: bad as u64,
+                };
+                assert_eq!(*r, want, "mode {mode}");
+            } else {
+                assert_eq!((r.errors, r.first), (0, words), "mode {mode}, thread {t}");
+            }
+        }
+    }
+}

@@ -47,9 +47,32 @@ pub fn reason_names(bits: u64) -> Vec<String> {
         .collect()
 }
 
-/// NVML loaded and initialised, or why not. Each caller holds its own `Library`; NVML counts
-/// its initialisations, so several may be open at once.
-pub(crate) fn load() -> Result<libloading::Library, String> {
+/// NVML loaded and initialised; dropping it shuts NVML down once (`nvmlShutdown`), so each
+/// `nvmlInit_v2` is paired as NVML's reference count wants. Derefs to the library for symbols.
+pub(crate) struct Nvml(libloading::Library);
+
+impl std::ops::Deref for Nvml {
+    type Target = libloading::Library;
+    fn deref(&self) -> &libloading::Library {
+        &self.0
+    }
+}
+
+impl Drop for Nvml {
+    fn drop(&mut self) {
+        // SAFETY: nvmlShutdown takes no arguments; this value's nvmlInit_v2 succeeded, and no
+        // handle from it outlives it (they live in the structs that own this value).
+        unsafe {
+            if let Ok(shutdown) = self.0.get::<Init>(b"nvmlShutdown\0") {
+                shutdown();
+            }
+        }
+    }
+}
+
+/// NVML loaded and initialised, or why not. Each caller holds its own; NVML counts its
+/// initialisations, so several may be open at once.
+pub(crate) fn load() -> Result<Nvml, String> {
     // SAFETY: loading the driver's NVML library runs its constructors only.
     let lib = unsafe { libloading::Library::new("libnvidia-ml.so.1") }.map_err(|_| {
         "NVML not found (libnvidia-ml.so.1, installed with the NVIDIA driver)".to_string()
@@ -64,12 +87,12 @@ pub(crate) fn load() -> Result<libloading::Library, String> {
             return Err(format!("nvmlInit_v2 failed (NVML error {rc})"));
         }
     }
-    Ok(lib)
+    Ok(Nvml(lib))
 }
 
 /// One device's NVML handle and the readings so far.
 pub struct Telemetry {
-    lib: libloading::Library,
+    lib: Nvml,
     dev: Device,
     readings: Vec<Reading>,
     energy_start_mj: Option<u64>,

@@ -144,17 +144,13 @@ impl XidWatch {
                         ),
                     }
                 };
-                // SAFETY: the set is no longer waited on; nvmlShutdown balances `load`'s init.
+                // SAFETY: the set is no longer waited on. NVML shuts down when `lib` drops,
+                // after it.
                 unsafe {
                     if let Ok(free) =
                         lib.get::<unsafe extern "C" fn(EventSet) -> Ret>(b"nvmlEventSetFree\0")
                     {
                         free(set.0);
-                    }
-                    if let Ok(shutdown) =
-                        lib.get::<unsafe extern "C" fn() -> Ret>(b"nvmlShutdown\0")
-                    {
-                        shutdown();
                     }
                 }
                 seen

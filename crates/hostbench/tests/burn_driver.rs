@@ -118,6 +118,7 @@ fn cuda_burn(duration: &str, faults: &[(&str, &str)]) -> Option<(Output, serde_j
         .arg(&out)
         .env("LD_LIBRARY_PATH", dir.path())
         .env("FAKE_NVML_XIDS", "none")
+        .env("FAKE_NVML_LOG", dir.path().join("nvml.log"))
         .env("FAKE_CUDA_MAX_ALLOC", MAX_ALLOC.to_string())
         .envs(faults.iter().copied())
         .env_remove("HOSTBENCH_FAULT")
@@ -131,6 +132,11 @@ fn cuda_burn(duration: &str, faults: &[(&str, &str)]) -> Option<(Output, serde_j
             String::from_utf8_lossy(&o.stderr)
         )
     });
+    // Every NVML initialisation (counters, XID watch, telemetry) was paired with a shutdown.
+    let log = std::fs::read_to_string(dir.path().join("nvml.log")).unwrap_or_default();
+    let count = |what| log.lines().filter(|l| *l == what).count();
+    assert!(count("init") > 0, "NVML was used: {log}");
+    assert_eq!(count("init"), count("shutdown"), "{log}");
     Some((o, serde_json::from_str(&rec).expect("burn.json is JSON")))
 }
 

@@ -84,12 +84,61 @@ fn cu_err(what: &str) -> impl Fn(DriverError) -> BenchError + '_ {
     }
 }
 
+/// Every driver entry point this backend calls through cudarc. cudarc resolves each at its first
+/// call and panics where the library lacks it, so the probe looks them all up first: a driver
+/// too old for one is `unsupported`, named, rather than a panic midway through a run.
+pub const ENTRY_POINTS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDeviceGetName",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxSetCurrent",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuModuleLoadData",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuLaunchKernel",
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cuMemGetInfo_v2",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemsetD8_v2",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemHostAlloc",
+    "cuMemFreeHost",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+];
+
 /// Initialise the driver, or say why CUDA is unavailable.
 pub fn probe() -> Result<(), BenchError> {
     if !driver_present() {
         return Err(BenchError::unsupported(
             "no CUDA driver: libcuda.so (the NVIDIA driver library) is not installed",
         ));
+    }
+    // SAFETY: the library is present (just checked), so `culib` opens it rather than panicking.
+    let lib = unsafe { sys::culib() };
+    let missing: Vec<&str> = ENTRY_POINTS
+        .iter()
+        .copied()
+        // SAFETY: `get` only looks the name up; the pointer is never called or dereferenced.
+        .filter(|name| unsafe { lib.get::<*const c_void>(name.as_bytes()) }.is_err())
+        .collect();
+    if !missing.is_empty() {
+        return Err(BenchError::unsupported(format!(
+            "the CUDA driver lacks {} (hostbench needs the driver of CUDA 11 or later)",
+            missing.join(", ")
+        )));
     }
     result::init().map_err(cu_err("cuInit"))
 }

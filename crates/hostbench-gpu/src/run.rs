@@ -503,6 +503,7 @@ fn run_compute(
     let mut sweep = serde_json::Map::new();
     let mut best: Option<(u32, f64)> = None;
     let mut errors = Vec::new();
+    let mut all_unsupported = true;
     let probe = cfg.duration / 4;
     // CUDA threads are scalar (SIMT): the OpenCL vector widths do not apply there, so a profile's
     // width list (quick's 4 and 16) must not leave a CUDA device with nothing to run.
@@ -529,13 +530,21 @@ fn run_compute(
             }
             Err(e @ BenchError::Validation(_)) => return runner.skip(&case, &e),
             Err(e) => {
+                all_unsupported &= matches!(e, BenchError::Unsupported(_));
                 sweep.insert(w.to_string(), json!(e.to_string()));
                 errors.push(format!("width {w}: {e}"));
             }
         }
     }
     let Some((width, _)) = best else {
-        return runner.skip(&case, &BenchError::Failed(errors.join("; ")));
+        // Every width refused by the device is the case unsupported, not failed.
+        let why = errors.join("; ");
+        let kind = if all_unsupported {
+            "unsupported"
+        } else {
+            "failed"
+        };
+        return runner.skip_with(&case, kind, &why);
     };
     let made = s.compute(dtype, width);
     let peak = info.peak(dtype).cloned();

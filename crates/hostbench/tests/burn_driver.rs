@@ -11,6 +11,10 @@
 //!   grants, and NVML's clock, temperature and power in the timeline; a faulty SM, a flipped
 //!   memory word and an uncorrectable ECC error from the driver each fail it, named; a device
 //!   with no memory to give is `unknown`, never a pass.
+//! * The driver's entry points: the stand-in exports exactly those the CUDA backend looks up
+//!   first (`hostbench_gpu::cuda::ENTRY_POINTS`), and one built without an entry point (an older
+//!   driver) makes CUDA unsupported, naming it, where cudarc would panic at its first call;
+//!   `hostbench gpu` runs every section on the stand-in without a call outside them.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -18,10 +22,16 @@ use std::process::{Command, Output};
 /// The stand-in `src` (under tests/data) built into `dir` as `lib`; None (after saying why)
 /// where no C compiler exists outside CI.
 fn fake_lib(dir: &Path, src: &str, lib: &str) -> Option<()> {
+    fake_lib_with(dir, src, lib, &[])
+}
+
+/// `fake_lib` with extra compiler flags (`-DFAKE_CUDA_OLD`).
+fn fake_lib_with(dir: &Path, src: &str, lib: &str, flags: &[&str]) -> Option<()> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(src);
     let built = Command::new("cc")
+        .args(flags)
         .args(["-O2", "-shared", "-fPIC", "-o"])
         .arg(dir.join(lib))
         .arg(&src)
@@ -282,4 +292,142 @@ fn an_uncorrectable_ecc_error_from_the_driver_fails_and_no_memory_is_unknown() {
         "{text}"
     );
     assert_eq!(unit(&rec, "fma-f32")["status"], "not_run");
+}
+
+/// The stand-in exports exactly the entry points the backend checks at its probe, so a call
+/// the list misses panics in these tests (cudarc resolves it, the stand-in lacks it) instead of
+/// on an operator's older driver.
+#[test]
+fn the_stand_in_driver_exports_exactly_the_entry_points_the_probe_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    if fake_lib(dir.path(), "fake_cuda.c", "libcuda.so").is_none() {
+        return;
+    }
+    let nm = match Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(dir.path().join("libcuda.so"))
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("CI needs nm (binutils): {e}"),
+        Err(e) => return eprintln!("skipped: no nm ({e})"),
+    };
+    assert!(nm.status.success(), "{nm:?}");
+    let mut exported: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|n| n.starts_with("cu"))
+        .map(String::from)
+        .collect();
+    exported.sort();
+    let mut wanted: Vec<String> = hostbench_gpu::cuda::ENTRY_POINTS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    wanted.sort();
+    assert_eq!(exported, wanted);
+}
+
+#[test]
+fn a_driver_without_an_entry_point_is_unsupported_naming_it_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    if fake_lib_with(
+        dir.path(),
+        "fake_cuda.c",
+        "libcuda.so",
+        &["-DFAKE_CUDA_OLD"],
+    )
+    .is_none()
+    {
+        return;
+    }
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hostbench"))
+            .args(args)
+            .env("LD_LIBRARY_PATH", dir.path())
+            .env_remove("HOSTBENCH_FAULT")
+            .output()
+            .unwrap()
+    };
+    let lacks = "the CUDA driver lacks cuDevicePrimaryCtxRelease_v2";
+    let o = run(&["gpu", "--list", "--backend", "cuda"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains(lacks) && !err.contains("panicked"), "{err}");
+    let o = run(&[
+        "burn",
+        "--only",
+        "gpu",
+        "--gpu-backend",
+        "cuda",
+        "--duration",
+        "1s",
+    ]);
+    let text = stdout(&o);
+    assert_eq!(o.status.code(), Some(5), "{text}");
+    assert!(
+        text.starts_with("UNKNOWN not run: gpu") && text.contains(lacks),
+        "{text}"
+    );
+}
+
+/// `hostbench gpu` through every section on the stand-in driver: no call outside the checked
+/// entry points (it would panic), the transfers measured (the stand-in's copies are real
+/// copies), and every kernel the stand-in refuses reported as unsupported, not as a failure.
+#[test]
+fn every_gpu_section_runs_on_the_stand_in_driver_or_says_it_is_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    if fake_lib(dir.path(), "fake_cuda.c", "libcuda.so").is_none() {
+        return;
+    }
+    let json = dir.path().join("gpu.json");
+    let o = Command::new(env!("CARGO_BIN_EXE_hostbench"))
+        .args([
+            "gpu",
+            "--backend",
+            "cuda",
+            "--compute",
+            "--memory",
+            "--transfer",
+        ])
+        .args(["--launch", "--tensor", "--repeat", "1", "--warmup", "0"])
+        .args([
+            "--duration",
+            "20ms",
+            "--block",
+            "1MiB",
+            "--transfer-block",
+            "1MiB",
+        ])
+        .arg("--json")
+        .arg(&json)
+        .env("LD_LIBRARY_PATH", dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = rec["records"].as_array().unwrap();
+    assert_eq!(
+        records.len(),
+        4,
+        "h2d and d2h, pageable and pinned: {records:?}"
+    );
+    assert!(records.iter().all(|r| r["benchmark"] == "gpu.transfer"));
+    let skipped = rec["skipped"].as_array().unwrap();
+    for b in ["gpu.flops", "gpu.iops", "gpu.bandwidth", "gpu.launch"] {
+        assert!(
+            skipped.iter().any(|s| s["benchmark"] == b),
+            "{b}: {skipped:?}"
+        );
+    }
+    for s in skipped {
+        let reason = s["reason"].as_str().unwrap();
+        assert_eq!(s["kind"], "unsupported", "{s}");
+        assert!(
+            reason.contains("CUDA_ERROR_NOT_SUPPORTED") || reason.contains("no tensor cores"),
+            "{s}"
+        );
+    }
 }

@@ -549,17 +549,16 @@ fn render(r: &BurnRecord) -> String {
     for u in r.units.iter().filter(|u| u.cpu.is_none()) {
         match u.status {
             UnitStatus::NotRun => {
-                // The device or directory it was meant for, where one was chosen.
-                let place = match u.place.as_str() {
-                    "-" => String::new(),
-                    p => format!(" {p}"),
-                };
-                s += &format!(
-                    "{}{place} {}: not run ({})\n",
-                    u.resource,
-                    u.unit,
-                    u.note.as_deref().unwrap_or("-")
-                )
+                // The device or directory it was meant for, where one was chosen, and the
+                // unit unless the whole resource did not run (`gpu: not run (no GPU …)`).
+                let mut name = u.resource.clone();
+                if u.place != "-" {
+                    name += &format!(" {}", u.place);
+                }
+                if u.unit != u.resource {
+                    name += &format!(" {}", u.unit);
+                }
+                s += &format!("{name}: not run ({})\n", u.note.as_deref().unwrap_or("-"))
             }
             st => {
                 s += &format!(

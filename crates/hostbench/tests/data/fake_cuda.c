@@ -23,6 +23,13 @@
  *   FAKE_CUDA_FAIL_LAUNCH=N  launch N (from 1) and every call after it fail with
  *                            CUDA_ERROR_ECC_UNCORRECTABLE, as a sticky driver error does
  *   FAKE_CUDA_MAX_ALLOC=B    cuMemAlloc refuses more than B bytes (out of memory)
+ *
+ * It exports exactly the entry points hostbench's CUDA backend lists (hostbench_gpu::cuda::
+ * ENTRY_POINTS; the test compares the two). Pinned host memory, the asynchronous copies and the
+ * occupancy query work (host memory, memcpy, 8 blocks per SM), so `hostbench gpu` can measure
+ * transfers here; a kernel other than the burn's is refused (CUDA_ERROR_NOT_SUPPORTED), which
+ * hostbench reports as unsupported. Built with -DFAKE_CUDA_OLD it lacks
+ * cuDevicePrimaryCtxRelease_v2, as a driver older than CUDA 11 does.
  */
 #include <math.h>
 #include <stdint.h>
@@ -43,6 +50,7 @@ enum {
 	INVALID_PTX = 218,
 	INVALID_HANDLE = 400,
 	NOT_FOUND = 500,
+	NOT_SUPPORTED = 801,
 };
 
 #define SMS 4
@@ -178,10 +186,12 @@ CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
 	return SUCCESS;
 }
 
+#ifndef FAKE_CUDA_OLD
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
 	return d == 0 ? SUCCESS : INVALID_DEVICE;
 }
+#endif
 
 CUresult cuCtxSetCurrent(void *ctx)
 {
@@ -261,6 +271,49 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
 {
 	STICKY();
 	memcpy((void *)(uintptr_t)dst, src, n);
+	return SUCCESS;
+}
+
+CUresult cuMemHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+	(void)flags;
+	STICKY();
+	*p = malloc(bytes ? bytes : 1);
+	return *p ? SUCCESS : OUT_OF_MEMORY;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+	free(p);
+	return SUCCESS;
+}
+
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *stream)
+{
+	(void)stream;
+	return cuMemcpyHtoD_v2(dst, src, n);
+}
+
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *stream)
+{
+	(void)stream;
+	return cuMemcpyDtoH_v2(dst, src, n);
+}
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *stream)
+{
+	(void)stream;
+	STICKY();
+	memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+	return SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t shared)
+{
+	(void)f;
+	(void)shared;
+	STICKY();
+	*blocks = block > 0 && block <= 1024 ? 2048 / block < 32 ? 2048 / block : 32 : 0;
 	return SUCCESS;
 }
 
@@ -486,6 +539,6 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	else if (strcmp(fn->name, "burn_check") == 0)
 		check(&l);
 	else
-		return NOT_FOUND; /* a kernel this stand-in cannot run */
+		return NOT_SUPPORTED; /* a kernel this stand-in cannot run */
 	return SUCCESS;
 }

@@ -417,6 +417,13 @@ impl Sampler {
     }
 }
 
+/// When interval `b` of `interval` ended, in seconds from the phase's start: its full end, or
+/// `ended_s` (when the phase ended) for the last, partial one, so no point is drawn after the
+/// run.
+pub fn interval_end(b: usize, interval: std::time::Duration, ended_s: f64) -> f64 {
+    ((b + 1) as f64 * interval.as_secs_f64()).min(ended_s)
+}
+
 /// Interval `b`'s reading, or one taken now where the sampler never reached it (an interval
 /// shorter than the reading's half-interval delay at the end of a phase; its others' time is
 /// then unknown).
@@ -455,6 +462,16 @@ pub fn temperature_c_now() -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A full interval's point sits at its end; the last, partial one at the phase's end, never
+    /// after the run.
+    #[test]
+    fn a_partial_last_interval_ends_when_the_phase_did() {
+        let ten = std::time::Duration::from_secs(10);
+        assert_eq!(interval_end(0, ten, 25.5), 10.0);
+        assert_eq!(interval_end(1, ten, 25.5), 20.0);
+        assert_eq!(interval_end(2, ten, 25.5), 25.5);
+    }
 
     #[test]
     fn the_sampler_reads_once_per_interval_reached() {

@@ -413,6 +413,7 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
     // The timeline: per interval and unit, the ops summed over the threads that ran it.
     // Each interval's own clock and temperature, read while it ran.
     let readings = sampler.finish();
+    let ended_s = start.elapsed().as_secs_f64();
     for (i, u) in units.iter().enumerate() {
         let n = timeline_tallies
             .iter()
@@ -430,7 +431,7 @@ pub fn run(cfg: &CpuBurnConfig) -> Result<CpuBurn, BenchError> {
             if rate > 0.0 {
                 out.timeline
                     .push(hostbench_core::burn::reading_at(&readings, b).point(
-                        (b + 1) as f64 * cfg.interval.as_secs_f64(),
+                        hostbench_core::burn::interval_end(b, cfg.interval, ended_s),
                         u.name.clone(),
                         rate,
                         u.rate_unit.into(),

@@ -406,14 +406,37 @@ struct Tally {
     secs: f64,
 }
 
-/// Run the pattern passes over `bytes` until the duration is spent (at least one pass each).
+/// Fault `buf` in from one thread per CPU of `cpus`, each writing one byte per page of its own
+/// `per`-byte part (the part its sweeps will use) while pinned to its CPU: the kernel zeroes
+/// every page at its first touch, and one thread doing that for hundreds of GiB takes minutes.
+fn touch_in_parallel(buf: &mut [u8], per: usize, cpus: &[usize]) {
+    std::thread::scope(|s| {
+        for (t, chunk) in buf.chunks_mut(per.max(1)).enumerate() {
+            let cpu = affinity::cpu_for_thread(cpus, t);
+            s.spawn(move || {
+                let _ = affinity::pin_current_thread(cpu);
+                for page in chunk.chunks_mut(4096) {
+                    page[0] = 1;
+                }
+            });
+        }
+    });
+}
+
+/// Run the pattern passes over `bytes` until the duration is spent (at least one pass each),
+/// the allocation and first touch of the buffer included.
 pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
     // Whole blocks, and each thread's share a whole number of them, so a block's values depend
     // on its place in the buffer only.
     let threads = cfg.cpus.len().max(1);
     let words_total = (cfg.bytes / 8 / BLOCK).max(threads) * BLOCK;
+    let per = words_total.div_ceil(threads).next_multiple_of(BLOCK);
+    // The duration counts from before the allocation: faulting in (and, for huge pages,
+    // compacting) the share of memory takes seconds per 10 GiB, and the burn is bounded by the
+    // time it was given, not by the time after its setup.
+    let start = Instant::now();
     let mut region = Region::new(words_total * 8, Pages::Huge)?;
-    region.touch();
+    touch_in_parallel(region.as_mut_slice(), per * 8, &cfg.cpus);
     let mut out = MemBurn {
         huge_bytes: region.huge_bytes(),
         ..MemBurn::default()
@@ -424,7 +447,6 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         // so reinterpreting it as u64 words is aligned and in bounds; `bytes` is not used again.
         unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u64>(), words_total) }
     };
-    let per = words_total.div_ceil(threads).next_multiple_of(BLOCK);
     // Streaming stores unless the buffer is at least 4 × the caches (STREAM's rule): then every
     // block is evicted long before the next sweep reads it, whatever the stores, and writing into
     // the lines the check just read cost less than streaming past them (about 15 % more bytes
@@ -449,7 +471,6 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
         _ => None,
     };
     let bytes = (words_total * 8) as f64;
-    let start = Instant::now();
     let sampler = hostbench_core::burn::Sampler::start(start, cfg.interval);
     let mut pass = 0u64;
     // The state the memory holds: none before the first sweep writes one.
@@ -534,13 +555,14 @@ pub fn run(cfg: &MemBurnConfig) -> Result<MemBurn, BenchError> {
     }
     // Each interval's own clock and temperature, read while it ran.
     let readings = sampler.finish();
+    let ended_s = start.elapsed().as_secs_f64();
     for (k, p) in PATTERNS.iter().enumerate() {
         for (b, row) in buckets.iter().enumerate() {
             let Tally { bytes, secs } = row[k];
             if secs > 0.0 {
                 out.timeline
                     .push(hostbench_core::burn::reading_at(&readings, b).point(
-                        (b + 1) as f64 * cfg.interval.as_secs_f64(),
+                        hostbench_core::burn::interval_end(b, cfg.interval, ended_s),
                         format!("mem-{}", p.name()),
                         bytes / secs / 1e9,
                         "GB/s".into(),

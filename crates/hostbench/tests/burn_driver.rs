@@ -10,7 +10,7 @@
 //!   A clean burn passes with every SM covered, the pattern buffer halved to what the driver
 //!   grants, and NVML's clock, temperature and power in the timeline; a faulty SM, a flipped
 //!   memory word and an uncorrectable ECC error from the driver each fail it, named; a device
-//!   with no memory to give is `unknown`, never a pass.
+//!   with no memory to give is `unknown`, never a pass; on two GPUs, the faulty one is named.
 //! * The driver's entry points: the stand-in exports exactly those the CUDA backend looks up
 //!   first (`hostbench_gpu::cuda::ENTRY_POINTS`), and one built without an entry point (an older
 //!   driver) makes CUDA unsupported, naming it, where cudarc would panic at its first call;
@@ -430,4 +430,42 @@ fn every_gpu_section_runs_on_the_stand_in_driver_or_says_it_is_unsupported() {
             "{s}"
         );
     }
+}
+
+/// Two GPUs burned at once, one thread each with its own context: a faulty SM on the second
+/// names that GPU (its own PCI address) and SM; the first passes, both fully covered.
+#[test]
+fn on_two_gpus_the_faulty_one_is_named_and_the_other_passes() {
+    let Some((first, rec)) = failed_burn(&[
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_CUDA_BAD_DEVICE", "1"),
+        ("FAKE_CUDA_BAD_SM", "3"),
+    ]) else {
+        return;
+    };
+    assert!(
+        first.starts_with("FAIL cuda1 (00000000:42:00.0) fma-f32: ") && first.contains("(SM 3)"),
+        "{first}"
+    );
+    let gpus = rec["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 2, "{gpus:?}");
+    for g in gpus {
+        assert_eq!(g["sms_covered"], 4, "{g}");
+    }
+    assert!(gpus[0].get("errors_by_sm").is_none(), "{}", gpus[0]);
+    let by_sm = gpus[1]["errors_by_sm"].as_object().unwrap();
+    assert_eq!(by_sm.keys().collect::<Vec<_>>(), ["sm3"], "{by_sm:?}");
+    let on = |place: &str, name: &str| {
+        rec["units"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["place"] == place && u["unit"] == name)
+            .unwrap_or_else(|| panic!("{place} {name}"))["status"]
+            .clone()
+    };
+    for name in ["fma-f32", "fma-f64", "mem-patterns"] {
+        assert_eq!(on("cuda0", name), "pass", "{name}");
+    }
+    assert_eq!(on("cuda1", "fma-f32"), "fail");
 }

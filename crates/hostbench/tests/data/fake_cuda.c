@@ -4,9 +4,11 @@
  * without a GPU. Signatures follow NVIDIA's cuda.h for the entry points cudarc resolves; cudarc
  * panics on a missing symbol, so every call hostbench's burn makes is defined here.
  *
- * The device: one GPU of 4 SMs, compute capability 6.1 (no tensor cores, so the burn's tensor
- * units are absent by design), PCI 0000:41:00.0, 1.5 GiB of which the burn's buffers take their
- * share. Device memory is host memory; a CUdeviceptr is its address.
+ * The devices: FAKE_CUDA_DEVICES GPUs (default 1) of 4 SMs each, compute capability 6.1 (no
+ * tensor cores, so the burn's tensor units are absent by design), PCI 0000:41:00.0 (then :42,
+ * ...), 1.5 GiB each, of which the burn's buffers take their share. Device memory is host memory;
+ * a CUdeviceptr is its address. A thread's calls go to the device of the context it made
+ * current, as in the driver.
  *
  * Kernels run on the host, synchronously, at launch. A launch's arguments are read by the
  * `.param` list of the entry in the PTX text the module was loaded from (type and order), so a
@@ -19,6 +21,7 @@
  *
  * Faults, each a real wrong answer from the "device", for the detection path end to end:
  *   FAKE_CUDA_BAD_SM=N       every f32 chain checksum of a block on SM N has bit 3 flipped
+ *                            (on device FAKE_CUDA_BAD_DEVICE, default 0)
  *   FAKE_CUDA_BAD_WORD=I     after every fill, word I of the buffer has bit 5 flipped
  *   FAKE_CUDA_FAIL_LAUNCH=N  launch N (from 1) and every call after it fail with
  *                            CUDA_ERROR_ECC_UNCORRECTABLE, as a sticky driver error does
@@ -78,16 +81,35 @@ struct function {
 	struct param params[MAX_PARAMS];
 };
 
-static unsigned long long allocated;
+#define MAX_DEVICES 4
+
+/* Per device; `current` is the device of the calling thread's current context (cuCtxSetCurrent),
+ * as in the driver, where each burn thread sets its own device's primary context. */
+static unsigned long long allocated[MAX_DEVICES];
+static __thread int current;
 static long launches;
 static int sticky;
-static int ctx_token, stream_token;
+static int ctx_token[MAX_DEVICES], stream_token[MAX_DEVICES];
 
 static long env_long(const char *name, long none)
 {
 	const char *v = getenv(name);
 	return v && *v ? strtol(v, NULL, 0) : none;
 }
+
+/* FAKE_CUDA_DEVICES GPUs (default 1, at most 4): device d is on PCI bus 0x41 + d. */
+static int devices(void)
+{
+	long n = env_long("FAKE_CUDA_DEVICES", 1);
+
+	return n < 1 ? 1 : n > MAX_DEVICES ? MAX_DEVICES : (int)n;
+}
+
+static int bad_device(CUdevice d)
+{
+	return d < 0 || d >= devices();
+}
+
 
 /* The sticky error once FAKE_CUDA_FAIL_LAUNCH fired: every later call fails as on a GPU whose
  * context an uncorrectable error destroyed. */
@@ -110,21 +132,21 @@ CUresult cuDriverGetVersion(int *v)
 
 CUresult cuDeviceGetCount(int *n)
 {
-	*n = 1;
+	*n = devices();
 	return SUCCESS;
 }
 
 CUresult cuDeviceGet(CUdevice *d, int ordinal)
 {
-	if (ordinal != 0)
+	if (bad_device(ordinal))
 		return INVALID_DEVICE;
-	*d = 0;
+	*d = ordinal;
 	return SUCCESS;
 }
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 {
-	if (d != 0)
+	if (bad_device(d))
 		return INVALID_DEVICE;
 	snprintf(name, (size_t)len, "Fake CUDA GPU");
 	return SUCCESS;
@@ -132,7 +154,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice d)
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 {
-	if (d != 0)
+	if (bad_device(d))
 		return INVALID_DEVICE;
 	*bytes = TOTAL;
 	return SUCCESS;
@@ -140,7 +162,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 {
-	if (d != 0)
+	if (bad_device(d))
 		return INVALID_DEVICE;
 	switch (attr) {
 	case 16: /* MULTIPROCESSOR_COUNT */
@@ -168,7 +190,7 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 		*v = 0;
 		return SUCCESS;
 	case 33: /* PCI_BUS_ID */
-		*v = 0x41;
+		*v = 0x41 + d;
 		return SUCCESS;
 	case 34: /* PCI_DEVICE_ID */
 		*v = 0;
@@ -180,46 +202,52 @@ CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice d)
 
 CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d)
 {
-	if (d != 0)
+	if (bad_device(d))
 		return INVALID_DEVICE;
-	*ctx = &ctx_token;
+	*ctx = &ctx_token[d];
 	return SUCCESS;
 }
 
 #ifndef FAKE_CUDA_OLD
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
-	return d == 0 ? SUCCESS : INVALID_DEVICE;
+	return bad_device(d) ? INVALID_DEVICE : SUCCESS;
 }
 #endif
 
 CUresult cuCtxSetCurrent(void *ctx)
 {
-	return ctx == &ctx_token ? SUCCESS : INVALID_HANDLE;
+	for (int d = 0; d < devices(); d++) {
+		if (ctx == &ctx_token[d]) {
+			current = d;
+			return SUCCESS;
+		}
+	}
+	return INVALID_HANDLE;
 }
 
 CUresult cuStreamCreate(void **s, unsigned flags)
 {
 	(void)flags;
-	*s = &stream_token;
+	*s = &stream_token[current];
 	return SUCCESS;
 }
 
 CUresult cuStreamDestroy_v2(void *s)
 {
-	return s == &stream_token ? SUCCESS : INVALID_HANDLE;
+	return s == &stream_token[current] ? SUCCESS : INVALID_HANDLE;
 }
 
 CUresult cuStreamSynchronize(void *s)
 {
 	STICKY();
-	return s == &stream_token ? SUCCESS : INVALID_HANDLE;
+	return s == &stream_token[current] ? SUCCESS : INVALID_HANDLE;
 }
 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
 	STICKY();
-	*free_bytes = TOTAL - allocated;
+	*free_bytes = TOTAL - allocated[current];
 	*total = TOTAL;
 	return SUCCESS;
 }
@@ -233,13 +261,14 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t bytes)
 	STICKY();
 	if (bytes == 0)
 		return INVALID_VALUE;
-	if ((max >= 0 && bytes > (size_t)max) || allocated + bytes > TOTAL)
+	if ((max >= 0 && bytes > (size_t)max) || allocated[current] + bytes > TOTAL)
 		return OUT_OF_MEMORY;
 	b = malloc(bytes + 16);
 	if (!b)
 		return OUT_OF_MEMORY;
 	b[0] = bytes;
-	allocated += bytes;
+	b[1] = (unsigned long long)current;
+	allocated[current] += bytes;
 	*p = (CUdeviceptr)(uintptr_t)(b + 2);
 	return SUCCESS;
 }
@@ -248,7 +277,7 @@ CUresult cuMemFree_v2(CUdeviceptr p)
 {
 	unsigned long long *b = (unsigned long long *)(uintptr_t)p - 2;
 
-	allocated -= b[0];
+	allocated[b[1]] -= b[0];
 	free(b);
 	return SUCCESS;
 }
@@ -430,7 +459,7 @@ static void chain(const struct launch *l, int dbl)
 	uint32_t *sm = (uint32_t *)(uintptr_t)int_arg(l, "sm");
 	uint32_t iters = (uint32_t)int_arg(l, "iters"), sums[STARTS];
 	uint64_t turns = iters ? iters : 1, n = (uint64_t)l->grid * l->block;
-	long bad = env_long("FAKE_CUDA_BAD_SM", -1);
+	long bad = current == env_long("FAKE_CUDA_BAD_DEVICE", 0) ? env_long("FAKE_CUDA_BAD_SM", -1) : -1;
 	double c = float_arg(l, "c"), step = float_arg(l, "step");
 
 	for (unsigned s = 0; s < STARTS; s++) {
@@ -523,11 +552,11 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 	(void)shared;
 	(void)extra;
 	STICKY();
-	if (++launches == env_long("FAKE_CUDA_FAIL_LAUNCH", -1)) {
+	if (__atomic_add_fetch(&launches, 1, __ATOMIC_SEQ_CST) == env_long("FAKE_CUDA_FAIL_LAUNCH", -1)) {
 		sticky = 1;
 		return ECC_UNCORRECTABLE;
 	}
-	if (stream != &stream_token || gy != 1 || gz != 1 || by != 1 || bz != 1 || !gx || !bx ||
+	if (stream != &stream_token[current] || gy != 1 || gz != 1 || by != 1 || bz != 1 || !gx || !bx ||
 	    bx > 1024)
 		return INVALID_VALUE;
 	if (strcmp(fn->name, "burn_chain_f32") == 0)

@@ -161,6 +161,11 @@ impl DeviceRun {
         if let Err(e) = result {
             self.gpu.stopped.push(e.to_string());
             for u in self.units.iter_mut().filter(|u| u.run.note.is_none()) {
+                // As in `stop_on_error`: an error that is a wrong result fails what it stopped.
+                if let BenchError::Validation(why) = &e {
+                    u.run
+                        .record_error(Mismatch::reported("the device", why.clone()));
+                }
                 u.run.note = Some(e.to_string());
             }
         }

@@ -341,15 +341,21 @@ impl BurnKernels for FakeDevice {
     }
 }
 
-fn fake_burn(drop_block: Option<usize>, checks_before_error: Option<u32>) -> GpuBurn {
+/// A 2-SM CUDA device and a burn of it for `duration` in `interval`s.
+fn fake_gpu(duration: Duration, interval: Duration) -> (DeviceInfo, GpuBurnConfig) {
     let mut info = DeviceInfo::named(Backend::Cuda, 0, "fake", "gpu");
     info.compute_units = 2;
     let cfg = GpuBurnConfig {
         devices: vec![info.clone()],
-        duration: Duration::from_millis(1500),
-        interval: Duration::from_millis(300),
+        duration,
+        interval,
         fault: None,
     };
+    (info, cfg)
+}
+
+fn fake_burn(drop_block: Option<usize>, checks_before_error: Option<u32>) -> GpuBurn {
+    let (info, cfg) = fake_gpu(Duration::from_millis(1500), Duration::from_millis(300));
     let mut dev = FakeDevice {
         info: info.clone(),
         drop_block,
@@ -494,4 +500,31 @@ fn the_ptx_pattern_kernels_fill_and_find_a_flipped_word() {
             }
         }
     }
+}
+
+/// An error that is itself a wrong result the device caught (the driver's uncorrectable ECC
+/// error, a `Validation`) fails every unit it kept from running, even at setup; any other setup
+/// error leaves them `not run`.
+#[test]
+fn a_device_caught_error_at_setup_fails_the_units_and_another_error_leaves_them_not_run() {
+    let (info, cfg) = fake_gpu(Duration::from_millis(10), Duration::from_millis(10));
+    let ecc =
+        BenchError::Validation("cuMemsetD8: the GPU reported an uncorrectable ECC error".into());
+    let b = device::DeviceRun::new(&info, &cfg).finish(&info, Err(ecc));
+    for name in ["fma-f32", "fma-f64", "mem-patterns"] {
+        let u = unit(&b, name);
+        assert_eq!((u.status, u.errors), (UnitStatus::Fail, 1), "{u:?}");
+        let first = u.first_error.as_ref().unwrap().describe();
+        assert_eq!(
+            first,
+            "the device: cuMemsetD8: the GPU reported an uncorrectable ECC error"
+        );
+    }
+    let lost = BenchError::Failed("cuCtxSetCurrent: CUDA_ERROR_DEVICE_UNAVAILABLE".into());
+    let b = device::DeviceRun::new(&info, &cfg).finish(&info, Err(lost));
+    for name in ["fma-f32", "fma-f64", "mem-patterns"] {
+        let u = unit(&b, name);
+        assert_eq!((u.status, u.errors), (UnitStatus::NotRun, 0), "{u:?}");
+    }
+    assert_eq!(b.devices[0].stopped.len(), 1);
 }

@@ -1,8 +1,9 @@
-/* A stand-in for the NVIDIA driver's libcuda.so, built by tests/burn_cuda.rs and put first on
+/* A stand-in for the NVIDIA driver's libcuda.so, built by tests/burn_driver.rs and put first on
  * LD_LIBRARY_PATH, so `hostbench burn --gpu-backend cuda` goes through its real driver calls
  * (cudarc's dynamic loading, the session, the buffers, the launches, the readbacks) on a host
  * without a GPU. Signatures follow NVIDIA's cuda.h for the entry points cudarc resolves; cudarc
- * panics on a missing symbol, so every call hostbench's burn makes is defined here.
+ * panics on a missing symbol, so every entry point hostbench's CUDA backend calls is defined
+ * here.
  *
  * The devices: FAKE_CUDA_DEVICES GPUs (default 1) of 4 SMs each, compute capability 6.1 (no
  * tensor cores, so the burn's tensor units are absent by design), PCI 0000:41:00.0 (then :42,

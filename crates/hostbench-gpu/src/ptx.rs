@@ -441,13 +441,15 @@ impl Arg {
         }
     }
 
-    fn bytes(&self) -> Vec<u8> {
+    /// The value's bits, zero-extended to 64: its parameter's bytes, little-endian, at the
+    /// start of an 8-byte cell.
+    pub fn bits(&self) -> u64 {
         match *self {
-            Arg::U64(v) => v.to_le_bytes().to_vec(),
-            Arg::U32(v) => v.to_le_bytes().to_vec(),
-            Arg::I32(v) => v.to_le_bytes().to_vec(),
-            Arg::F32(v) => v.to_le_bytes().to_vec(),
-            Arg::F64(v) => v.to_le_bytes().to_vec(),
+            Arg::U64(v) => v,
+            Arg::U32(v) => u64::from(v),
+            Arg::I32(v) => u64::from(v as u32),
+            Arg::F32(v) => u64::from(v.to_bits()),
+            Arg::F64(v) => v.to_bits(),
         }
     }
 }
@@ -470,21 +472,15 @@ impl KernelArgs {
     }
 
     pub fn push(&mut self, a: Arg) {
-        let mut cell = [0u8; 8];
-        let b = a.bytes();
-        cell[..b.len()].copy_from_slice(&b);
         // Little-endian hosts (x86-64, AArch64): the value's bytes start the cell.
-        self.cells.push(u64::from_le_bytes(cell));
+        self.cells.push(a.bits());
         self.args.push(a);
     }
 
     /// Replace argument `i` in place (its pointer stays the same).
     pub fn set(&mut self, i: usize, a: Arg) {
         if let (Some(slot), Some(cell)) = (self.args.get_mut(i), self.cells.get_mut(i)) {
-            let mut bytes = [0u8; 8];
-            let b = a.bytes();
-            bytes[..b.len()].copy_from_slice(&b);
-            *cell = u64::from_le_bytes(bytes);
+            *cell = a.bits();
             *slot = a;
         }
     }
@@ -504,6 +500,16 @@ impl KernelArgs {
 
 /// The parameter types of `.entry name(...)` in `ptx`, in order (for checking marshalling).
 pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<String>> {
+    Some(
+        entry_param_list(ptx, name)?
+            .into_iter()
+            .map(|(ty, _)| ty)
+            .collect(),
+    )
+}
+
+/// The parameters of `.entry name(...)` in `ptx`, in order: (type, name), as `("u64", "out")`.
+pub fn entry_param_list(ptx: &str, name: &str) -> Option<Vec<(String, String)>> {
     let start = ptx.find(&format!(".entry {name}("))?;
     let rest = &ptx[start..];
     let close = rest.find(')')?;
@@ -511,8 +517,12 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<String>> {
         rest[..close]
             .split(".param")
             .skip(1)
-            .filter_map(|p| p.split_whitespace().next())
-            .map(|t| t.trim_start_matches('.').to_string())
+            .filter_map(|p| {
+                let mut w = p.split_whitespace();
+                let ty = w.next()?.trim_start_matches('.').to_string();
+                let name = w.next()?.trim_end_matches(',').to_string();
+                Some((ty, name))
+            })
             .collect(),
     )
 }

@@ -27,7 +27,7 @@ struct Inst {
 /// One `.entry` of a module.
 #[derive(Debug, Clone)]
 pub struct Kernel {
-    /// Parameters in order: name and PTX type (`u64`, `f32`, ...).
+    /// Parameters in order: PTX type (`u64`, `f32`, ...) and name (`ptx::entry_param_list`).
     params: Vec<(String, String)>,
     body: Vec<Inst>,
     labels: HashMap<String, usize>,
@@ -36,20 +36,10 @@ pub struct Kernel {
 impl Kernel {
     /// The entry `name` of the PTX `module`.
     pub fn parse(module: &str, name: &str) -> Kernel {
+        let params =
+            crate::ptx::entry_param_list(module, name).unwrap_or_else(|| panic!("no entry {name}"));
         let head = format!(".entry {name}(");
-        let start = module
-            .find(&head)
-            .unwrap_or_else(|| panic!("no entry {name}"));
-        let rest = &module[start + head.len()..];
-        let close = rest.find(')').expect("parameter list ends");
-        let params = rest[..close]
-            .split(',')
-            .map(|p| {
-                let w: Vec<&str> = p.split_whitespace().collect();
-                assert!(w.len() == 3 && w[0] == ".param", "parameter {p:?}");
-                (w[2].to_string(), w[1].trim_start_matches('.').to_string())
-            })
-            .collect();
+        let rest = &module[module.find(&head).expect("entry") + head.len()..];
         let open = rest.find('{').expect("body opens");
         let end = rest[open..].find("\n}").expect("body closes") + open;
         let mut body = Vec::new();
@@ -222,13 +212,7 @@ fn arg_bits(a: &Arg, ty: &str, name: &str) -> u64 {
         ty,
         "argument {name}: {a:?} for a .{ty} parameter"
     );
-    match *a {
-        Arg::U64(v) => v,
-        Arg::U32(v) => u64::from(v),
-        Arg::I32(v) => u64::from(v as u32),
-        Arg::F32(v) => u64::from(v.to_bits()),
-        Arg::F64(v) => v.to_bits(),
-    }
+    a.bits()
 }
 
 /// Run `k` over `grid` blocks of `block` threads with `args`, block b on SM `smid(b)`.
@@ -245,7 +229,7 @@ pub fn launch(
         .params
         .iter()
         .zip(args.args())
-        .map(|((name, ty), a)| (name.as_str(), arg_bits(a, ty, name)))
+        .map(|((ty, name), a)| (name.as_str(), arg_bits(a, ty, name)))
         .collect();
     for b in 0..grid {
         for t in 0..block {

@@ -161,11 +161,7 @@ impl DeviceRun {
         if let Err(e) = result {
             self.gpu.stopped.push(e.to_string());
             for u in self.units.iter_mut().filter(|u| u.run.note.is_none()) {
-                // As in `stop_on_error`: an error that is a wrong result fails what it stopped.
-                if let BenchError::Validation(why) = &e {
-                    u.run
-                        .record_error(Mismatch::reported("the device", why.clone()));
-                }
+                fail_if_caught(&mut u.run, &e);
                 u.run.note = Some(e.to_string());
             }
         }
@@ -188,18 +184,22 @@ impl DeviceRun {
     }
 }
 
+/// A wrong result the device caught itself (the driver's uncorrectable ECC error, a
+/// `Validation`) fails the unit it stopped, as a wrong checksum does; any other error only stops
+/// it.
+fn fail_if_caught(run: &mut UnitRun, e: &BenchError) {
+    if let BenchError::Validation(why) = e {
+        run.record_error(Mismatch::reported("the device", why.clone()));
+    }
+}
+
 /// `r`'s value, or `None` with the unit stopped and the reason kept on the device.
 fn stop_on_error<T>(u: &mut Unit, gpu: &mut BurnedGpu, r: Result<T, BenchError>) -> Option<T> {
     match r {
         Ok(v) => Some(v),
         Err(e) => {
             gpu.stopped.push(format!("{}: {e}", u.run.unit));
-            // A wrong result the device caught itself (the driver's uncorrectable ECC error)
-            // fails the unit as a wrong checksum does; any other error only stops it.
-            if let BenchError::Validation(why) = &e {
-                u.run
-                    .record_error(Mismatch::reported("the device", why.clone()));
-            }
+            fail_if_caught(&mut u.run, &e);
             u.run.note = Some(format!("stopped: {e}"));
             None
         }
